@@ -1,0 +1,35 @@
+# `make demo` and `make test` each set up their own virtual environment first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install --quiet $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
+# torchvision's wheel pins another torch; install it beside the CPU torch without its deps.
+TORCHVISION := torchvision==0.28.0
+
+.PHONY: demo test test-fast bench clean
+
+$(VENV)/.core: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) --upgrade pip
+	$(PIP) -e .
+	touch $@
+
+$(VENV)/.test: $(VENV)/.core
+	$(PIP) -e '.[test]'
+	$(PIP) --no-deps $(TORCHVISION)
+	touch $@
+
+demo: $(VENV)/.core
+	$(VENV)/bin/ge demo
+
+test: $(VENV)/.test
+	$(PY) -m pytest -n 2 -q
+
+test-fast: $(VENV)/.test
+	$(PY) -m pytest -n 2 -q -m "not slow"
+
+bench: $(VENV)/.test
+	$(PY) benchmarks/import_and_print.py
+
+clean:
+	rm -rf $(VENV) tests/.cache

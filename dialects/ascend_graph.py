@@ -1,0 +1,1674 @@
+"""The `ascend_graph` dialect: a GE graph at framework level.
+
+One op per CANN op type, named after it in snake case. Every op keeps its CANN op
+type (`OP_TYPE`, the key of fusion patterns, op info and dtype files) and its ONNX
+node name (the `name` property, because users address nodes by name).
+
+Tensors are builtin `tensor<...>` types. Their encoding, when present, is a
+`#ascend_graph.format<format, origin_format, origin_shape>`; a tensor without one is
+in its origin format (ND, or NCHW for the 4-D feature maps of an ONNX model) and its
+shape is its origin shape. Weights never live in the IR: `ascend_graph.const` holds
+a `#ascend_graph.weight<name, digest>` handle into the weight store, or, for small
+constants (shapes, axes, scalars), an inline dense attribute.
+
+Every op computes its result types from its operands and properties
+(`infer_result_types`); the constructor uses it and the verifier checks the declared
+types against it, so a wrong shape is reported with the rule it breaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    BoolAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    SymbolNameConstraint,
+    TensorType,
+    f32,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VariadicDef,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+    operand_def,
+)
+from xdsl.traits import ConstantLike, IsTerminator, Pure, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+from dialects import shapes
+from dialects.shapes import DYN, Shape, ShapeError
+
+FORMATS = ("ND", "NCHW", "NHWC", "NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ")
+
+
+# --------------------------------------------------------------------------- attributes
+
+
+@irdl_attr_definition
+class FormatAttr(ParametrizedAttribute):
+    """Tensor encoding: the physical format, and the origin format and shape it maps."""
+
+    name = "ascend_graph.format"
+
+    format: StringAttr
+    origin_format: StringAttr
+    origin_shape: DenseArrayBase
+
+    def __init__(self, format: str, origin_format: str, origin_shape: Sequence[int]):
+        super().__init__(
+            StringAttr(format), StringAttr(origin_format), DenseArrayBase.from_list(i64, origin_shape)
+        )
+
+    def verify(self) -> None:
+        for label, value in (("format", self.format.data), ("origin format", self.origin_format.data)):
+            if value not in FORMATS:
+                raise VerifyException(f"unknown {label} {value!r}; known: {', '.join(FORMATS)}")
+
+
+@irdl_attr_definition
+class WeightRefAttr(ParametrizedAttribute):
+    """A handle into the weight store: the weight's name and a content-digest prefix."""
+
+    name = "ascend_graph.weight"
+
+    weight: StringAttr
+    digest: StringAttr
+
+    def __init__(self, weight: str, digest: str):
+        super().__init__(StringAttr(weight), StringAttr(digest))
+
+
+# ------------------------------------------------------------ attribute construction
+
+
+def ints(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def int_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def float_attr(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f32)
+
+
+def bool_attr(value: bool) -> BoolAttr:
+    return BoolAttr.from_bool(bool(value))
+
+
+def tensor(dtype: Attribute, shape: Sequence[int], encoding: Attribute | None = None) -> TensorType:
+    if encoding is None:
+        return TensorType(dtype, shape)
+    return TensorType(dtype, shape, encoding)
+
+
+class Props:
+    """Typed reads of an op's properties, for shape functions and passes."""
+
+    def __init__(self, props: Mapping[str, Attribute]):
+        self._props = props
+
+    def has(self, key: str) -> bool:
+        return key in self._props
+
+    def ints(self, key: str, default: Sequence[int] = ()) -> tuple[int, ...]:
+        attr = self._props.get(key)
+        return tuple(default) if attr is None else tuple(attr.get_values())  # type: ignore[union-attr]
+
+    def int(self, key: str, default: int = 0) -> int:
+        attr = self._props.get(key)
+        return default if attr is None else attr.value.data  # type: ignore[union-attr]
+
+    def float(self, key: str, default: float = 0.0) -> float:
+        attr = self._props.get(key)
+        return default if attr is None else attr.value.data  # type: ignore[union-attr]
+
+    def bool(self, key: str, default: bool = False) -> bool:
+        attr = self._props.get(key)
+        return default if attr is None else bool(attr.value.data)  # type: ignore[union-attr]
+
+    def str(self, key: str, default: str = "") -> str:
+        attr = self._props.get(key)
+        return default if attr is None else attr.data  # type: ignore[union-attr]
+
+    def type(self, key: str) -> Attribute:
+        return self._props[key]
+
+
+def shape_of(t: Attribute) -> Shape:
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def dtype_of(t: Attribute) -> Attribute:
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def is_float(dtype: Attribute) -> bool:
+    return isinstance(dtype, Float16Type | BFloat16Type | Float32Type | Float64Type)
+
+
+def is_unsigned(dtype: Attribute) -> bool:
+    return isinstance(dtype, IntegerType) and dtype.signedness.data == Signedness.UNSIGNED
+
+
+# --------------------------------------------------------------------------- op bases
+
+
+def _by_defs(defs: Sequence[object], items: Sequence) -> list:
+    flexible = len(items) - sum(not isinstance(d, VariadicDef) for d in defs)
+    rest = iter(items)
+    return [[next(rest) for _ in range(flexible)] if isinstance(d, VariadicDef) else next(rest) for d in defs]
+
+
+class AscendOp(IRDLOperation):
+    """Base of every graph op: CANN op type, ONNX node name, inferred result types."""
+
+    OP_TYPE: ClassVar[str]
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
+
+    node_name = opt_prop_def(StringAttr, prop_name="name")
+
+    def __init__(
+        self,
+        operands: Sequence[SSAValue | Operation],
+        props: Mapping[str, Attribute] | None = None,
+        name: str | None = None,
+        result_types: Sequence[Attribute] | None = None,
+    ):
+        values = [SSAValue.get(o) for o in operands]
+        properties = dict(props or {})
+        if name is not None:
+            properties["name"] = StringAttr(name)
+        if result_types is None:
+            result_types = self.infer_result_types([v.type for v in values], Props(properties))
+        super().__init__(operands=self._group(values), properties=properties, result_types=self._group_results(result_types))
+
+    @classmethod
+    def _group(cls, values: Sequence[SSAValue]) -> list[SSAValue | list[SSAValue]]:
+        """Arrange a flat operand list by the op's definitions (one variadic at most)."""
+        return _by_defs([d for _, d in cls.get_irdl_definition().operands], values)
+
+    @classmethod
+    def _group_results(cls, types: Sequence[Attribute]) -> list[Attribute | list[Attribute]]:
+        return _by_defs([d for _, d in cls.get_irdl_definition().results], types)
+
+    @property
+    def op_type(self) -> str:
+        return self.OP_TYPE
+
+    @property
+    def label(self) -> str:
+        """The ONNX node name, or the op type where the node had none."""
+        return self.node_name.data if self.node_name else self.OP_TYPE
+
+    @property
+    def props(self) -> Props:
+        return Props(self.properties)
+
+    @classmethod
+    def infer_result_types(cls, operand_types: Sequence[Attribute], props: Props) -> list[Attribute]:
+        raise NotImplementedError(cls.__name__)
+
+    def verify_(self) -> None:
+        types = [o.type for o in self.operands]
+        for i, t in enumerate(types):
+            if not isinstance(t, TensorType):
+                raise VerifyException(f"{self.OP_TYPE} '{self.label}': operand {i} is {t}, not a tensor")
+        try:
+            inferred = self.infer_result_types(types, self.props)
+        except ShapeError as e:
+            raise VerifyException(f"{self.OP_TYPE} '{self.label}': {e}") from e
+        if len(inferred) != len(self.results):
+            raise VerifyException(
+                f"{self.OP_TYPE} '{self.label}': has {len(self.results)} results, expected {len(inferred)}"
+            )
+        for i, (res, want) in enumerate(zip(self.results, inferred)):
+            got = res.type
+            if not isinstance(got, TensorType) or got.element_type != dtype_of(want):
+                raise VerifyException(
+                    f"{self.OP_TYPE} '{self.label}': result {i} is {got}, expected element type {dtype_of(want)}"
+                )
+            if not shapes.compatible(shape_of(got), shape_of(want)):
+                raise VerifyException(
+                    f"{self.OP_TYPE} '{self.label}': result {i} has shape {shapes.fmt(shape_of(got))}, "
+                    f"but the inputs give {shapes.fmt(shape_of(want))}"
+                )
+
+
+def _same(types: Sequence[Attribute], what: str, indices: Sequence[int] | None = None) -> Attribute:
+    """The common element type of the given operands (all of them by default)."""
+    picked = [types[i] for i in (indices if indices is not None else range(len(types))) if i < len(types)]
+    dtypes = {dtype_of(t) for t in picked}
+    if len(dtypes) > 1:
+        raise ShapeError(f"{what} operands have different element types {sorted(map(str, dtypes))}")
+    return dtype_of(picked[0])
+
+
+class UnaryOp(AscendOp):
+    """y = f(x), elementwise, same type."""
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        return [operand_types[0]]
+
+
+class FloatUnaryOp(UnaryOp):
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError(f"needs a floating-point input, got {dtype_of(operand_types[0])}")
+        return [operand_types[0]]
+
+
+class BinaryOp(AscendOp):
+    """y = f(x1, x2), elementwise with numpy broadcasting."""
+
+    x1 = operand_def(TensorType)
+    x2 = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def result_dtype(cls, dtype: Attribute) -> Attribute:
+        return dtype
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        dtype = _same(operand_types, "the two")
+        shape = shapes.broadcast(shape_of(operand_types[0]), shape_of(operand_types[1]))
+        return [tensor(cls.result_dtype(dtype), shape)]
+
+
+class CompareOp(BinaryOp):
+    @classmethod
+    def result_dtype(cls, dtype):
+        return i1
+
+
+class LogicalBinaryOp(BinaryOp):
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if any(dtype_of(t) != i1 for t in operand_types):
+            raise ShapeError("needs bool (i1) operands")
+        return super().infer_result_types(operand_types, props)
+
+
+# ------------------------------------------------------------------- structural ops
+
+
+@irdl_op_definition
+class GraphOp(IRDLOperation):
+    """A GE graph: one block of ops from `data` to `net_output`."""
+
+    name = "ascend_graph.graph"
+    sym_name = prop_def(SymbolNameConstraint())
+    body = region_def("single_block")
+    traits = traits_def(SymbolOpInterface())
+    assembly_format = "$sym_name attr-dict-with-keyword $body"
+
+    def __init__(self, sym_name: str, body):
+        super().__init__(properties={"sym_name": StringAttr(sym_name)}, regions=[body])
+
+    @property
+    def inputs(self) -> list[DataOp]:
+        return sorted((op for op in self.body.block.ops if isinstance(op, DataOp)), key=lambda d: d.index.value.data)
+
+    @property
+    def output(self) -> NetOutputOp:
+        last = self.body.block.last_op
+        assert isinstance(last, NetOutputOp)
+        return last
+
+    def verify_(self) -> None:
+        last = self.body.block.last_op
+        if not isinstance(last, NetOutputOp):
+            raise VerifyException(f"graph @{self.sym_name.data} must end with ascend_graph.net_output")
+        indices = sorted(d.index.value.data for d in self.inputs)
+        if indices != list(range(len(indices))):
+            raise VerifyException(f"graph @{self.sym_name.data}: data indices {indices} are not 0..{len(indices) - 1}")
+
+
+@irdl_op_definition
+class DataOp(AscendOp):
+    """A graph input (CANN `Data`); `index` is its position among the inputs."""
+
+    name = "ascend_graph.data"
+    OP_TYPE: ClassVar[str] = "Data"
+    index = prop_def(IntegerAttr)
+    out = result_def(TensorType)
+    assembly_format = "attr-dict `:` type($out)"
+
+    def __init__(self, index: int, type: TensorType, name: str):
+        super().__init__([], {"index": int_attr(index)}, name, [type])
+
+    def verify_(self) -> None:
+        if self.index.value.data < 0:
+            raise VerifyException(f"Data '{self.label}': index {self.index.value.data} is negative")
+
+
+@irdl_op_definition
+class ConstOp(AscendOp):
+    """A constant (CANN `Const`): a weight-store handle, or an inline dense value."""
+
+    name = "ascend_graph.const"
+    OP_TYPE: ClassVar[str] = "Const"
+    value = prop_def(WeightRefAttr | DenseIntOrFPElementsAttr)
+    out = result_def(TensorType)
+    traits = traits_def(Pure(), ConstantLike())
+    assembly_format = "attr-dict `:` type($out)"
+
+    def __init__(self, value: WeightRefAttr | DenseIntOrFPElementsAttr, type: TensorType, name: str | None = None):
+        super().__init__([], {"value": value}, name, [type])
+
+    def verify_(self) -> None:
+        if isinstance(self.value, DenseIntOrFPElementsAttr) and self.value.get_type() != self.out.type:
+            raise VerifyException(f"Const '{self.label}': inline value type {self.value.get_type()} is not {self.out.type}")
+
+
+@irdl_op_definition
+class NetOutputOp(AscendOp):
+    """The graph's outputs (CANN `NetOutput`), named by `names`."""
+
+    name = "ascend_graph.net_output"
+    OP_TYPE: ClassVar[str] = "NetOutput"
+    outputs = var_operand_def(TensorType)
+    names = prop_def(ArrayAttr[StringAttr])
+    traits = traits_def(IsTerminator())
+    assembly_format = "$outputs attr-dict `:` type($outputs)"
+
+    def __init__(self, outputs: Sequence[SSAValue | Operation], names: Sequence[str]):
+        super().__init__(outputs, {"names": ArrayAttr([StringAttr(n) for n in names])}, None, [])
+
+    def verify_(self) -> None:
+        if len(self.names) != len(self.outputs):
+            raise VerifyException(f"NetOutput has {len(self.outputs)} outputs but {len(self.names)} names")
+
+
+# ------------------------------------------------------------------------ elementwise
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """x1 + x2 (CANN `Add`)."""
+
+    name = "ascend_graph.add"
+    OP_TYPE: ClassVar[str] = "Add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """x1 - x2 (CANN `Sub`)."""
+
+    name = "ascend_graph.sub"
+    OP_TYPE: ClassVar[str] = "Sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """x1 * x2 (CANN `Mul`)."""
+
+    name = "ascend_graph.mul"
+    OP_TYPE: ClassVar[str] = "Mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """x1 / x2 (CANN `Div`); integer division truncates toward zero, as in ONNX."""
+
+    name = "ascend_graph.div"
+    OP_TYPE: ClassVar[str] = "Div"
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    """x1 ** x2 (CANN `Pow`)."""
+
+    name = "ascend_graph.pow"
+    OP_TYPE: ClassVar[str] = "Pow"
+
+
+@irdl_op_definition
+class MaximumOp(BinaryOp):
+    """max(x1, x2) (CANN `Maximum`)."""
+
+    name = "ascend_graph.maximum"
+    OP_TYPE: ClassVar[str] = "Maximum"
+
+
+@irdl_op_definition
+class MinimumOp(BinaryOp):
+    """min(x1, x2) (CANN `Minimum`)."""
+
+    name = "ascend_graph.minimum"
+    OP_TYPE: ClassVar[str] = "Minimum"
+
+
+@irdl_op_definition
+class PReluOp(BinaryOp):
+    """x1 if x1 >= 0 else x1 * x2, slope broadcast to x1 (CANN `PRelu`)."""
+
+    name = "ascend_graph.prelu"
+    OP_TYPE: ClassVar[str] = "PRelu"
+
+
+@irdl_op_definition
+class EqualOp(CompareOp):
+    """x1 == x2 (CANN `Equal`)."""
+
+    name = "ascend_graph.equal"
+    OP_TYPE: ClassVar[str] = "Equal"
+
+
+@irdl_op_definition
+class LessOp(CompareOp):
+    """x1 < x2 (CANN `Less`)."""
+
+    name = "ascend_graph.less"
+    OP_TYPE: ClassVar[str] = "Less"
+
+
+@irdl_op_definition
+class LessEqualOp(CompareOp):
+    """x1 <= x2 (CANN `LessEqual`)."""
+
+    name = "ascend_graph.less_equal"
+    OP_TYPE: ClassVar[str] = "LessEqual"
+
+
+@irdl_op_definition
+class GreaterOp(CompareOp):
+    """x1 > x2 (CANN `Greater`)."""
+
+    name = "ascend_graph.greater"
+    OP_TYPE: ClassVar[str] = "Greater"
+
+
+@irdl_op_definition
+class GreaterEqualOp(CompareOp):
+    """x1 >= x2 (CANN `GreaterEqual`)."""
+
+    name = "ascend_graph.greater_equal"
+    OP_TYPE: ClassVar[str] = "GreaterEqual"
+
+
+@irdl_op_definition
+class LogicalAndOp(LogicalBinaryOp):
+    """x1 and x2 (CANN `LogicalAnd`)."""
+
+    name = "ascend_graph.logical_and"
+    OP_TYPE: ClassVar[str] = "LogicalAnd"
+
+
+@irdl_op_definition
+class LogicalOrOp(LogicalBinaryOp):
+    """x1 or x2 (CANN `LogicalOr`)."""
+
+    name = "ascend_graph.logical_or"
+    OP_TYPE: ClassVar[str] = "LogicalOr"
+
+
+@irdl_op_definition
+class LogicalXorOp(LogicalBinaryOp):
+    """x1 xor x2 (CANN `LogicalXor`)."""
+
+    name = "ascend_graph.logical_xor"
+    OP_TYPE: ClassVar[str] = "LogicalXor"
+
+
+@irdl_op_definition
+class LogicalNotOp(UnaryOp):
+    """not x (CANN `LogicalNot`)."""
+
+    name = "ascend_graph.logical_not"
+    OP_TYPE: ClassVar[str] = "LogicalNot"
+
+
+@irdl_op_definition
+class IdentityOp(UnaryOp):
+    """y = x (CANN `Identity`)."""
+
+    name = "ascend_graph.identity"
+    OP_TYPE: ClassVar[str] = "Identity"
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """-x (CANN `Neg`)."""
+
+    name = "ascend_graph.neg"
+    OP_TYPE: ClassVar[str] = "Neg"
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """|x| (CANN `Abs`)."""
+
+    name = "ascend_graph.abs"
+    OP_TYPE: ClassVar[str] = "Abs"
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    """sign(x) (CANN `Sign`)."""
+
+    name = "ascend_graph.sign"
+    OP_TYPE: ClassVar[str] = "Sign"
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """max(x, 0) (CANN `Relu`)."""
+
+    name = "ascend_graph.relu"
+    OP_TYPE: ClassVar[str] = "Relu"
+
+
+@irdl_op_definition
+class SqrtOp(FloatUnaryOp):
+    """sqrt(x) (CANN `Sqrt`)."""
+
+    name = "ascend_graph.sqrt"
+    OP_TYPE: ClassVar[str] = "Sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(FloatUnaryOp):
+    """1 / sqrt(x) (CANN `Rsqrt`)."""
+
+    name = "ascend_graph.rsqrt"
+    OP_TYPE: ClassVar[str] = "Rsqrt"
+
+
+@irdl_op_definition
+class ExpOp(FloatUnaryOp):
+    """e ** x (CANN `Exp`)."""
+
+    name = "ascend_graph.exp"
+    OP_TYPE: ClassVar[str] = "Exp"
+
+
+@irdl_op_definition
+class LogOp(FloatUnaryOp):
+    """ln(x) (CANN `Log`)."""
+
+    name = "ascend_graph.log"
+    OP_TYPE: ClassVar[str] = "Log"
+
+
+@irdl_op_definition
+class ReciprocalOp(FloatUnaryOp):
+    """1 / x (CANN `Reciprocal`)."""
+
+    name = "ascend_graph.reciprocal"
+    OP_TYPE: ClassVar[str] = "Reciprocal"
+
+
+@irdl_op_definition
+class ErfOp(FloatUnaryOp):
+    """erf(x) (CANN `Erf`)."""
+
+    name = "ascend_graph.erf"
+    OP_TYPE: ClassVar[str] = "Erf"
+
+
+@irdl_op_definition
+class TanhOp(FloatUnaryOp):
+    """tanh(x) (CANN `Tanh`)."""
+
+    name = "ascend_graph.tanh"
+    OP_TYPE: ClassVar[str] = "Tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(FloatUnaryOp):
+    """1 / (1 + e ** -x) (CANN `Sigmoid`)."""
+
+    name = "ascend_graph.sigmoid"
+    OP_TYPE: ClassVar[str] = "Sigmoid"
+
+
+@irdl_op_definition
+class SinOp(FloatUnaryOp):
+    """sin(x) (CANN `Sin`)."""
+
+    name = "ascend_graph.sin"
+    OP_TYPE: ClassVar[str] = "Sin"
+
+
+@irdl_op_definition
+class CosOp(FloatUnaryOp):
+    """cos(x) (CANN `Cos`)."""
+
+    name = "ascend_graph.cos"
+    OP_TYPE: ClassVar[str] = "Cos"
+
+
+@irdl_op_definition
+class FloorOp(FloatUnaryOp):
+    """floor(x) (CANN `Floor`)."""
+
+    name = "ascend_graph.floor"
+    OP_TYPE: ClassVar[str] = "Floor"
+
+
+@irdl_op_definition
+class CeilOp(FloatUnaryOp):
+    """ceil(x) (CANN `Ceil`)."""
+
+    name = "ascend_graph.ceil"
+    OP_TYPE: ClassVar[str] = "Ceil"
+
+
+@irdl_op_definition
+class RoundOp(FloatUnaryOp):
+    """Round half to even (CANN `Round`)."""
+
+    name = "ascend_graph.round"
+    OP_TYPE: ClassVar[str] = "Round"
+
+
+@irdl_op_definition
+class SoftplusOp(FloatUnaryOp):
+    """ln(1 + e ** x) (CANN `Softplus`)."""
+
+    name = "ascend_graph.softplus"
+    OP_TYPE: ClassVar[str] = "Softplus"
+
+
+@irdl_op_definition
+class SoftsignOp(FloatUnaryOp):
+    """x / (1 + |x|) (CANN `Softsign`)."""
+
+    name = "ascend_graph.softsign"
+    OP_TYPE: ClassVar[str] = "Softsign"
+
+
+@irdl_op_definition
+class HardSwishOp(FloatUnaryOp):
+    """x * relu6(x + 3) / 6 (CANN `HardSwish`)."""
+
+    name = "ascend_graph.hard_swish"
+    OP_TYPE: ClassVar[str] = "HardSwish"
+
+
+@irdl_op_definition
+class GeluOp(FloatUnaryOp):
+    """GELU (CANN `Gelu`); `approximate` is "none" (erf form) or "tanh"."""
+
+    name = "ascend_graph.gelu"
+    OP_TYPE: ClassVar[str] = "Gelu"
+    approximate = opt_prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.props.str("approximate", "none") not in ("none", "tanh"):
+            raise VerifyException(f"Gelu '{self.label}': approximate must be \"none\" or \"tanh\"")
+
+
+@irdl_op_definition
+class LeakyReluOp(FloatUnaryOp):
+    """x if x >= 0 else negative_slope * x (CANN `LeakyRelu`)."""
+
+    name = "ascend_graph.leaky_relu"
+    OP_TYPE: ClassVar[str] = "LeakyRelu"
+    negative_slope = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class EluOp(FloatUnaryOp):
+    """x if x > 0 else alpha * (e ** x - 1) (CANN `Elu`)."""
+
+    name = "ascend_graph.elu"
+    OP_TYPE: ClassVar[str] = "Elu"
+    alpha = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class SeluOp(FloatUnaryOp):
+    """gamma * (x if x > 0 else alpha * (e ** x - 1)) (CANN `Selu`)."""
+
+    name = "ascend_graph.selu"
+    OP_TYPE: ClassVar[str] = "Selu"
+    alpha = prop_def(FloatAttr)
+    gamma = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class HardSigmoidOp(FloatUnaryOp):
+    """max(0, min(1, alpha * x + beta)) (CANN `HardSigmoid`)."""
+
+    name = "ascend_graph.hard_sigmoid"
+    OP_TYPE: ClassVar[str] = "HardSigmoid"
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class ClipByValueOp(UnaryOp):
+    """min(max(x, min), max), each bound optional (CANN `ClipByValue`)."""
+
+    name = "ascend_graph.clip_by_value"
+    OP_TYPE: ClassVar[str] = "ClipByValue"
+    min = opt_prop_def(FloatAttr)
+    max = opt_prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class CastOp(AscendOp):
+    """Convert to `dst_type` (CANN `Cast`)."""
+
+    name = "ascend_graph.cast"
+    OP_TYPE: ClassVar[str] = "Cast"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    dst_type = prop_def(TypeAttribute)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        return [tensor(props.type("dst_type"), shape_of(operand_types[0]))]
+
+
+@irdl_op_definition
+class SelectOp(AscendOp):
+    """condition ? x1 : x2 with broadcasting (CANN `SelectV2`, ONNX `Where`)."""
+
+    name = "ascend_graph.select"
+    OP_TYPE: ClassVar[str] = "SelectV2"
+    condition = operand_def(TensorType)
+    x1 = operand_def(TensorType)
+    x2 = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if dtype_of(operand_types[0]) != i1:
+            raise ShapeError("condition must be bool (i1)")
+        dtype = _same(operand_types, "the two value", [1, 2])
+        return [tensor(dtype, shapes.broadcast(*(shape_of(t) for t in operand_types)))]
+
+
+# ------------------------------------------------------------------------- reductions
+
+
+class ReduceOp(AscendOp):
+    """Reduce over `axes` (all axes when empty), keeping them as 1 when keep_dims."""
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    keep_dims = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        shape = shapes.reduce(shape_of(operand_types[0]), props.ints("axes"), props.bool("keep_dims"))
+        return [tensor(dtype_of(operand_types[0]), shape)]
+
+
+@irdl_op_definition
+class ReduceMeanOp(ReduceOp):
+    """Mean over axes (CANN `ReduceMeanD`)."""
+
+    name = "ascend_graph.reduce_mean_d"
+    OP_TYPE: ClassVar[str] = "ReduceMeanD"
+
+
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    """Sum over axes (CANN `ReduceSumD`)."""
+
+    name = "ascend_graph.reduce_sum_d"
+    OP_TYPE: ClassVar[str] = "ReduceSumD"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    """Maximum over axes (CANN `ReduceMaxD`)."""
+
+    name = "ascend_graph.reduce_max_d"
+    OP_TYPE: ClassVar[str] = "ReduceMaxD"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    """Minimum over axes (CANN `ReduceMinD`)."""
+
+    name = "ascend_graph.reduce_min_d"
+    OP_TYPE: ClassVar[str] = "ReduceMinD"
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    """Product over axes (CANN `ReduceProdD`)."""
+
+    name = "ascend_graph.reduce_prod_d"
+    OP_TYPE: ClassVar[str] = "ReduceProdD"
+
+
+class ArgOp(AscendOp):
+    """Index of the extreme value along `axis` (int64 result)."""
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    keep_dims = prop_def(BoolAttr)
+    select_last_index = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        shape = shape_of(operand_types[0])
+        axis = shapes.norm_axis(props.int("axis"), len(shape))
+        return [tensor(i64, shapes.reduce(shape, [axis], props.bool("keep_dims")))]
+
+
+@irdl_op_definition
+class ArgMaxOp(ArgOp):
+    """Index of the maximum (CANN `ArgMaxV2`)."""
+
+    name = "ascend_graph.arg_max"
+    OP_TYPE: ClassVar[str] = "ArgMaxV2"
+
+
+@irdl_op_definition
+class ArgMinOp(ArgOp):
+    """Index of the minimum (CANN `ArgMin`)."""
+
+    name = "ascend_graph.arg_min"
+    OP_TYPE: ClassVar[str] = "ArgMin"
+
+
+class SoftmaxBase(AscendOp):
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        shapes.norm_axes(props.ints("axes"), len(shape_of(operand_types[0])))
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError("needs a floating-point input")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class SoftmaxOp(SoftmaxBase):
+    """exp(x) / sum(exp(x)) over `axes` (CANN `SoftmaxV2`)."""
+
+    name = "ascend_graph.softmax_v2"
+    OP_TYPE: ClassVar[str] = "SoftmaxV2"
+
+
+@irdl_op_definition
+class LogSoftmaxOp(SoftmaxBase):
+    """log(softmax(x)) over `axes` (CANN `LogSoftmaxV2`)."""
+
+    name = "ascend_graph.log_softmax_v2"
+    OP_TYPE: ClassVar[str] = "LogSoftmaxV2"
+
+
+# ------------------------------------------------------------------------ normalisation
+
+
+@irdl_op_definition
+class BatchNormOp(AscendOp):
+    """Inference batch normalisation over axis 1 (CANN `BatchNorm`, is_training=false)."""
+
+    name = "ascend_graph.batch_norm"
+    OP_TYPE: ClassVar[str] = "BatchNorm"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    offset = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    variance = operand_def(TensorType)
+    y = result_def(TensorType)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        if len(x) < 2:
+            raise ShapeError(f"input must have rank >= 2, got {shapes.fmt(x)}")
+        for label, t in zip(("scale", "offset", "mean", "variance"), operand_types[1:]):
+            if len(shape_of(t)) != 1 or not shapes.compatible(shape_of(t), (x[1],)):
+                raise ShapeError(f"{label} has shape {shapes.fmt(shape_of(t))}, expected [{x[1]}] (the channels)")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class LayerNormOp(AscendOp):
+    """Normalise over the axes from begin_norm_axis on, then gamma * y + beta (CANN `LayerNorm`)."""
+
+    name = "ascend_graph.layer_norm"
+    OP_TYPE: ClassVar[str] = "LayerNorm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    begin_norm_axis = prop_def(IntegerAttr)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        axis = shapes.norm_axis(props.int("begin_norm_axis"), len(x), "begin_norm_axis")
+        for t in operand_types[1:]:
+            shapes.broadcast(x[axis:], shape_of(t))
+            if len(shape_of(t)) > len(x) - axis:
+                raise ShapeError(f"gamma/beta shape {shapes.fmt(shape_of(t))} has more dims than the normalised {shapes.fmt(x[axis:])}")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class InstanceNormOp(AscendOp):
+    """Normalise each (n, c) plane, then scale and shift per channel (CANN `InstanceNorm`)."""
+
+    name = "ascend_graph.instance_norm"
+    OP_TYPE: ClassVar[str] = "InstanceNorm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    y = result_def(TensorType)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        if len(x) < 3:
+            raise ShapeError(f"input must have rank >= 3, got {shapes.fmt(x)}")
+        return [operand_types[0]]
+
+
+# --------------------------------------------------------------------------- cube ops
+
+
+@irdl_op_definition
+class Conv2DOp(AscendOp):
+    """2-D convolution, NCHW, filter [Cout, Cin/groups, kh, kw] (CANN `Conv2D`).
+
+    `strides` and `dilations` have 4 entries in NCHW order and `pads` is
+    [top, bottom, left, right], as in CANN.
+    """
+
+    name = "ascend_graph.conv2d"
+    OP_TYPE: ClassVar[str] = "Conv2D"
+    x = operand_def(TensorType)
+    filter = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    groups = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, w = shape_of(operand_types[0]), shape_of(operand_types[1])
+        if len(x) != 4 or len(w) != 4:
+            raise ShapeError(f"input {shapes.fmt(x)} and filter {shapes.fmt(w)} must both be 4-D")
+        strides, pads, dil = props.ints("strides"), props.ints("pads"), props.ints("dilations")
+        groups = props.int("groups", 1)
+        if len(strides) != 4 or len(pads) != 4 or len(dil) != 4:
+            raise ShapeError("strides and dilations need 4 values (NCHW) and pads 4 (top, bottom, left, right)")
+        if min(strides) < 1 or min(dil) < 1 or min(pads) < 0 or groups < 1:
+            raise ShapeError("strides, dilations and groups must be >= 1 and pads >= 0")
+        if x[1] != DYN and x[1] != w[1] * groups:
+            raise ShapeError(f"input channels {x[1]} != filter channels {w[1]} x groups {groups}")
+        if w[0] % groups:
+            raise ShapeError(f"output channels {w[0]} are not divisible by groups {groups}")
+        if len(operand_types) > 2 and not shapes.compatible(shape_of(operand_types[2]), (w[0],)):
+            raise ShapeError(f"bias shape {shapes.fmt(shape_of(operand_types[2]))} != [{w[0]}]")
+        dtype = _same(operand_types, "input and filter", [0, 1])
+        h = shapes.window_out(x[2], w[2], strides[2], pads[0], pads[1], dil[2])
+        wd = shapes.window_out(x[3], w[3], strides[3], pads[2], pads[3], dil[3])
+        return [tensor(dtype, (x[0], w[0], h, wd))]
+
+
+def _matmul_shape(a: Shape, b: Shape, ta: bool, tb: bool) -> Shape:
+    """numpy.matmul's rule, after optional transposes of the last two dims."""
+    if not a or not b:
+        raise ShapeError("matmul operands must have rank >= 1")
+    a1, b1 = len(a) == 1, len(b) == 1
+    if a1:
+        a = (1, a[0])
+    if b1:
+        b = (b[0], 1)
+    if ta:
+        a = a[:-2] + (a[-1], a[-2])
+    if tb:
+        b = b[:-2] + (b[-1], b[-2])
+    if a[-1] != DYN and b[-2] != DYN and a[-1] != b[-2]:
+        raise ShapeError(f"contraction dims differ: {shapes.fmt(a)} x {shapes.fmt(b)}")
+    batch = shapes.broadcast(a[:-2], b[:-2])
+    out = batch + (() if a1 else (a[-2],)) + (() if b1 else (b[-1],))
+    return out
+
+
+@irdl_op_definition
+class MatMulV2Op(AscendOp):
+    """2-D matrix product with optional transposes and bias (CANN `MatMulV2`)."""
+
+    name = "ascend_graph.matmul_v2"
+    OP_TYPE: ClassVar[str] = "MatMulV2"
+    x1 = operand_def(TensorType)
+    x2 = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    transpose_x1 = prop_def(BoolAttr)
+    transpose_x2 = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        a, b = shape_of(operand_types[0]), shape_of(operand_types[1])
+        if len(a) != 2 or len(b) != 2:
+            raise ShapeError(f"operands {shapes.fmt(a)} and {shapes.fmt(b)} must be 2-D")
+        out = _matmul_shape(a, b, props.bool("transpose_x1"), props.bool("transpose_x2"))
+        if len(operand_types) > 2:
+            shapes.broadcast(out, shape_of(operand_types[2]))
+        return [tensor(_same(operand_types, "matmul"), out)]
+
+
+@irdl_op_definition
+class BatchMatMulOp(AscendOp):
+    """numpy.matmul with broadcast batch dims and optional transposes (CANN `BatchMatMulV2`)."""
+
+    name = "ascend_graph.batch_matmul"
+    OP_TYPE: ClassVar[str] = "BatchMatMulV2"
+    x1 = operand_def(TensorType)
+    x2 = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    adj_x1 = prop_def(BoolAttr)
+    adj_x2 = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        a, b = shape_of(operand_types[0]), shape_of(operand_types[1])
+        if (props.bool("adj_x1") and len(a) < 2) or (props.bool("adj_x2") and len(b) < 2):
+            raise ShapeError("a transposed operand must have rank >= 2")
+        out = _matmul_shape(a, b, props.bool("adj_x1"), props.bool("adj_x2"))
+        if len(operand_types) > 2:
+            shapes.broadcast(out, shape_of(operand_types[2]))
+        return [tensor(_same(operand_types, "matmul"), out)]
+
+
+@irdl_op_definition
+class GemmOp(AscendOp):
+    """alpha * op(a) @ op(b) + beta * c (CANN `GEMM`, ONNX `Gemm`)."""
+
+    name = "ascend_graph.gemm"
+    OP_TYPE: ClassVar[str] = "GEMM"
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    c = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+    trans_a = prop_def(BoolAttr)
+    trans_b = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        a, b = shape_of(operand_types[0]), shape_of(operand_types[1])
+        if len(a) != 2 or len(b) != 2:
+            raise ShapeError(f"operands {shapes.fmt(a)} and {shapes.fmt(b)} must be 2-D")
+        out = _matmul_shape(a, b, props.bool("trans_a"), props.bool("trans_b"))
+        if len(operand_types) > 2 and shapes.broadcast(out, shape_of(operand_types[2])) != out:
+            raise ShapeError(f"c {shapes.fmt(shape_of(operand_types[2]))} does not broadcast to {shapes.fmt(out)}")
+        return [tensor(_same(operand_types, "gemm"), out)]
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+class PoolOp(AscendOp):
+    """Window pooling over H and W of an NCHW tensor.
+
+    `ksize` and `strides` have 2 values (h, w), `pads` 4 (top, bottom, left, right).
+    """
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    ksize = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    ceil_mode = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def dilations(cls, props: Props) -> tuple[int, ...]:
+        return (1, 1)
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        k, s, p = props.ints("ksize"), props.ints("strides"), props.ints("pads")
+        if len(x) != 4:
+            raise ShapeError(f"input must be 4-D NCHW, got {shapes.fmt(x)}")
+        if len(k) != 2 or len(s) != 2 or len(p) != 4:
+            raise ShapeError("ksize and strides need 2 values (h, w), pads 4 (top, bottom, left, right)")
+        if min(k) < 1 or min(s) < 1 or min(p) < 0:
+            raise ShapeError("ksize and strides must be >= 1 and pads >= 0")
+        d = cls.dilations(props)
+        ceil_mode = props.bool("ceil_mode")
+        h = shapes.window_out(x[2], k[0], s[0], p[0], p[1], d[0], ceil_mode)
+        w = shapes.window_out(x[3], k[1], s[1], p[2], p[3], d[1], ceil_mode)
+        return [tensor(dtype_of(operand_types[0]), (x[0], x[1], h, w))]
+
+
+@irdl_op_definition
+class MaxPoolOp(PoolOp):
+    """Max pooling with padding and dilation (CANN `MaxPoolV3`)."""
+
+    name = "ascend_graph.max_pool"
+    OP_TYPE: ClassVar[str] = "MaxPoolV3"
+    dilations_ = opt_prop_def(DenseArrayBase, prop_name="dilations")
+
+    @classmethod
+    def dilations(cls, props):
+        return props.ints("dilations", (1, 1))
+
+
+@irdl_op_definition
+class AvgPoolOp(PoolOp):
+    """Average pooling; `exclusive` leaves the padding out of the divisor (CANN `AvgPoolV2`)."""
+
+    name = "ascend_graph.avg_pool"
+    OP_TYPE: ClassVar[str] = "AvgPoolV2"
+    exclusive = prop_def(BoolAttr)
+
+
+class GlobalPoolOp(AscendOp):
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        if len(x) < 3:
+            raise ShapeError(f"input must have rank >= 3, got {shapes.fmt(x)}")
+        return [tensor(dtype_of(operand_types[0]), x[:2] + (1,) * (len(x) - 2))]
+
+
+@irdl_op_definition
+class GlobalAveragePoolOp(GlobalPoolOp):
+    """Mean over every spatial axis, kept as 1 (CANN `GlobalAveragePool`)."""
+
+    name = "ascend_graph.global_average_pool"
+    OP_TYPE: ClassVar[str] = "GlobalAveragePool"
+
+
+@irdl_op_definition
+class GlobalMaxPoolOp(GlobalPoolOp):
+    """Maximum over every spatial axis, kept as 1 (CANN `GlobalMaxPool`)."""
+
+    name = "ascend_graph.global_max_pool"
+    OP_TYPE: ClassVar[str] = "GlobalMaxPool"
+
+
+# ----------------------------------------------------------------------- shape ops
+
+
+@irdl_op_definition
+class ReshapeOp(AscendOp):
+    """Reshape to `shape`; one -1 is inferred from the element count (CANN `Reshape`)."""
+
+    name = "ascend_graph.reshape"
+    OP_TYPE: ClassVar[str] = "Reshape"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    shape = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        return [tensor(dtype_of(operand_types[0]), shapes.reshape(shape_of(operand_types[0]), props.ints("shape")))]
+
+
+@irdl_op_definition
+class FlattenOp(AscendOp):
+    """Collapse to 2-D [prod(dims[:axis]), prod(dims[axis:])] (CANN `Flatten`)."""
+
+    name = "ascend_graph.flatten"
+    OP_TYPE: ClassVar[str] = "Flatten"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        axis = props.int("axis", 1)
+        if not -len(x) <= axis <= len(x):
+            raise ShapeError(f"axis {axis} is out of range for rank {len(x)}")
+        axis = axis + len(x) if axis < 0 else axis
+        outer, inner = x[:axis], x[axis:]
+        dims = tuple(DYN if not shapes.is_static(part) else shapes.numel(part) for part in (outer, inner))
+        return [tensor(dtype_of(operand_types[0]), dims)]
+
+
+@irdl_op_definition
+class TransposeOp(AscendOp):
+    """Permute dimensions: y.shape[i] = x.shape[perm[i]] (CANN `TransposeD`)."""
+
+    name = "ascend_graph.transpose_d"
+    OP_TYPE: ClassVar[str] = "TransposeD"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    perm = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, perm = shape_of(operand_types[0]), props.ints("perm")
+        if sorted(perm) != list(range(len(x))):
+            raise ShapeError(f"perm {list(perm)} is not a permutation of 0..{len(x) - 1}")
+        return [tensor(dtype_of(operand_types[0]), tuple(x[p] for p in perm))]
+
+
+@irdl_op_definition
+class SqueezeOp(AscendOp):
+    """Drop the size-1 dims in `axis` (all size-1 dims when empty) (CANN `Squeeze`)."""
+
+    name = "ascend_graph.squeeze"
+    OP_TYPE: ClassVar[str] = "Squeeze"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        axes = shapes.norm_axes(props.ints("axis"), len(x))
+        if not axes:
+            if DYN in x:
+                raise ShapeError("squeeze without axes needs a static shape")
+            axes = tuple(i for i, d in enumerate(x) if d == 1)
+        for a in axes:
+            if x[a] not in (1, DYN):
+                raise ShapeError(f"dimension {a} has size {x[a]}, not 1")
+        return [tensor(dtype_of(operand_types[0]), tuple(d for i, d in enumerate(x) if i not in axes))]
+
+
+@irdl_op_definition
+class UnsqueezeOp(AscendOp):
+    """Insert size-1 dims at `axes` of the output (CANN `Unsqueeze`)."""
+
+    name = "ascend_graph.unsqueeze"
+    OP_TYPE: ClassVar[str] = "Unsqueeze"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        rank = len(x) + len(props.ints("axes"))
+        axes = shapes.norm_axes(props.ints("axes"), rank)
+        rest = iter(x)
+        return [tensor(dtype_of(operand_types[0]), tuple(1 if i in axes else next(rest) for i in range(rank)))]
+
+
+@irdl_op_definition
+class ConcatOp(AscendOp):
+    """Join along `concat_dim` (CANN `ConcatD`)."""
+
+    name = "ascend_graph.concat_d"
+    OP_TYPE: ClassVar[str] = "ConcatD"
+    x = var_operand_def(TensorType)
+    y = result_def(TensorType)
+    concat_dim = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if not operand_types:
+            raise ShapeError("needs at least one input")
+        dtype = _same(operand_types, "all")
+        first = shape_of(operand_types[0])
+        axis = shapes.norm_axis(props.int("concat_dim"), len(first), "concat_dim")
+        total = 0
+        for t in operand_types:
+            s = shape_of(t)
+            if len(s) != len(first) or not shapes.compatible(s[:axis] + s[axis + 1 :], first[:axis] + first[axis + 1 :]):
+                raise ShapeError(f"input shapes {shapes.fmt(first)} and {shapes.fmt(s)} differ outside axis {axis}")
+            total = DYN if DYN in (total, s[axis]) else total + s[axis]
+        return [tensor(dtype, first[:axis] + (total,) + first[axis + 1 :])]
+
+
+class SplitBase(AscendOp):
+    x = operand_def(TensorType)
+    y = var_result_def(TensorType)
+    split_dim = prop_def(IntegerAttr)
+    num_split = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def sizes(cls, dim: int, props: Props) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        axis = shapes.norm_axis(props.int("split_dim"), len(x), "split_dim")
+        sizes = cls.sizes(x[axis], props)
+        return [tensor(dtype_of(operand_types[0]), x[:axis] + (s,) + x[axis + 1 :]) for s in sizes]
+
+
+@irdl_op_definition
+class SplitOp(SplitBase):
+    """Split into `num_split` equal parts along `split_dim` (CANN `SplitD`)."""
+
+    name = "ascend_graph.split_d"
+    OP_TYPE: ClassVar[str] = "SplitD"
+
+    @classmethod
+    def sizes(cls, dim, props):
+        n = props.int("num_split")
+        if n < 1:
+            raise ShapeError(f"num_split {n} must be >= 1")
+        if dim == DYN:
+            return (DYN,) * n
+        if dim % n:
+            raise ShapeError(f"dimension {dim} does not split into {n} equal parts")
+        return (dim // n,) * n
+
+
+@irdl_op_definition
+class SplitVOp(SplitBase):
+    """Split into parts of `size_splits` along `split_dim` (CANN `SplitVD`)."""
+
+    name = "ascend_graph.split_v_d"
+    OP_TYPE: ClassVar[str] = "SplitVD"
+    size_splits = prop_def(DenseArrayBase)
+
+    @classmethod
+    def sizes(cls, dim, props):
+        sizes = props.ints("size_splits")
+        if len(sizes) != props.int("num_split"):
+            raise ShapeError(f"num_split {props.int('num_split')} != {len(sizes)} size_splits")
+        if min(sizes, default=0) < 0:
+            raise ShapeError(f"size_splits {list(sizes)} has a negative size")
+        if dim != DYN and sum(sizes) != dim:
+            raise ShapeError(f"size_splits {list(sizes)} do not add up to the dimension {dim}")
+        return sizes
+
+
+@irdl_op_definition
+class StridedSliceOp(AscendOp):
+    """Slice every dim by begin:end:strides, all normalised (CANN `StridedSliceD`).
+
+    The importer resolves ONNX's negative and out-of-range indices, so `begin`,
+    `end` and `strides` have one entry per dim and `end` may be -1 only when a
+    negative stride runs past index 0.
+    """
+
+    name = "ascend_graph.strided_slice_d"
+    OP_TYPE: ClassVar[str] = "StridedSliceD"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    begin = prop_def(DenseArrayBase)
+    end = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        begin, end, strides = props.ints("begin"), props.ints("end"), props.ints("strides")
+        if not len(begin) == len(end) == len(strides) == len(x):
+            raise ShapeError(f"begin, end and strides need {len(x)} entries each")
+        out = []
+        for d, b, e, s in zip(x, begin, end, strides):
+            if s == 0:
+                raise ShapeError("a stride is 0")
+            if d == DYN:
+                out.append(DYN)
+                continue
+            out.append(len(range(b, e, s)))
+        return [tensor(dtype_of(operand_types[0]), tuple(out))]
+
+
+@irdl_op_definition
+class GatherOp(AscendOp):
+    """Take slices of x along `axis` at `indices` (CANN `GatherV2`)."""
+
+    name = "ascend_graph.gather_v2"
+    OP_TYPE: ClassVar[str] = "GatherV2"
+    x = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, idx = shape_of(operand_types[0]), shape_of(operand_types[1])
+        if not isinstance(dtype_of(operand_types[1]), IntegerType):
+            raise ShapeError("indices must be integers")
+        axis = shapes.norm_axis(props.int("axis"), len(x))
+        return [tensor(dtype_of(operand_types[0]), x[:axis] + idx + x[axis + 1 :])]
+
+
+@irdl_op_definition
+class GatherElementsOp(AscendOp):
+    """y[i][j] = x[index[i][j]][j] along `axis` (CANN `GatherElements`)."""
+
+    name = "ascend_graph.gather_elements"
+    OP_TYPE: ClassVar[str] = "GatherElements"
+    x = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, idx = shape_of(operand_types[0]), shape_of(operand_types[1])
+        if len(x) != len(idx):
+            raise ShapeError(f"indices rank {len(idx)} != data rank {len(x)}")
+        shapes.norm_axis(props.int("axis"), len(x))
+        return [tensor(dtype_of(operand_types[0]), idx)]
+
+
+@irdl_op_definition
+class PadOp(AscendOp):
+    """Pad each dim by [before, after] pairs, flattened in `paddings` (CANN `PadV3`).
+
+    `mode` is constant, reflect or edge; `constant_value` fills in constant mode.
+    """
+
+    name = "ascend_graph.pad"
+    OP_TYPE: ClassVar[str] = "PadV3"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    paddings = prop_def(DenseArrayBase)
+    mode = prop_def(StringAttr)
+    constant_value = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, p = shape_of(operand_types[0]), props.ints("paddings")
+        if len(p) != 2 * len(x):
+            raise ShapeError(f"paddings need {2 * len(x)} values (before, after per dim), got {len(p)}")
+        if props.str("mode") not in ("constant", "reflect", "edge"):
+            raise ShapeError(f"mode {props.str('mode')!r} is not constant, reflect or edge")
+        out = tuple(DYN if d == DYN else d + p[2 * i] + p[2 * i + 1] for i, d in enumerate(x))
+        if any(d != DYN and d < 0 for d in out):
+            raise ShapeError(f"negative padding leaves a negative size {shapes.fmt(out)}")
+        return [tensor(dtype_of(operand_types[0]), out)]
+
+
+@irdl_op_definition
+class ResizeOp(AscendOp):
+    """Resize to `sizes` (CANN `Resize`), with ONNX's mode, coordinate transform and rounding."""
+
+    name = "ascend_graph.resize"
+    OP_TYPE: ClassVar[str] = "Resize"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    sizes = prop_def(DenseArrayBase)
+    scales = prop_def(DenseArrayBase)
+    mode = prop_def(StringAttr)
+    coordinate_transformation_mode = prop_def(StringAttr)
+    nearest_mode = prop_def(StringAttr)
+    cubic_coeff_a = prop_def(FloatAttr)
+    exclude_outside = prop_def(BoolAttr)
+    extrapolation_value = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, sizes = shape_of(operand_types[0]), props.ints("sizes")
+        if len(sizes) != len(x) or len(props.ints("scales")) != len(x):
+            raise ShapeError(f"sizes and scales need {len(x)} entries")
+        if props.str("mode") not in ("nearest", "linear", "cubic"):
+            raise ShapeError(f"mode {props.str('mode')!r} is not nearest, linear or cubic")
+        return [tensor(dtype_of(operand_types[0]), sizes)]
+
+
+@irdl_op_definition
+class ExpandOp(AscendOp):
+    """Broadcast x to `shape` with numpy rules (CANN `ExpandD`)."""
+
+    name = "ascend_graph.expand_d"
+    OP_TYPE: ClassVar[str] = "ExpandD"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    shape = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        return [tensor(dtype_of(operand_types[0]), shapes.broadcast(shape_of(operand_types[0]), props.ints("shape")))]
+
+
+@irdl_op_definition
+class TileOp(AscendOp):
+    """Repeat x `multiples` times along each dim (CANN `TileD`)."""
+
+    name = "ascend_graph.tile_d"
+    OP_TYPE: ClassVar[str] = "TileD"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    multiples = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, m = shape_of(operand_types[0]), props.ints("multiples")
+        if len(m) != len(x) or min(m, default=0) < 0:
+            raise ShapeError(f"multiples {list(m)} need {len(x)} non-negative entries")
+        return [tensor(dtype_of(operand_types[0]), tuple(DYN if d == DYN else d * k for d, k in zip(x, m)))]
+
+
+@irdl_op_definition
+class DepthToSpaceOp(AscendOp):
+    """Move channel blocks into space (CANN `DepthToSpace`); mode DCR or CRD."""
+
+    name = "ascend_graph.depth_to_space"
+    OP_TYPE: ClassVar[str] = "DepthToSpace"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    block_size = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        n, c, h, w = shape_of(operand_types[0])
+        b = props.int("block_size")
+        if c % (b * b):
+            raise ShapeError(f"channels {c} are not divisible by block_size^2 = {b * b}")
+        return [tensor(dtype_of(operand_types[0]), (n, c // (b * b), h * b, w * b))]
+
+
+@irdl_op_definition
+class SpaceToDepthOp(AscendOp):
+    """Move spatial blocks into channels (CANN `SpaceToDepth`)."""
+
+    name = "ascend_graph.space_to_depth"
+    OP_TYPE: ClassVar[str] = "SpaceToDepth"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    block_size = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        n, c, h, w = shape_of(operand_types[0])
+        b = props.int("block_size")
+        if h % b or w % b:
+            raise ShapeError(f"spatial dims {h}x{w} are not divisible by block_size {b}")
+        return [tensor(dtype_of(operand_types[0]), (n, c * b * b, h // b, w // b))]
+
+
+AscendGraph = Dialect(
+    "ascend_graph",
+    [
+        GraphOp, DataOp, ConstOp, NetOutputOp,
+        AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, PReluOp,
+        EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
+        LogicalAndOp, LogicalOrOp, LogicalXorOp, LogicalNotOp,
+        IdentityOp, NegOp, AbsOp, SignOp, ReluOp, SqrtOp, RsqrtOp, ExpOp, LogOp, ReciprocalOp,
+        ErfOp, TanhOp, SigmoidOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp, SoftplusOp, SoftsignOp,
+        HardSwishOp, GeluOp, LeakyReluOp, EluOp, SeluOp, HardSigmoidOp, ClipByValueOp, CastOp, SelectOp,
+        ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ArgMaxOp, ArgMinOp,
+        SoftmaxOp, LogSoftmaxOp, BatchNormOp, LayerNormOp, InstanceNormOp,
+        Conv2DOp, MatMulV2Op, BatchMatMulOp, GemmOp,
+        MaxPoolOp, AvgPoolOp, GlobalAveragePoolOp, GlobalMaxPoolOp,
+        ReshapeOp, FlattenOp, TransposeOp, SqueezeOp, UnsqueezeOp, ConcatOp, SplitOp, SplitVOp,
+        StridedSliceOp, GatherOp, GatherElementsOp, PadOp, ResizeOp, ExpandOp, TileOp,
+        DepthToSpaceOp, SpaceToDepthOp,
+    ],
+    [FormatAttr, WeightRefAttr],
+)

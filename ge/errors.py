@@ -1,0 +1,28 @@
+"""User-facing errors. Each carries a GE-style code and one sentence that names
+what is wrong and what is allowed; the CLI prints it without a traceback."""
+
+
+class GEError(Exception):
+    """An error the user can fix: a bad model, option, file or combination."""
+
+    code = "E19999"
+
+    def __init__(self, message: str, code: str | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.args[0]}"
+
+
+class ModelError(GEError):
+    """The model is malformed, unsupported, or inconsistent (names the node)."""
+
+    code = "E16005"
+
+
+class OptionError(GEError):
+    """An option value, option file or option combination is invalid."""
+
+    code = "E10001"

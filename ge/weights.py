@@ -1,0 +1,131 @@
+"""The weight store: numpy arrays kept outside the IR, addressed by handles.
+
+The IR names a weight with `#ascend_graph.weight<name, digest>`; the arrays live
+here. A module points at its store with the module attribute `ascend_graph.weights`,
+a key: in this process the key finds the live store; in a new process (a `.mlir`
+file read back by `ge-opt`) the key is a path to an `.onnx` or `.npz` file from which
+the store is reloaded, and every handle's digest is checked against the bytes.
+
+DESIGN.md places the store in `ge/frontend/`; it lives here instead because the
+frontend, the passes, the reference interpreter and the build all read it, and none
+of them should import the frontend to do so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+
+from dialects.ascend_graph import WeightRefAttr
+
+WEIGHTS_ATTR = "ascend_graph.weights"
+
+_live: dict[str, WeightStore] = {}
+
+
+class WeightError(ValueError):
+    """A weight is missing, or its bytes do not match its handle."""
+
+
+def digest(array: np.ndarray) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    h.update(f"{array.dtype.str}{array.shape}".encode())
+    h.update(np.ascontiguousarray(array).data)
+    return h.hexdigest()
+
+
+class WeightStore:
+    """Named arrays, read through handles whose digests they must match."""
+
+    def __init__(self, key: str):
+        self.key = key
+        self._arrays: dict[str, np.ndarray] = {}
+        self._digests: dict[str, str] = {}
+
+    def add(self, name: str, array: np.ndarray) -> WeightRefAttr:
+        """Store `array` under `name` (made unique if taken by other bytes)."""
+        array = np.ascontiguousarray(array)
+        d = digest(array)
+        unique, n = name, 1
+        while unique in self._arrays and self._digests[unique] != d:
+            unique, n = f"{name}_{n}", n + 1
+        self._arrays[unique] = array
+        self._digests[unique] = d
+        return WeightRefAttr(unique, d)
+
+    def get(self, ref: WeightRefAttr) -> np.ndarray:
+        name = ref.weight.data
+        if name not in self._arrays:
+            raise WeightError(f"weight '{name}' is not in the weight store '{self.key}'")
+        if self._digests[name] != ref.digest.data:
+            raise WeightError(
+                f"weight '{name}' in '{self.key}' has digest {self._digests[name]}, "
+                f"but the IR expects {ref.digest.data}"
+            )
+        return self._arrays[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._arrays
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self._arrays.values())
+
+    def save(self, path: str) -> None:
+        """Write every weight to an `.npz` file that `open_store` can reload."""
+        tmp = f"{path}.tmp"
+        with open(tmp, "wb") as f:
+            np.savez(f, **self._arrays)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str) -> WeightStore:
+        """Reload a store from an `.npz` file or from an ONNX model's tensors."""
+        store = cls(path)
+        if not os.path.isfile(path):
+            raise WeightError(f"weight file '{path}' does not exist")
+        if path.endswith(".npz"):
+            with np.load(path, allow_pickle=False) as data:
+                for name in data.files:
+                    store.add(name, data[name])
+            return store
+        import onnx
+        from onnx import numpy_helper
+
+        model = onnx.load(path, load_external_data=True)
+        for init in model.graph.initializer:
+            store.add(init.name, numpy_helper.to_array(init))
+        for node in model.graph.node:
+            if node.op_type == "Constant":
+                for attr in node.attribute:
+                    if attr.name == "value":
+                        store.add(node.output[0], numpy_helper.to_array(attr.t))
+        return store
+
+
+def attach(module: ModuleOp, store: WeightStore) -> None:
+    """Make `store` the weight store of `module` (live in this process)."""
+    _live[store.key] = store
+    module.attributes[WEIGHTS_ATTR] = StringAttr(store.key)
+
+
+def store_of(module: ModuleOp) -> WeightStore:
+    """The module's weight store: the live one, else reloaded from its key's file."""
+    key = module.attributes.get(WEIGHTS_ATTR)
+    if not isinstance(key, StringAttr):
+        store = WeightStore(f"<anonymous {id(module):x}>")
+        attach(module, store)
+        return store
+    if key.data not in _live:
+        _live[key.data] = WeightStore.load(key.data)
+    return _live[key.data]
