@@ -22,6 +22,12 @@ class ModelError(GEError):
     code = "E16005"
 
 
+class InputError(GEError):
+    """Inputs given to a graph do not match its Data ops (name, count, dtype or shape)."""
+
+    code = "E10001"
+
+
 class OptionError(GEError):
     """An option value, option file or option combination is invalid."""
 

@@ -1,0 +1,1017 @@
+"""The numpy reference interpreter for `ascend_graph`: the oracle of every pass test.
+
+It executes a graph op by op, in the numerics the rest of the engine is checked
+against:
+
+- a result has exactly the numpy dtype of its op's result type;
+- vector ops on float16/bfloat16 compute in float32 and round once to the result
+  dtype; float32 and float64 compute in themselves (but erf and GELU, whose
+  formulas cancel, compute in float64 and round once); integers wrap as in C;
+- cube ops (Conv2D, MatMulV2, BatchMatMulV2, GEMM) multiply the input values and
+  accumulate in float32 for float16/bfloat16 (the product of two such values is
+  exact in float32, so widening first is the same thing), in the input dtype for
+  float32/float64 (numpy's BLAS), and in int64 for integers; a bias joins the
+  accumulator, and the sum is rounded (or wrapped) once to the result dtype;
+- an op that comes from ONNX has ONNX's semantics; where the spec leaves room
+  (Resize) we follow the ONNX reference implementation, which generated the
+  backend node tests that conformance is measured with.
+
+Kernels are plain functions registered per op class in `KERNELS`. `evaluate_op`
+runs one op (the importer's constant folding, passes); `run` runs a module's graph.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, reduce
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, StringAttr, TensorType, i1
+from xdsl.ir import Operation, SSAValue
+
+from dialects import ascend_graph as ag
+from dialects import shapes
+from ge import dtypes
+from ge.errors import InputError, ModelError
+from ge.weights import WEIGHTS_ATTR, WeightError, WeightStore, store_of
+
+Kernel = Callable[[Any, list[np.ndarray]], "np.ndarray | list[np.ndarray]"]
+
+KERNELS: dict[type[Operation], Kernel] = {}
+"""The kernel of each op class: (op, operand values) -> result value(s)."""
+
+_LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+
+def _kernel(*classes: type[Operation]) -> Callable[[Kernel], Kernel]:
+    def register(fn: Kernel) -> Kernel:
+        for cls in classes:
+            KERNELS[cls] = fn
+        return fn
+
+    return register
+
+
+def _vec(x: np.ndarray) -> np.ndarray:
+    """The values a vector unit computes with: float16/bfloat16 widened to float32."""
+    return x.astype(np.float32) if x.dtype in _LOW_PRECISION else x
+
+
+def _acc(x: np.ndarray) -> np.ndarray:
+    """The values a cube unit accumulates: float32 for float16/bfloat16, int64 for integers."""
+    if x.dtype in _LOW_PRECISION:
+        return x.astype(np.float32)
+    if x.dtype.kind in "iub":
+        return x.astype(np.int64)
+    return x
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    """The identity of max: -inf, the smallest integer, or False."""
+    if dtype.kind == "f":
+        return -np.inf
+    if dtype.kind == "b":
+        return False
+    return np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype) -> Any:
+    """The identity of min: inf, the largest integer, or True."""
+    if dtype.kind == "f":
+        return np.inf
+    if dtype.kind == "b":
+        return True
+    return np.iinfo(dtype).max
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division rounding toward zero (C, ONNX); a zero divisor gives 0."""
+    q = a // b
+    return q + ((q < 0) & (q * b != a)).astype(q.dtype)
+
+
+def _label(op: Operation) -> str:
+    """How errors name an op: its CANN type and ONNX node name."""
+    return f"{op.OP_TYPE} '{op.label}'" if isinstance(op, ag.AscendOp) else op.name
+
+
+# ------------------------------------------------------------------------ running
+
+
+def run(
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+    weights: WeightStore | None = None,
+) -> dict[str, np.ndarray]:
+    """Execute the module's graph: inputs by Data name or in Data index order, outputs
+    by the NetOutput names. Weights come from `weights`, else the module's store."""
+    graph = _graph_of(module)
+    values = _bind(graph, inputs)
+    remaining = {v: v.uses.get_length() for v in values}
+    with np.errstate(all="ignore"):
+        for op in graph.body.block.ops:
+            if isinstance(op, ag.DataOp):
+                continue
+            if isinstance(op, ag.NetOutputOp):
+                return {n.data: np.array(values[v]) for n, v in zip(op.names, op.outputs)}
+            results = evaluate_op(op, [values[v] for v in op.operands], weights)
+            for v in op.operands:
+                remaining[v] -= 1
+                if not remaining[v]:
+                    del values[v]  # free what no later op reads
+            for r, value in zip(op.results, results):
+                if count := r.uses.get_length():
+                    values[r], remaining[r] = value, count
+    raise ModelError(f"graph @{graph.sym_name.data} has no NetOutput")
+
+
+def _graph_of(module: ModuleOp) -> ag.GraphOp:
+    graphs = [op for op in module.ops if isinstance(op, ag.GraphOp)]
+    if len(graphs) != 1:
+        raise ModelError(f"the module holds {len(graphs)} ascend_graph.graph ops; the interpreter runs exactly one")
+    return graphs[0]
+
+
+def _bind(graph: ag.GraphOp, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[SSAValue, np.ndarray]:
+    """Pair the given arrays with the graph's Data ops, checking names, dtypes, shapes."""
+    datas = graph.inputs
+    names = ", ".join(f"'{d.label}'" for d in datas) or "none"
+    where = f"graph @{graph.sym_name.data}"
+    if isinstance(inputs, np.ndarray | str) or not isinstance(inputs, Mapping | Sequence):
+        raise InputError(f"{where}: give inputs as a dict by Data name or a list in Data order, not a {type(inputs).__name__}")
+    if isinstance(inputs, Mapping):
+        known = {d.label for d in datas}
+        for key in inputs:
+            if key not in known:
+                raise InputError(f"{where}: '{key}' is not one of its inputs ({names})")
+        for d in datas:
+            if d.label not in inputs:
+                raise InputError(f"{where}: input '{d.label}' ({_describe(d.out.type)}) is missing")
+        given = [(d, inputs[d.label]) for d in datas]
+    else:
+        if len(inputs) != len(datas):
+            raise InputError(f"{where} takes {len(datas)} inputs ({names}), but {len(inputs)} were given")
+        given = list(zip(datas, inputs))
+    return {d.out: _check_input(d, value) for d, value in given}
+
+
+def _describe(t: Any) -> str:
+    return f"{dtypes.name(t.element_type)}{shapes.fmt(t.get_shape())}"
+
+
+def _check_input(data: ag.DataOp, value: Any) -> np.ndarray:
+    array = np.asarray(value)
+    t = data.out.type
+    assert isinstance(t, TensorType)
+    want = dtypes.to_numpy(t.element_type)
+    if array.dtype != want:
+        raise InputError(f"input '{data.label}' has dtype {array.dtype}, expected {dtypes.name(t.element_type)}")
+    if not shapes.compatible(tuple(t.get_shape()), array.shape):
+        raise InputError(f"input '{data.label}' has shape {shapes.fmt(array.shape)}, expected {shapes.fmt(t.get_shape())}")
+    return array
+
+
+def evaluate_op(op: Operation, inputs: Sequence[np.ndarray], weights: WeightStore | None = None) -> list[np.ndarray]:
+    """The results of one op on the given operand values, in the op's result dtypes.
+
+    A constant takes no inputs; a weight handle is looked up in `weights`, else in the
+    store of the module around the op. Results may be views of the operands (reshape,
+    transpose, expand, ...): no kernel writes into an array, nor should a caller.
+    """
+    if isinstance(op, ag.ConstOp):
+        return [const_value(op, weights)]
+    kernel = KERNELS.get(type(op))
+    if kernel is None:
+        raise ModelError(f"{_label(op)}: the reference interpreter has no kernel for {op.name}")
+    args = _check_args(op, inputs)
+    try:
+        with np.errstate(all="ignore"):
+            produced = kernel(op, args)
+    except ValueError as e:  # a runtime shape rule broken (dynamic dims), or a shapes.ShapeError
+        raise ModelError(f"{_label(op)}: {e}") from e
+    results = produced if isinstance(produced, list) else [produced]
+    return [_conform(op, i, value) for i, value in enumerate(results)]
+
+
+def _check_args(op: Operation, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    if len(inputs) != len(op.operands):
+        raise InputError(f"{_label(op)} takes {len(op.operands)} operands, but {len(inputs)} were given")
+    args = []
+    for i, (operand, value) in enumerate(zip(op.operands, inputs)):
+        array = np.asarray(value)
+        t = operand.type
+        assert isinstance(t, TensorType)
+        if array.dtype != dtypes.to_numpy(t.element_type) or not shapes.compatible(tuple(t.get_shape()), array.shape):
+            raise InputError(
+                f"{_label(op)}: operand {i} is {array.dtype}{shapes.fmt(array.shape)}, expected {_describe(t)}"
+            )
+        args.append(array)
+    return args
+
+
+def _conform(op: Operation, index: int, value: np.ndarray) -> np.ndarray:
+    """Round the value to its result's dtype, and check the shape the IR declares."""
+    t = op.results[index].type
+    assert isinstance(t, TensorType)
+    array = np.asarray(value)
+    want = dtypes.to_numpy(t.element_type)
+    if array.dtype != want:
+        array = array.astype(want)
+    if not shapes.compatible(tuple(t.get_shape()), array.shape):
+        raise ModelError(
+            f"{_label(op)}: result {index} has shape {shapes.fmt(array.shape)}, "
+            f"but the IR declares {shapes.fmt(t.get_shape())}"
+        )
+    return array
+
+
+# ---------------------------------------------------------------------- constants
+
+
+def const_value(op: ag.ConstOp, weights: WeightStore | None = None) -> np.ndarray:
+    """The value of a constant as a read-only array, so that no caller can change a weight."""
+    t = op.out.type
+    assert isinstance(t, TensorType)
+    want = dtypes.to_numpy(t.element_type)
+    if isinstance(op.value, DenseIntOrFPElementsAttr):
+        array = _decode_dense(op.value)
+    else:
+        store = weights if weights is not None else _store_around(op)
+        try:
+            array = store.get(op.value)
+        except WeightError as e:
+            raise ModelError(f"Const '{op.label}': {e}") from e
+        if array.dtype != want or not shapes.compatible(tuple(t.get_shape()), array.shape):
+            raise ModelError(
+                f"Const '{op.label}': weight '{op.value.weight.data}' is {array.dtype}{shapes.fmt(array.shape)}, "
+                f"but the IR declares {_describe(t)}"
+            )
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def _decode_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The array of an inline dense value (xDSL packs it little-endian; i1 as 0/-1 bytes)."""
+    element = attr.get_element_type()
+    shape = tuple(attr.get_shape())
+    raw = attr.data.data
+    flat = np.frombuffer(raw, np.int8) != 0 if element == i1 else np.frombuffer(raw, dtypes.to_numpy(element))
+    if flat.size == 1 and shapes.numel(shape) != 1:
+        return np.broadcast_to(flat, shape)  # a splat
+    return flat.reshape(shape)
+
+
+def _store_around(op: ag.ConstOp) -> WeightStore:
+    module = op.get_toplevel_object()
+    if not isinstance(module, ModuleOp) or not isinstance(module.attributes.get(WEIGHTS_ATTR), StringAttr):
+        raise ModelError(
+            f"Const '{op.label}' refers to weight '{op.value.weight.data}', "
+            "but no weight store was given and its module has none"
+        )
+    return store_of(module)
+
+
+# -------------------------------------------------------------------- elementwise
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
+    def kernel(op: Any, args: list[np.ndarray]) -> np.ndarray:
+        return fn(_vec(args[0]), _vec(args[1]))
+
+    return kernel
+
+
+def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Kernel:
+    def kernel(op: Any, args: list[np.ndarray]) -> np.ndarray:
+        return fn(_vec(args[0]))
+
+    return kernel
+
+
+KERNELS.update(
+    (cls, _binary(fn))
+    for cls, fn in {
+        ag.AddOp: np.add,
+        ag.SubOp: np.subtract,
+        ag.MulOp: np.multiply,
+        ag.MaximumOp: np.maximum,
+        ag.MinimumOp: np.minimum,
+        ag.EqualOp: np.equal,
+        ag.LessOp: np.less,
+        ag.LessEqualOp: np.less_equal,
+        ag.GreaterOp: np.greater,
+        ag.GreaterEqualOp: np.greater_equal,
+        ag.LogicalAndOp: np.logical_and,
+        ag.LogicalOrOp: np.logical_or,
+        ag.LogicalXorOp: np.logical_xor,
+    }.items()
+)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^-x) without overflow: e^-|x| is at most 1."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+KERNELS.update(
+    (cls, _unary(fn))
+    for cls, fn in {
+        ag.IdentityOp: lambda x: x,
+        ag.NegOp: np.negative,
+        ag.AbsOp: np.abs,
+        ag.SignOp: np.sign,
+        ag.ReluOp: lambda x: np.maximum(x, 0),
+        ag.LogicalNotOp: np.logical_not,
+        ag.SqrtOp: np.sqrt,
+        ag.RsqrtOp: lambda x: np.reciprocal(np.sqrt(x)),
+        ag.ExpOp: np.exp,
+        ag.LogOp: np.log,
+        ag.ReciprocalOp: np.reciprocal,
+        ag.TanhOp: np.tanh,
+        ag.SigmoidOp: _sigmoid,
+        ag.SinOp: np.sin,
+        ag.CosOp: np.cos,
+        ag.FloorOp: np.floor,
+        ag.CeilOp: np.ceil,
+        ag.RoundOp: np.rint,  # half to even
+        ag.SoftplusOp: lambda x: np.logaddexp(0, x),
+        ag.SoftsignOp: lambda x: x / (1 + np.abs(x)),
+        ag.HardSwishOp: lambda x: x * np.clip(x + 3, 0, 6) / 6,
+    }.items()
+)
+
+
+@_kernel(ag.DivOp)
+def _div(op: ag.DivOp, args: list[np.ndarray]) -> np.ndarray:
+    a, b = _vec(args[0]), _vec(args[1])
+    return a / b if a.dtype.kind == "f" else _trunc_div(a, b)
+
+
+@_kernel(ag.PowOp)
+def _pow(op: ag.PowOp, args: list[np.ndarray]) -> np.ndarray:
+    """Integer powers wrap like C; a negative exponent gives 1/a**-b truncated toward zero."""
+    a, b = _vec(args[0]), _vec(args[1])
+    if a.dtype.kind == "f":
+        return np.power(a, b)
+    negative = b < 0
+    power = np.power(a, np.where(negative, 0, b).astype(b.dtype))
+    if not negative.any():
+        return power
+    inverse = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0)).astype(a.dtype)
+    return np.where(negative, inverse, power)
+
+
+@_kernel(ag.PReluOp)
+def _prelu(op: ag.PReluOp, args: list[np.ndarray]) -> np.ndarray:
+    x, slope = _vec(args[0]), _vec(args[1])
+    return np.where(x < 0, x * slope, x)
+
+
+@_kernel(ag.LeakyReluOp)
+def _leaky_relu(op: ag.LeakyReluOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    return np.where(x < 0, x * x.dtype.type(op.props.float("negative_slope")), x)
+
+
+@_kernel(ag.EluOp)
+def _elu(op: ag.EluOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    return np.where(x > 0, x, x.dtype.type(op.props.float("alpha")) * np.expm1(x))
+
+
+@_kernel(ag.SeluOp)
+def _selu(op: ag.SeluOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    alpha, gamma = (x.dtype.type(op.props.float(k)) for k in ("alpha", "gamma"))
+    return gamma * np.where(x > 0, x, alpha * np.expm1(x))
+
+
+@_kernel(ag.HardSigmoidOp)
+def _hard_sigmoid(op: ag.HardSigmoidOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    alpha, beta = (x.dtype.type(op.props.float(k)) for k in ("alpha", "beta"))
+    return np.clip(alpha * x + beta, 0, 1)
+
+
+@_kernel(ag.ClipByValueOp)
+def _clip(op: ag.ClipByValueOp, args: list[np.ndarray]) -> np.ndarray:
+    """ONNX Clip: the lower bound first, so min > max gives max everywhere."""
+    x = _vec(args[0])
+    if op.props.has("min"):
+        x = np.maximum(x, _bound(op.props.float("min"), x.dtype))
+    if op.props.has("max"):
+        x = np.minimum(x, _bound(op.props.float("max"), x.dtype))
+    return x
+
+
+def _bound(value: float, dtype: np.dtype) -> Any:
+    """A float bound in the dtype of the clipped values, saturated for integers."""
+    if dtype.kind == "f":
+        return dtype.type(value)
+    return dtype.type(min(max(value, _lowest(dtype)), _highest(dtype)))
+
+
+@_kernel(ag.CastOp)
+def _cast(op: ag.CastOp, args: list[np.ndarray]) -> np.ndarray:
+    """numpy's conversions: floats truncate toward zero to integers, nonzero is True."""
+    x = args[0]
+    to = dtypes.to_numpy(op.y.type.element_type)
+    if to == np.bool_:
+        return _vec(x) != 0
+    return _vec(x).astype(to) if to.kind in "iu" else x.astype(to)
+
+
+@_kernel(ag.SelectOp)
+def _select(op: ag.SelectOp, args: list[np.ndarray]) -> np.ndarray:
+    return np.where(args[0], args[1], args[2])
+
+
+# ------------------------------------------------------------------------------ erf
+#
+# numpy has no erf, and np.vectorize(math.erf) is far too slow for a BERT. Each value
+# takes a Taylor step from the nearest point of a table built with math.erf (or
+# math.erfc). Degree 8 is within an ulp or two of them in float64; degree 5 leaves a
+# remainder below 1e-13 (relative), enough for results of float32 and narrower.
+
+_ORDER = 8
+_NARROW_ORDER = 5
+_ERF = (math.erf, 1.0, 64, 6.0)  # |erf(x)| rounds to 1 in float64 from 6 on
+_ERFC = (math.erfc, -1.0, 512, 27.0)  # erfc underflows at 27; its relative slope is -2x
+
+
+@cache
+def _taylor_table(spec: tuple[Callable[[float], float], float, int, float]) -> np.ndarray:
+    """Rows k = 0..8 of f^(k)(x0) / k! at x0 = i/steps on [0, limit].
+
+    erf' = 2/sqrt(pi) e^-x^2 = -erfc', and the n-th derivative of e^-x^2 is
+    (-1)^n H_n(x) e^-x^2 with the (physicists') Hermite polynomials H_n.
+    """
+    value, sign, steps, limit = spec
+    rows = []
+    for i in range(int(limit * steps) + 1):
+        x0 = i / steps
+        slope = sign * 2 / math.sqrt(math.pi) * math.exp(-x0 * x0)
+        hermite = [1.0, 2 * x0]
+        while len(hermite) < _ORDER:
+            n = len(hermite) - 1
+            hermite.append(2 * x0 * hermite[n] - 2 * n * hermite[n - 1])
+        terms = [(-1) ** (k - 1) * slope * hermite[k - 1] / math.factorial(k) for k in range(1, _ORDER + 1)]
+        rows.append([value(x0), *terms])
+    return np.ascontiguousarray(np.array(rows).T)
+
+
+def _taylor(x: np.ndarray, spec: tuple[Callable[[float], float], float, int, float], beyond: float, order: int) -> np.ndarray:
+    """f(|x|) to the given Taylor degree from the table of spec, `beyond` from its
+    limit on (and for NaN)."""
+    _, _, steps, limit = spec
+    a = np.abs(x)
+    inside = a < limit
+    a = np.where(inside, a, 0.0)
+    nearest = np.rint(a * steps).astype(np.intp)
+    h = a - nearest / steps  # exact: the two are within a factor of two
+    table = _taylor_table(spec)
+    y = np.take(table[order], nearest)
+    coefficient = np.empty_like(y)
+    for k in range(order - 1, -1, -1):  # Horner, in place: this loop is the cost of a GELU
+        y *= h
+        y += np.take(table[k], nearest, out=coefficient)
+    return np.where(inside, y, beyond)
+
+
+def _order(dtype: np.dtype) -> int:
+    return _ORDER if dtype == np.float64 else _NARROW_ORDER
+
+
+def erf(x: np.ndarray, order: int = _ORDER) -> np.ndarray:
+    """erf in float64."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.isnan(x), x, np.copysign(_taylor(x, _ERF, 1.0, order), x))
+
+
+def erfc(x: np.ndarray, order: int = _ORDER) -> np.ndarray:
+    """1 - erf(x) in float64, accurate also where it is tiny (no cancellation)."""
+    x = np.asarray(x, np.float64)
+    tail = _taylor(x, _ERFC, 0.0, order)
+    return np.where(np.isnan(x), x, np.where(x < 0, 2 - tail, tail))
+
+
+@_kernel(ag.ErfOp)
+def _erf(op: ag.ErfOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    return erf(x, _order(x.dtype)).astype(x.dtype)
+
+
+@_kernel(ag.GeluOp)
+def _gelu(op: ag.GeluOp, args: list[np.ndarray]) -> np.ndarray:
+    """In float64, and without cancelling for negative x: 1 + erf(-v) is erfc(v), and
+    (1 + tanh(z)) / 2 is sigmoid(2z)."""
+    x = _vec(args[0])
+    wide = x.astype(np.float64)
+    if op.props.str("approximate", "none") == "tanh":
+        inner = math.sqrt(2 / math.pi) * (wide + 0.044715 * wide**3)
+        return (wide * _sigmoid(2 * inner)).astype(x.dtype)
+    return (0.5 * wide * erfc(-wide / math.sqrt(2), _order(x.dtype))).astype(x.dtype)
+
+
+# ----------------------------------------------------------------------- reductions
+
+
+def _reduced_axes(op: Any, rank: int) -> tuple[int, ...]:
+    axes = op.props.ints("axes")
+    return shapes.norm_axes(axes, rank) if axes else tuple(range(rank))
+
+
+@_kernel(ag.ReduceSumOp)
+def _reduce_sum(op: ag.ReduceSumOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _acc(args[0]) if args[0].dtype.kind in "iub" else _vec(args[0])
+    return np.sum(x, axis=_reduced_axes(op, x.ndim), keepdims=op.props.bool("keep_dims"))
+
+
+@_kernel(ag.ReduceMeanOp)
+def _reduce_mean(op: ag.ReduceMeanOp, args: list[np.ndarray]) -> np.ndarray:
+    """Integers: the int64 sum divided by the count, truncated toward zero."""
+    x = args[0]
+    axes = _reduced_axes(op, x.ndim)
+    keep = op.props.bool("keep_dims")
+    if x.dtype.kind == "f":
+        return np.mean(_vec(x), axis=axes, keepdims=keep)
+    total = np.sum(_acc(x), axis=axes, keepdims=keep)
+    count = np.int64(shapes.numel([x.shape[a] for a in axes]))
+    return _trunc_div(total, count)
+
+
+@_kernel(ag.ReduceProdOp)
+def _reduce_prod(op: ag.ReduceProdOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _acc(args[0]) if args[0].dtype.kind in "iub" else _vec(args[0])
+    return np.prod(x, axis=_reduced_axes(op, x.ndim), keepdims=op.props.bool("keep_dims"))
+
+
+@_kernel(ag.ReduceMaxOp)
+def _reduce_max(op: ag.ReduceMaxOp, args: list[np.ndarray]) -> np.ndarray:
+    """Over an empty set: -inf, or the smallest integer (ONNX)."""
+    x = _vec(args[0])
+    return np.max(x, axis=_reduced_axes(op, x.ndim), keepdims=op.props.bool("keep_dims"), initial=_lowest(x.dtype))
+
+
+@_kernel(ag.ReduceMinOp)
+def _reduce_min(op: ag.ReduceMinOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    return np.min(x, axis=_reduced_axes(op, x.ndim), keepdims=op.props.bool("keep_dims"), initial=_highest(x.dtype))
+
+
+def _arg(find: Callable[..., np.ndarray]) -> Kernel:
+    def kernel(op: Any, args: list[np.ndarray]) -> np.ndarray:
+        x = _vec(args[0])
+        axis = shapes.norm_axis(op.props.int("axis"), x.ndim)
+        if op.props.bool("select_last_index"):
+            index = x.shape[axis] - 1 - find(np.flip(x, axis), axis=axis)
+        else:
+            index = find(x, axis=axis)
+        return np.expand_dims(index, axis) if op.props.bool("keep_dims") else index
+
+    return kernel
+
+
+KERNELS[ag.ArgMaxOp] = _arg(np.argmax)
+KERNELS[ag.ArgMinOp] = _arg(np.argmin)
+
+
+def _shifted(op: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """x minus its maximum over the softmax axes, e^that, and the axes."""
+    axes = shapes.norm_axes(op.props.ints("axes"), x.ndim)
+    shifted = x - np.max(x, axis=axes, keepdims=True)
+    return shifted, np.exp(shifted), axes
+
+
+@_kernel(ag.SoftmaxOp)
+def _softmax(op: ag.SoftmaxOp, args: list[np.ndarray]) -> np.ndarray:
+    _, e, axes = _shifted(op, _vec(args[0]))
+    return e / np.sum(e, axis=axes, keepdims=True)
+
+
+@_kernel(ag.LogSoftmaxOp)
+def _log_softmax(op: ag.LogSoftmaxOp, args: list[np.ndarray]) -> np.ndarray:
+    shifted, e, axes = _shifted(op, _vec(args[0]))
+    return shifted - np.log(np.sum(e, axis=axes, keepdims=True))
+
+
+# -------------------------------------------------------------------- normalisation
+
+
+def _normalise(x: np.ndarray, axes: tuple[int, ...], epsilon: float) -> np.ndarray:
+    """(x - mean) / sqrt(var + epsilon) over axes; the variance is biased, as in ONNX."""
+    centred = x - np.mean(x, axis=axes, keepdims=True)
+    variance = np.mean(centred * centred, axis=axes, keepdims=True)
+    return centred / np.sqrt(variance + x.dtype.type(epsilon))
+
+
+@_kernel(ag.LayerNormOp)
+def _layer_norm(op: ag.LayerNormOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    begin = shapes.norm_axis(op.props.int("begin_norm_axis"), x.ndim, "begin_norm_axis")
+    y = _normalise(x, tuple(range(begin, x.ndim)), op.props.float("epsilon")) * _vec(args[1])
+    return y + _vec(args[2]) if len(args) > 2 else y
+
+
+def _per_channel(v: np.ndarray, rank: int) -> np.ndarray:
+    return _vec(v).reshape((1, -1) + (1,) * (rank - 2))
+
+
+@_kernel(ag.BatchNormOp)
+def _batch_norm(op: ag.BatchNormOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    scale, offset, mean, variance = (_per_channel(v, x.ndim) for v in args[1:])
+    return (x - mean) / np.sqrt(variance + x.dtype.type(op.props.float("epsilon"))) * scale + offset
+
+
+@_kernel(ag.InstanceNormOp)
+def _instance_norm(op: ag.InstanceNormOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    y = _normalise(x, tuple(range(2, x.ndim)), op.props.float("epsilon"))
+    return y * _per_channel(args[1], x.ndim) + _per_channel(args[2], x.ndim)
+
+
+# ------------------------------------------------------------------------ cube ops
+
+
+def _taps(
+    x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out: Sequence[int]
+) -> list[np.ndarray]:
+    """The strided views [N, C, OH, OW] of padded x under each kernel offset, row-major:
+    tap (i, j) holds x[.., i * dh + oh * sh, j * dw + ow * sw] at [.., oh, ow]."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, strides, dilations, out
+    return [
+        x[:, :, i * dh : i * dh + (oh - 1) * sh + 1 : sh, j * dw : j * dw + (ow - 1) * sw + 1 : sw]
+        for i in range(kh)
+        for j in range(kw)
+    ]
+
+
+def _pad_hw(x: np.ndarray, pads: Sequence[int], value: Any) -> np.ndarray:
+    """Pad the last two axes by (top, bottom, left, right) with value."""
+    if not any(pads):
+        return x
+    top, bottom, left, right = pads
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+
+
+@_kernel(ag.Conv2DOp)
+def _conv2d(op: ag.Conv2DOp, args: list[np.ndarray]) -> np.ndarray:
+    """im2col per group and one (batched) product filter @ columns; a depthwise filter
+    instead multiplies and adds each kernel offset's view in place of a tiny product."""
+    x, w = _acc(args[0]), _acc(args[1])
+    n, _, h, wd = x.shape
+    cout, cin_g, kh, kw = w.shape
+    groups = op.props.int("groups", 1)
+    _, _, sh, sw = op.props.ints("strides")
+    _, _, dh, dw = op.props.ints("dilations")
+    pads = op.props.ints("pads")
+    oh = shapes.window_out(h, kh, sh, pads[0], pads[1], dh)
+    ow = shapes.window_out(wd, kw, sw, pads[2], pads[3], dw)
+    taps = _taps(_pad_hw(x, pads, 0), (kh, kw), (sh, sw), (dh, dw), (oh, ow))
+    if cin_g == 1 and cout == groups:
+        per_tap = w.reshape(cout, kh * kw)
+        y = reduce(np.add, (tap * per_tap[:, k].reshape(1, cout, 1, 1) for k, tap in enumerate(taps)))
+    else:
+        columns = taps[0] if len(taps) == 1 else np.stack(taps, axis=2)  # [N, C, KH*KW, OH, OW]
+        columns = columns.reshape(n, groups, cin_g * kh * kw, oh * ow)
+        y = np.matmul(w.reshape(groups, cout // groups, cin_g * kh * kw), columns).reshape(n, cout, oh, ow)
+    return y + _acc(args[2]).reshape(1, cout, 1, 1) if len(args) > 2 else y
+
+
+def _with_bias(y: np.ndarray, args: list[np.ndarray]) -> np.ndarray:
+    return y + _acc(args[2]) if len(args) > 2 else y
+
+
+@_kernel(ag.MatMulV2Op)
+def _matmul_v2(op: ag.MatMulV2Op, args: list[np.ndarray]) -> np.ndarray:
+    a, b = _acc(args[0]), _acc(args[1])
+    a = a.T if op.props.bool("transpose_x1") else a
+    b = b.T if op.props.bool("transpose_x2") else b
+    return _with_bias(a @ b, args)
+
+
+@_kernel(ag.BatchMatMulOp)
+def _batch_matmul(op: ag.BatchMatMulOp, args: list[np.ndarray]) -> np.ndarray:
+    """numpy.matmul; against one matrix, x1's batch dims fold into its rows, as numpy
+    would otherwise make one small product per batch element."""
+    a, b = _acc(args[0]), _acc(args[1])
+    a = np.swapaxes(a, -1, -2) if op.props.bool("adj_x1") else a
+    b = np.swapaxes(b, -1, -2) if op.props.bool("adj_x2") else b
+    if a.ndim > 2 and b.ndim == 2:
+        y = (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + b.shape[-1:])
+    else:
+        y = np.matmul(a, b)
+    return _with_bias(y, args)
+
+
+@_kernel(ag.GemmOp)
+def _gemm(op: ag.GemmOp, args: list[np.ndarray]) -> np.ndarray:
+    a, b = _acc(args[0]), _acc(args[1])
+    a = a.T if op.props.bool("trans_a") else a
+    b = b.T if op.props.bool("trans_b") else b
+    y = a @ b
+    alpha, beta = op.props.float("alpha", 1.0), op.props.float("beta", 1.0)
+    if alpha != 1.0:
+        y = y * alpha
+    if len(args) < 3 or beta == 0.0:
+        return y
+    c = _acc(args[2])
+    return y + (c if beta == 1.0 else c * beta)
+
+
+# ------------------------------------------------------------------------- pooling
+
+
+def _pool_taps(op: ag.MaxPoolOp | ag.AvgPoolOp, x: np.ndarray, fill: Any, dilations: Sequence[int]) -> tuple[list[np.ndarray], tuple[int, ...]]:
+    """The kernel-offset views of x padded with `fill`, and the padding applied.
+
+    ceil_mode can want windows past the bottom/right pads: those cells are padded
+    too, and the applied padding (top, bottom, left, right) says how far.
+    """
+    _, _, h, w = x.shape
+    k, s, p = op.props.ints("ksize"), op.props.ints("strides"), op.props.ints("pads")
+    ceil_mode = op.props.bool("ceil_mode")
+    out = (
+        shapes.window_out(h, k[0], s[0], p[0], p[1], dilations[0], ceil_mode),
+        shapes.window_out(w, k[1], s[1], p[2], p[3], dilations[1], ceil_mode),
+    )
+    need = [(o - 1) * st + d * (kk - 1) + 1 for o, st, d, kk in zip(out, s, dilations, k)]
+    applied = (p[0], max(p[1], need[0] - h - p[0]), p[2], max(p[3], need[1] - w - p[2]))
+    return _taps(_pad_hw(x, applied, fill), k, s, dilations, out), applied
+
+
+@_kernel(ag.MaxPoolOp)
+def _max_pool(op: ag.MaxPoolOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    taps, _ = _pool_taps(op, x, _lowest(x.dtype), op.dilations(op.props))
+    return reduce(np.maximum, taps)
+
+
+@_kernel(ag.AvgPoolOp)
+def _avg_pool(op: ag.AvgPoolOp, args: list[np.ndarray]) -> np.ndarray:
+    """The divisor counts a window's input cells, and its explicit padding unless
+    `exclusive`; cells added only for ceil_mode never count (ONNX, onnxruntime)."""
+    x = _vec(args[0])
+    taps, applied = _pool_taps(op, x, 0, (1, 1))
+    total = reduce(np.add, taps)
+    _, _, h, w = x.shape
+    p = op.props.ints("pads")
+    explicit = 0 if op.props.bool("exclusive") else 1
+    cells = np.pad(np.ones((h, w), x.dtype), ((p[0], p[1]), (p[2], p[3])), constant_values=explicit)
+    cells = np.pad(cells, ((0, applied[1] - p[1]), (0, applied[3] - p[3])))
+    k, s = op.props.ints("ksize"), op.props.ints("strides")
+    return total / reduce(np.add, _taps(cells[None, None], k, s, (1, 1), total.shape[2:]))
+
+
+@_kernel(ag.GlobalAveragePoolOp)
+def _global_average_pool(op: ag.GlobalAveragePoolOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    return np.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+@_kernel(ag.GlobalMaxPoolOp)
+def _global_max_pool(op: ag.GlobalMaxPoolOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    return np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+# ------------------------------------------------------------------------ shape ops
+
+
+@_kernel(ag.ReshapeOp)
+def _reshape(op: ag.ReshapeOp, args: list[np.ndarray]) -> np.ndarray:
+    x = args[0]
+    return x.reshape(shapes.reshape(x.shape, op.props.ints("shape")))
+
+
+@_kernel(ag.FlattenOp)
+def _flatten(op: ag.FlattenOp, args: list[np.ndarray]) -> np.ndarray:
+    x = args[0]
+    axis = op.props.int("axis", 1)
+    axis = axis + x.ndim if axis < 0 else axis
+    return x.reshape(shapes.numel(x.shape[:axis]), shapes.numel(x.shape[axis:]))
+
+
+@_kernel(ag.TransposeOp)
+def _transpose(op: ag.TransposeOp, args: list[np.ndarray]) -> np.ndarray:
+    return np.transpose(args[0], op.props.ints("perm"))
+
+
+@_kernel(ag.SqueezeOp)
+def _squeeze(op: ag.SqueezeOp, args: list[np.ndarray]) -> np.ndarray:
+    x = args[0]
+    axes = shapes.norm_axes(op.props.ints("axis"), x.ndim)
+    return np.squeeze(x, axis=axes or tuple(i for i, d in enumerate(x.shape) if d == 1))
+
+
+@_kernel(ag.UnsqueezeOp)
+def _unsqueeze(op: ag.UnsqueezeOp, args: list[np.ndarray]) -> np.ndarray:
+    x, axes = args[0], op.props.ints("axes")
+    return np.expand_dims(x, shapes.norm_axes(axes, x.ndim + len(axes)))
+
+
+@_kernel(ag.ConcatOp)
+def _concat(op: ag.ConcatOp, args: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(args, axis=shapes.norm_axis(op.props.int("concat_dim"), args[0].ndim))
+
+
+@_kernel(ag.SplitOp)
+def _split(op: ag.SplitOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    return np.split(x, op.props.int("num_split"), axis=shapes.norm_axis(op.props.int("split_dim"), x.ndim))
+
+
+@_kernel(ag.SplitVOp)
+def _split_v(op: ag.SplitVOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    cuts = np.cumsum(op.props.ints("size_splits"))[:-1]
+    return np.split(x, cuts, axis=shapes.norm_axis(op.props.int("split_dim"), x.ndim))
+
+
+def _slice(begin: int, end: int, stride: int, size: int) -> slice:
+    """ONNX Slice's clamping of normalised bounds; end -1 with a negative stride runs
+    through index 0, which a Python slice spells as None."""
+    if stride > 0:
+        return slice(min(max(begin, 0), size), min(max(end, 0), size), stride)
+    begin = min(max(begin, 0), size - 1)
+    end = min(max(end, -1), size - 1)
+    return slice(begin, None if end < 0 else end, stride)
+
+
+@_kernel(ag.StridedSliceOp)
+def _strided_slice(op: ag.StridedSliceOp, args: list[np.ndarray]) -> np.ndarray:
+    x = args[0]
+    bounds = zip(op.props.ints("begin"), op.props.ints("end"), op.props.ints("strides"), x.shape)
+    return x[tuple(_slice(b, e, s, d) for b, e, s, d in bounds)]
+
+
+def _wrapped(op: Any, indices: np.ndarray, size: int) -> np.ndarray:
+    """Indices with negative ones counted from the end; out of range is an error (ONNX)."""
+    indices = indices.astype(np.int64)
+    bad = (indices < -size) | (indices >= size)
+    if bad.any():
+        raise ModelError(f"{_label(op)}: index {indices[bad].flat[0]} is out of range for a dimension of {size}")
+    return np.where(indices < 0, indices + size, indices)
+
+
+@_kernel(ag.GatherOp)
+def _gather(op: ag.GatherOp, args: list[np.ndarray]) -> np.ndarray:
+    x, indices = args
+    axis = shapes.norm_axis(op.props.int("axis"), x.ndim)
+    return np.take(x, _wrapped(op, indices, x.shape[axis]), axis=axis)
+
+
+@_kernel(ag.GatherElementsOp)
+def _gather_elements(op: ag.GatherElementsOp, args: list[np.ndarray]) -> np.ndarray:
+    """The indices may be shorter than x off the axis: x is cut to them first."""
+    x, indices = args
+    axis = shapes.norm_axis(op.props.int("axis"), x.ndim)
+    x = x[tuple(slice(None) if i == axis else slice(0, d) for i, d in enumerate(indices.shape))]
+    return np.take_along_axis(x, _wrapped(op, indices, x.shape[axis]), axis=axis)
+
+
+@_kernel(ag.PadOp)
+def _pad(op: ag.PadOp, args: list[np.ndarray]) -> np.ndarray:
+    """Negative paddings crop first (ONNX), then the rest pads."""
+    x, p = args[0], op.props.ints("paddings")
+    before, after = p[0::2], p[1::2]
+    x = x[tuple(slice(max(-b, 0), d - max(-a, 0)) for b, a, d in zip(before, after, x.shape))]
+    widths = [(max(b, 0), max(a, 0)) for b, a in zip(before, after)]
+    mode = op.props.str("mode")
+    if mode == "constant":
+        fill = np.asarray(op.props.float("constant_value")).astype(x.dtype)
+        return np.pad(x, widths, mode="constant", constant_values=fill)
+    return np.pad(x, widths, mode=mode)
+
+
+@_kernel(ag.ExpandOp)
+def _expand(op: ag.ExpandOp, args: list[np.ndarray]) -> np.ndarray:
+    x = args[0]
+    return np.broadcast_to(x, shapes.broadcast(x.shape, op.props.ints("shape")))
+
+
+@_kernel(ag.TileOp)
+def _tile(op: ag.TileOp, args: list[np.ndarray]) -> np.ndarray:
+    return np.tile(args[0], op.props.ints("multiples"))
+
+
+@_kernel(ag.DepthToSpaceOp)
+def _depth_to_space(op: ag.DepthToSpaceOp, args: list[np.ndarray]) -> np.ndarray:
+    """DCR reads the channels as [block, block, C']; CRD as [C', block, block]."""
+    x, b = args[0], op.props.int("block_size")
+    n, c, h, w = x.shape
+    if op.props.str("mode", "DCR") == "CRD":
+        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    else:
+        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    return y.reshape(n, c // (b * b), h * b, w * b)
+
+
+@_kernel(ag.SpaceToDepthOp)
+def _space_to_depth(op: ag.SpaceToDepthOp, args: list[np.ndarray]) -> np.ndarray:
+    x, b = args[0], op.props.int("block_size")
+    n, c, h, w = x.shape
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return y.reshape(n, c * b * b, h // b, w // b)
+
+
+# -------------------------------------------------------------------------- resize
+
+
+def _source_coords(mode: str, n_out: int, n_in: int, scale: float) -> np.ndarray:
+    """Where each output index samples the input axis (ONNX Resize's transforms).
+
+    As in the ONNX reference, `scale * n_in` (not n_out) is the output length that
+    align_corners, pytorch_half_pixel and half_pixel_symmetric use.
+    """
+    y = np.arange(n_out, dtype=np.float64)
+    length = scale * n_in
+    if mode == "half_pixel":
+        return (y + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        return n_in / 2 * (1 - n_out / length) + (y + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return np.full(n_out, -0.5) if length == 1 else (y + 0.5) / scale - 0.5
+    if mode == "align_corners":
+        return np.zeros(n_out) if length == 1 else y * (n_in - 1) / (length - 1)
+    if mode == "asymmetric":
+        return y / scale
+    raise ValueError(f"coordinate_transformation_mode {mode!r} is not supported")
+
+
+_ROUNDS_UP: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "round_prefer_floor": lambda frac: frac > 0.5,
+    "round_prefer_ceil": lambda frac: frac >= 0.5,
+    "floor": lambda frac: np.zeros(frac.shape, bool),
+    "ceil": lambda frac: frac > 0,
+}
+
+
+def _keys(s: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution kernel with coefficient a."""
+    s = np.abs(s)
+    near = ((a + 2) * s - (a + 3)) * s * s + 1
+    far = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a
+    return np.where(s <= 1, near, np.where(s < 2, far, 0.0))
+
+
+def _mix(op: ag.ResizeOp, x_src: np.ndarray, n_in: int) -> tuple[np.ndarray, np.ndarray]:
+    """The input indices [n_out, taps] each output mixes, and their weights.
+
+    Like the ONNX reference, a source coordinate on a whole index leans left: its
+    taps end at that index with weight 1 there. Taps past the edge repeat the edge,
+    or drop out and renormalise with exclude_outside.
+    """
+    base = np.floor(x_src)
+    whole = x_src == base
+    t = np.where(whole, 1.0, x_src - base)
+    if op.props.str("mode") == "linear":
+        taps, weights = 2, np.stack([1 - t, t], axis=1)
+    else:
+        a = op.props.float("cubic_coeff_a", -0.75)
+        taps, weights = 4, np.stack([_keys(t + 1, a), _keys(t, a), _keys(1 - t, a), _keys(2 - t, a)], axis=1)
+    first = base.astype(np.int64) - taps // 2 + np.where(whole, 0, 1)
+    index = first[:, None] + np.arange(taps)
+    if op.props.bool("exclude_outside"):
+        weights = np.where((index < 0) | (index >= n_in), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    return np.clip(index, 0, n_in - 1), weights
+
+
+def _resize_axis(op: ag.ResizeOp, x: np.ndarray, axis: int, n_out: int, scale: float) -> np.ndarray:
+    n_in = x.shape[axis]
+    x_src = _source_coords(op.props.str("coordinate_transformation_mode"), n_out, n_in, scale)
+    if op.props.str("mode") == "nearest":
+        base = np.floor(x_src)
+        rule = _ROUNDS_UP[op.props.str("nearest_mode", "round_prefer_floor")]
+        index = base.astype(np.int64) + rule(x_src - base)
+        return np.take(x, np.clip(index, 0, n_in - 1), axis=axis)
+    index, weights = _mix(op, x_src, n_in)
+    gathered = np.take(x, index, axis=axis)
+    weights = weights.reshape(weights.shape + (1,) * (x.ndim - axis - 1))
+    return np.sum(gathered * weights, axis=axis + 1)
+
+
+@_kernel(ag.ResizeOp)
+def _resize(op: ag.ResizeOp, args: list[np.ndarray]) -> np.ndarray:
+    """One axis at a time (the interpolation is separable), in float64 for linear and
+    cubic; integers round half to even and saturate, as the ONNX reference does."""
+    x = args[0]
+    if op.props.str("mode") != "nearest":
+        x = x.astype(np.float64)
+    scales = [float(s) for s in op.scales.get_values()]
+    for axis, (n_out, scale) in enumerate(zip(op.props.ints("sizes"), scales)):
+        if n_out == x.shape[axis] and math.isclose(scale, 1.0):
+            continue
+        x = _resize_axis(op, x, axis, n_out, scale)
+    want = args[0].dtype
+    if want.kind in "iu" and x.dtype != want:
+        return np.clip(np.rint(x), np.iinfo(want).min, np.iinfo(want).max)
+    return x
