@@ -1,0 +1,236 @@
+"""`ge-opt`: the pass-pipeline driver, xdsl-opt with this project's context.
+
+It reads `.mlir` (our IR) or `.onnx` (imported by `ge.frontend.load_onnx`, with ATC's
+`--input-shape`), runs a `-p` pipeline of the passes in `passes.registry`, and prints
+IR that parses back to the same IR.
+
+Weights stay out of the text: the module attribute `ascend_graph.weights` holds the
+absolute path of the file they reload from (the `.onnx` model, or an `.npz`). A
+pass that creates weights makes that file insufficient; then `-o out.mlir` also
+writes every weight the module uses to `out.mlir.npz` and points the attribute
+there. Without `-o` there is nowhere to put them, and a warning says so. The
+weights an input came with are taken to reload from its file (the importer stores
+only tensors it can reload; a `.mlir` names its file), so only new handles count.
+
+Errors are one line (see `ge.cli.errors`), and `-o` is written atomically: a failed
+run leaves neither a partial `.mlir` nor an `.npz` behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import version
+from typing import IO
+
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.ir import Dialect
+from xdsl.targets import get_all_targets
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from dialects.ascend_graph import AscendGraph, WeightRefAttr
+from ge import weights
+from ge.cli.errors import DEFAULT_LOG, LOG_LEVELS, configure_logging, log_level_in, reporting
+from ge.errors import OptionError
+from passes import registry
+
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "builtin": lambda: Builtin,
+    "ascend_graph": lambda: AscendGraph,
+}
+
+log = logging.getLogger(__name__)
+
+
+def weight_refs(module: ModuleOp) -> set[WeightRefAttr]:
+    """Every weight handle the module's ops hold, in properties or attributes."""
+    return {
+        value
+        for op in module.walk()
+        for value in (*op.properties.values(), *op.attributes.values())
+        if isinstance(value, WeightRefAttr)
+    }
+
+
+def _pipeline_error(spec: str, error: ArgSpecParseError) -> OptionError:
+    """xDSL's message spans lines (location, text, caret, message); keep the ends."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    where = f" (at {lines[1]})" if len(lines) > 2 else ""
+    return OptionError(f"-p '{spec}' is not a pass pipeline: {lines[-1]}{where}")
+
+
+class GEOptMain(xDSLOptMain):
+    """xdsl-opt with our dialects, our passes, an ONNX frontend and atomic output."""
+
+    version_format = f"ge-opt {version('ascend-ge')} (xdsl {{xdsl_version}})"
+
+    def __init__(self, args: Sequence[str] | None = None):
+        self._input_refs: set[WeightRefAttr] = set()
+        self._npz_files: list[weights.WeightStore] = []
+        self._tmp_output: str | None = None
+        super().__init__(description="Run ascend-ge pass pipelines on .mlir or .onnx input.", args=args)
+
+    # ------------------------------------------------------------ registration
+
+    def register_all_dialects(self) -> None:
+        for name, factory in DIALECTS.items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["onnx"] = self._import_onnx
+
+    def register_all_passes(self) -> None:
+        for name, factory in registry.available_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        self.available_targets["mlir"] = get_all_targets()["mlir"]
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--input-shape",
+            "--input_shape",
+            dest="input_shape",
+            metavar="SHAPES",
+            help="ONNX input only: input shapes in ATC syntax, e.g. 'input:1,3,224,224;mask:1,128'",
+        )
+        arg_parser.add_argument(
+            "--load-pass-plugin",
+            action="append",
+            default=[],
+            metavar="FILE.py|MODULE",
+            help="import a module whose @register_pass passes become available to -p (repeatable)",
+        )
+        arg_parser.add_argument(
+            "--log",
+            choices=list(LOG_LEVELS),
+            default=DEFAULT_LOG,
+            help=f"log level, as ATC's --log; 'debug' also shows tracebacks (default: {DEFAULT_LOG})",
+        )
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.epilog = self._passes_help()
+
+    def _passes_help(self) -> str:
+        width = max(map(len, self.available_passes))
+        lines = ["passes (-p 'name{option=value},name,...'):"]
+        lines += [f"  {name:<{width}}  {registry.describe(name)}" for name in self.available_passes]
+        lines += [
+            "",
+            "weights: the module attribute ascend_graph.weights names the .onnx or .npz file",
+            "the weights reload from; with -o FILE, weights created by passes are saved to",
+            "FILE.npz and the attribute points there.",
+        ]
+        return "\n".join(lines)
+
+    def setup_pipeline(self) -> None:
+        spec = self.args.passes
+        try:
+            names = [p.name for p in parse_pipeline(spec)]
+        except ArgSpecParseError as e:
+            raise _pipeline_error(spec, e) from e
+        unknown = [n for n in names if n not in self.available_passes]
+        if unknown:
+            raise OptionError(
+                f"unknown pass '{unknown[0]}' in -p; registered passes: {', '.join(self.available_passes)}"
+            )
+        try:
+            super().setup_pipeline()
+        except ValueError as e:
+            raise OptionError(f"-p '{spec}': {e}") from e
+
+    # ------------------------------------------------------------------ input
+
+    def _import_onnx(self, stream: IO[bytes]) -> ModuleOp:
+        """The ONNX frontend needs the model's path: its weights reload from that file."""
+        path = getattr(stream, "name", None)
+        if not isinstance(path, str) or path == "<stdin>" or self.args.split_input_file:
+            raise OptionError("ONNX input must be a file named on the command line, without --split-input-file")
+        from ge.frontend import load_onnx
+
+        module, store = load_onnx(path, input_shape=self.args.input_shape)
+        weights.attach(module, store)
+        return module
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        if file_extension != "onnx" and self.args.input_shape is not None:
+            raise OptionError(f"--input-shape applies to ONNX input only, not to .{file_extension} input")
+        module = super().parse_chunk(chunk, file_extension, start_offset)
+        self._input_refs = set() if module is None else weight_refs(module)
+        return module
+
+    # ----------------------------------------------------------------- output
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        folder = os.path.dirname(self.args.output_file) or "."
+        if not os.path.isdir(folder):
+            raise OptionError(f"-o {self.args.output_file}: directory '{folder}' does not exist")
+        self._tmp_output = f"{self.args.output_file}.{os.getpid()}.tmp"
+        return open(self._tmp_output, "w")
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        self._place_new_weights(prog)
+        # One final newline, as `ge.ir.to_text`: both write the same bytes for a module.
+        return super().output_resulting_program(prog).rstrip("\n") + "\n"
+
+    def _place_new_weights(self, module: ModuleOp) -> None:
+        """Weights the input did not have cannot reload from its file: give them one."""
+        refs = weight_refs(module)
+        if refs <= self._input_refs:
+            return
+        created = len(refs - self._input_refs)
+        if self.args.output_file is None:
+            log.warning("%d weight(s) created by the passes are not saved; use -o FILE to save them to FILE.npz", created)
+            return
+        n = len(self._npz_files)
+        suffix = ".npz" if n == 0 else f".{n + 1}.npz"  # one file per module of a --split-input-file run
+        path = os.path.abspath(self.args.output_file + suffix)  # absolute, as the importer's keys
+        source = weights.store_of(module)
+        saved = weights.WeightStore(path)
+        for ref in sorted(refs, key=lambda r: r.weight.data):
+            saved.add(ref.weight.data, source.get(ref))
+        weights.attach(module, saved)
+        self._npz_files.append(saved)
+
+    def run(self) -> None:
+        """xDSL's run, then the weights and the output file, only if all went well."""
+        try:
+            super().run()
+            for store in self._npz_files:
+                store.save(store.key)
+            if self._tmp_output is not None:
+                os.replace(self._tmp_output, self.args.output_file)
+        except BaseException:
+            if self._tmp_output is not None and os.path.exists(self._tmp_output):
+                os.remove(self._tmp_output)
+            raise
+
+
+def _plugins_in(argv: Sequence[str]) -> list[str]:
+    """`--load-pass-plugin` values, read before the parser is built: the parser's
+    help and the pipeline check must already know the plug-ins' passes."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--load-pass-plugin", action="append", default=[])
+    return early.parse_known_args(argv)[0].load_pass_plugin
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    level = log_level_in(args)
+    configure_logging("ge-opt", level)
+    with reporting("ge-opt", level):
+        for plugin in _plugins_in(args):
+            registry.load_plugin(plugin)
+        GEOptMain(args).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""The pass registry: every pass that can be run by name (`ge-opt -p`, `get_pass`).
+
+A lazy `name -> factory` dict, as in xDSL: a factory returns the pass class and only
+then imports its module, so that start-up and `--help` stay fast. The project's own
+passes are listed in `_PROJECT_PASSES` by their GE name (e.g. `ConvBatchnormFusionPass`)
+or, for passes GE has no name for, a kebab-case one; xDSL's `canonicalize`, `cse` and
+`dce` are merged in.
+
+A pass written outside this package registers itself with one decorator:
+
+    @register_pass
+    @dataclass(frozen=True)
+    class MyPass(ModulePass):
+        \"\"\"One line for `ge-opt --help`.\"\"\"
+        name = "my-pass"
+        def apply(self, ctx, op): ...
+
+and `ge-opt --load-pass-plugin=my_passes.py -p my-pass` runs it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+from xdsl.passes import ModulePass
+
+from ge.errors import OptionError
+
+PassFactory = Callable[[], type[ModulePass]]
+P = TypeVar("P", bound=type[ModulePass])
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+# Summaries of the xDSL passes we adopt; not all of them have a docstring to read.
+XDSL_PASSES: dict[str, str] = {
+    "canonicalize": "Apply the canonicalisation patterns of every loaded dialect (xDSL).",
+    "cse": "Merge operations that compute the same value from the same operands (xDSL).",
+    "dce": "Erase operations whose results are unused and that have no side effects (xDSL).",
+}
+
+# The project's passes: name -> factory importing the pass's module on first use.
+_PROJECT_PASSES: dict[str, PassFactory] = {}
+
+# Passes registered at run time with `@register_pass`.
+_REGISTERED: dict[str, PassFactory] = {}
+
+
+def _xdsl_factories() -> dict[str, PassFactory]:
+    from xdsl.transforms import get_all_passes
+
+    every = get_all_passes()
+    return {name: every[name] for name in XDSL_PASSES}
+
+
+def available_passes() -> dict[str, PassFactory]:
+    """Every registered pass, the project's and plug-ins' first, then xDSL's."""
+    return {**_PROJECT_PASSES, **_REGISTERED, **_xdsl_factories()}
+
+
+def get_pass(name: str) -> type[ModulePass]:
+    """The pass class registered under `name`."""
+    passes = available_passes()
+    if name not in passes:
+        raise OptionError(f"unknown pass '{name}'; registered passes: {', '.join(sorted(passes))}")
+    return passes[name]()
+
+
+def _summary(cls: type) -> str:
+    """The first line of the class's own docstring (not one inherited from ModulePass)."""
+    doc = cls.__dict__.get("__doc__") or ""
+    if doc.startswith(f"{cls.__name__}("):  # @dataclass writes the signature where no docstring is
+        return ""
+    lines = [line.strip() for line in doc.strip().splitlines()]
+    return lines[0] if lines else ""
+
+
+def describe(name: str) -> str:
+    """One line saying what the pass does, for `--help`."""
+    if name in XDSL_PASSES:
+        return XDSL_PASSES[name]
+    return _summary(get_pass(name))
+
+
+def register_pass(cls: P) -> P:
+    """Class decorator: make a `ModulePass` available under its `name`.
+
+    The name must be usable in a `-p` pipeline and unused, and the class needs a
+    docstring, because its first line is what `ge-opt --help` shows.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, ModulePass)):
+        raise TypeError(f"@register_pass needs a ModulePass subclass, got {cls!r}")
+    name = cls.__dict__.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"pass {cls.__qualname__} needs a class attribute `name` of letters, digits, '-' and '_', "
+            f"starting with a letter; got {name!r}"
+        )
+    if not _summary(cls):
+        raise ValueError(f"pass {cls.__qualname__} ('{name}') needs a docstring: its first line is its --help text")
+    taken = available_passes().get(name)
+    if taken is not None and taken() is not cls:
+        other = taken()
+        raise ValueError(f"pass name '{name}' is already registered by {other.__module__}.{other.__qualname__}")
+    _REGISTERED[name] = lambda: cls
+    return cls
+
+
+def load_plugin(spec: str) -> None:
+    """Import a pass plug-in (a `.py` file or a module name) so that its
+    `@register_pass` classes register themselves."""
+    import importlib
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(spec)
+    if spec.endswith(".py") and not path.is_file():
+        raise OptionError(f"pass plug-in file '{spec}' does not exist")
+    try:
+        if path.is_file():
+            module_spec = importlib.util.spec_from_file_location(f"ge_pass_plugin_{path.stem}", path)
+            assert module_spec is not None and module_spec.loader is not None
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            importlib.import_module(spec)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (spec == e.name or spec.startswith(f"{e.name}.")):
+            raise OptionError(f"pass plug-in '{spec}' failed to load: {e}") from e
+        raise OptionError(f"pass plug-in '{spec}' is neither a .py file nor an importable module") from e
+    except Exception as e:
+        raise OptionError(f"pass plug-in '{spec}' failed to load: {type(e).__name__}: {e}") from e
