@@ -1,0 +1,693 @@
+"""ONNX -> `ascend_graph`: read, check, sort and convert a model.
+
+`load_onnx` reads a model (a path or a `ModelProto`), refuses what we cannot import
+with a `ModelError` that names the node, the op type and the reason, and converts
+every node with the converter of its op type (`onnx_ops.CONVERTERS`).
+
+Decisions worth knowing:
+- Opsets 11 to 21 of the default domain are supported. A newer default opset (up to
+  the newest this onnx release knows) is accepted node by node: each converter
+  records the newest schema version it was checked against, and a node whose schema
+  in effect is newer is refused (see `onnx_ops` for what changed after 21).
+- Constants: an initializer or a `Constant` node's `value` tensor with more than
+  `INLINE_LIMIT` elements goes to the weight store under its ONNX tensor name, so
+  that `WeightStore.load(model_path)` can reload it; anything else stays inline as a
+  dense attribute. Constants the store could not reload from the `.onnx` file
+  (`value_floats`, `sparse_value`, sparse initializers, folded results, `Range`,
+  `EyeLike`) are always inline for that reason.
+- Folding: an op whose operands are all constants and whose result has at most
+  `INLINE_LIMIT` elements is evaluated with `ge.reference.evaluate_op` and becomes a
+  constant. This resolves shape subgraphs (Shape -> Gather -> Concat -> Reshape)
+  that feed the inputs our ops need as constants.
+- Nodes that no graph output depends on are not imported (after the whole graph
+  has been checked for undefined values and cycles), so an unsupported op in a dead
+  branch does not stop an import.
+- Our own shape inference (each op's `infer_result_types`) decides every type. ONNX's
+  shape inference only cross-checks it, once every node is converted: a contradiction
+  is a "shape conflict". It runs on a copy of the imported nodes whose large
+  initializers are replaced by typed inputs, so that it does not copy the weights.
+- Ops without an `ascend_graph` counterpart whose inputs are all constant (shape
+  arithmetic such as Mod) are evaluated with ONNX's reference evaluator.
+- `input_shape` replaces the inputs' shapes; the model's declared intermediate and
+  output shapes describe the old inputs then, so they are dropped and ONNX's shape
+  inference recomputes them from the new ones.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper
+from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputOp
+from dialects.shapes import DYN, Shape, ShapeError, compatible, fmt, is_static, numel
+from ge import dtypes
+from ge.errors import GEError, ModelError
+from ge.frontend.input_shape import parse_input_shape
+from ge.frontend.onnx_ops import CONVERTERS, Node
+from ge.frontend.tensors import INLINE_LIMIT, dense, element_type, sparse_array, tensor_array, value_info_type
+from ge.weights import WeightStore, attach
+
+OPSET_MIN, OPSET_MAX = 11, 21
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+# Initializers with more elements than this are hidden from ONNX's shape inference
+# (replaced by typed inputs): it then neither copies nor reads them.
+_INFERENCE_INIT_LIMIT = 1024
+
+# Ops whose result is random: never evaluated at import, even on constant inputs.
+_NONDETERMINISTIC = frozenset(
+    {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+)
+
+# Numbers the in-memory models, whose weight-store keys must never repeat.
+_MEMORY_MODELS = itertools.count(1)
+
+_NOT_A_NAME = re.compile(r"[^A-Za-z0-9_$.-]")
+_TRAILING_NUMBER = re.compile(r"_(\d+)$")
+
+
+# ------------------------------------------------------------------------- reading
+
+
+def _read(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
+    """The model proto, and its absolute path when it came from a file."""
+    if isinstance(model, onnx.ModelProto):
+        return model, None
+    if not isinstance(model, str | os.PathLike):
+        raise ModelError(f"expected a model path or an onnx.ModelProto, got {type(model).__name__}")
+    path = os.path.abspath(os.fspath(model))
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ModelError(f"cannot read the model file '{path}': {e.strerror}") from e
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as e:  # protobuf raises DecodeError, or RuntimeError from its C++ core
+        raise ModelError(f"'{path}' is not a valid ONNX model: its protobuf does not parse ({e})") from e
+    return proto, path
+
+
+def _check_structure(model: onnx.ModelProto, where: str) -> None:
+    """Random bytes can parse as a protobuf; a model has at least these parts."""
+    if not model.HasField("graph"):
+        raise ModelError(f"{where} is not an ONNX model: it has no graph")
+    if model.ir_version <= 0:
+        raise ModelError(f"{where} is not an ONNX model: it has no IR version")
+    if not model.opset_import:
+        raise ModelError(f"{where} is not an ONNX model: it imports no opset")
+    graph = model.graph
+    names = [graph.name, *(o.domain for o in model.opset_import)]
+    names += [v.name for v in (*graph.input, *graph.output, *graph.value_info, *graph.initializer)]
+    for node in graph.node:
+        names += [node.name, node.op_type, node.domain, *node.input, *node.output, *(a.name for a in node.attribute)]
+    if not all(isinstance(name, str) for name in names):
+        raise ModelError(f"{where} is malformed: a name in it is not valid UTF-8")
+
+
+def _graph_tensors(graph: onnx.GraphProto):
+    """Every tensor that can hold external data: initializers and node attributes."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+        yield sparse.indices
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _graph_tensors(attr.g)
+            for g in attr.graphs:
+                yield from _graph_tensors(g)
+
+
+def _load_external_data(model: onnx.ModelProto, path: str | None) -> None:
+    """Load external tensor data, refusing any location outside the model's folder."""
+    external = [t for t in _graph_tensors(model.graph) if uses_external_data(t)]
+    if not external:
+        return
+    if path is None:
+        raise ModelError(
+            f"tensor '{external[0].name}' keeps its data in an external file, which needs the "
+            "model's location: pass the model's path instead of a ModelProto"
+        )
+    base = os.path.realpath(os.path.dirname(path))
+    for tensor in external:
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        if not location:
+            raise ModelError(f"tensor '{tensor.name}' uses external data but names no location")
+        resolved = os.path.realpath(os.path.join(base, location))
+        if os.path.isabs(location) or os.path.commonpath([base, resolved]) != base:
+            raise ModelError(
+                f"tensor '{tensor.name}': external data location '{location}' is outside the "
+                f"model's directory '{base}'; only relative paths inside it are allowed"
+            )
+        if not os.path.isfile(resolved):
+            raise ModelError(f"tensor '{tensor.name}': external data file '{location}' does not exist in '{base}'")
+    try:
+        load_external_data_for_model(model, base)
+    except Exception as e:
+        raise ModelError(f"cannot load the external data of '{path}': {e}") from e
+
+
+def _default_opset(model: onnx.ModelProto) -> int:
+    versions = {o.domain: o.version for o in model.opset_import}
+    newest = onnx.defs.onnx_opset_version()
+    allowed = f"supported: {OPSET_MIN} to {OPSET_MAX} (and up to {newest} for ops whose semantics did not change)"
+    opset = versions.get("", versions.get("ai.onnx"))
+    if opset is None:
+        others = ", ".join(f"'{d}' {v}" for d, v in versions.items())
+        raise ModelError(f"the model imports no opset of the default ONNX domain (only {others}); {allowed}")
+    if not OPSET_MIN <= opset <= newest:
+        raise ModelError(f"default-domain opset {opset} is unsupported; {allowed}")
+    return opset
+
+
+def _inline_functions(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Model-local functions are expanded into their bodies before import."""
+    local = {(f.domain, f.name) for f in model.functions}
+    if not any((n.domain, n.op_type) in local for n in model.graph.node):
+        return model
+    from onnx import inliner
+
+    try:
+        return inliner.inline_local_functions(model)
+    except Exception as e:
+        raise ModelError(f"cannot inline the model's local functions: {e}") from e
+
+
+# ----------------------------------------------------------------------- graph order
+
+
+def _node_label(node: onnx.NodeProto, index: int) -> str:
+    return node.name or f"{node.op_type}_{index}"
+
+
+def _topological_order(graph: onnx.GraphProto, defined: set[str]) -> list[int]:
+    """Node indices in dependency order (stable), refusing undefined values and cycles."""
+    nodes = graph.node
+    producer: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for out in node.output:
+            if not out:
+                continue
+            if out in producer or out in defined:
+                raise ModelError(
+                    f"node '{_node_label(node, i)}' ({node.op_type}): output '{out}' is already defined "
+                    "(ONNX values must be assigned once)"
+                )
+            producer[out] = i
+    deps: list[set[int]] = []
+    users: list[list[int]] = [[] for _ in nodes]
+    for i, node in enumerate(nodes):
+        mine: set[int] = set()
+        for name in node.input:
+            if not name or name in defined:
+                continue
+            if name not in producer:
+                raise ModelError(
+                    f"node '{_node_label(node, i)}' ({node.op_type}): input '{name}' is not produced "
+                    "by any node, graph input or initializer"
+                )
+            mine.add(producer[name])
+        deps.append(mine)
+        for d in mine:
+            users[d].append(i)
+    waiting = [len(d) for d in deps]
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) < len(nodes):
+        raise _cycle_error(nodes, deps, waiting)
+    return order
+
+
+def _cycle_error(nodes: Sequence[onnx.NodeProto], deps: list[set[int]], waiting: list[int]) -> ModelError:
+    """Walk unfinished dependencies from a blocked node until one repeats: a cycle."""
+    start = next(i for i, w in enumerate(waiting) if w > 0)
+    path, seen = [start], {start: 0}
+    while True:
+        nxt = min(d for d in deps[path[-1]] if waiting[d] > 0)
+        if nxt in seen:
+            cycle = path[seen[nxt]:] + [nxt]
+            break
+        seen[nxt] = len(path)
+        path.append(nxt)
+    first = nodes[cycle[0]]
+    chain = " <- ".join(f"'{_node_label(nodes[i], i)}'" for i in cycle)
+    return ModelError(f"node '{_node_label(first, cycle[0])}' ({first.op_type}): the graph has a cycle: {chain}")
+
+
+def _live_nodes(graph: onnx.GraphProto, order: list[int]) -> list[int]:
+    """The nodes some graph output depends on, in `order`."""
+    producer = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
+    live: set[int] = set()
+    stack = [producer[o.name] for o in graph.output if o.name in producer]
+    while stack:
+        i = stack.pop()
+        if i in live:
+            continue
+        live.add(i)
+        stack.extend(producer[name] for name in graph.node[i].input if name in producer)
+    return [i for i in order if i in live]
+
+
+# --------------------------------------------------------------- ONNX's shape inference
+
+
+def _onnx_types(
+    model: onnx.ModelProto, nodes: Sequence[onnx.NodeProto], inputs: Sequence[onnx.ValueInfoProto],
+    drop_declared: bool,
+) -> dict[str, tuple[Attribute | None, Shape | None]]:
+    """The types ONNX's shape inference gives the values of `nodes` (declared ones included).
+
+    It runs only once our own inference has accepted every node: on a graph it finds
+    inconsistent, ONNX's C++ inference can fail an assertion and abort the process.
+    """
+    graph = model.graph
+    small = [t for t in graph.initializer if numel(t.dims) <= _INFERENCE_INIT_LIMIT]
+    input_names = {i.name for i in inputs}
+    hidden = [
+        helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+        for t in graph.initializer
+        if numel(t.dims) > _INFERENCE_INIT_LIMIT and t.name not in input_names
+    ]
+    outputs = list(graph.output)
+    if drop_declared:
+        outputs = [helper.make_tensor_value_info(o.name, o.type.tensor_type.elem_type, None) for o in outputs]
+    light = helper.make_graph(
+        nodes, graph.name, list(inputs) + hidden, outputs, initializer=small,
+        value_info=[] if drop_declared else graph.value_info,
+    )
+    light_model = helper.make_model(light, opset_imports=model.opset_import, ir_version=model.ir_version)
+    light_model.functions.extend(model.functions)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(light_model, strict_mode=False)
+    except Exception:
+        # ONNX's inference only cross-checks ours; where it gives up, ours decides.
+        inferred = light_model
+    return {v.name: value_info_type(v) for v in (*inferred.graph.value_info, *inferred.graph.output)}
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _hint(name: str) -> str | None:
+    """An SSA name hint from an ONNX value name (xDSL's name syntax is narrower).
+
+    xDSL takes a trailing `_<digits>` for its own uniquing suffix and drops it, so
+    ONNX's `onnx::Conv_633` would print as a misleading `%onnx__Conv_1`: the suffix
+    is kept as `.633` instead.
+    """
+    hint = _TRAILING_NUMBER.sub(r".\1", _NOT_A_NAME.sub("_", name))
+    if not hint:
+        return None
+    return f"_{hint}" if hint[0].isdigit() else hint
+
+
+def symbol_name(name: str) -> str:
+    name = _NOT_A_NAME.sub("_", name)
+    if not name:
+        return "graph"
+    return f"_{name}" if name[0].isdigit() else name
+
+
+class Importer:
+    """Builds one `ascend_graph.graph` from an ONNX graph."""
+
+    def __init__(self, model: onnx.ModelProto, key: str, opset: int):
+        self.model = model
+        self.graph = model.graph
+        self.opset = opset
+        self.store = WeightStore(key)
+        self.block = Block()
+        self.values: dict[str, SSAValue] = {}
+        self.arrays: dict[SSAValue, np.ndarray] = {}
+        self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in self.graph.initializer}
+        self.sparse: dict[str, onnx.SparseTensorProto] = {s.values.name: s for s in self.graph.sparse_initializer}
+        self.needed: set[str] = set()
+
+    # ---------------------------------------------------------------- constants
+
+    def constant(self, array: np.ndarray, name: str, weight: str | None = None) -> SSAValue:
+        """A const op named `name`: stored as the weight `weight` when that is given
+        and `array` is large, inline otherwise."""
+        dtype = dtypes.from_numpy(array.dtype)
+        type = TensorType(dtype, array.shape)
+        if weight is not None and array.size > INLINE_LIMIT:
+            op = ConstOp(self.store.add(weight, array), type, name)
+        else:
+            op = ConstOp(dense(array, dtype), type, name)
+        self.block.add_op(op)
+        self.arrays[op.out] = array
+        return op.out
+
+    def array_of(self, value: SSAValue) -> np.ndarray | None:
+        """The value of a constant SSA value (every const op is built here), else None."""
+        return self.arrays.get(value)
+
+    def constant_value(self, name: str) -> np.ndarray | None:
+        """The value of an ONNX value if it is constant, without building a const op."""
+        if name in self.values:
+            return self.array_of(self.values[name])
+        if name in self.initializers:
+            return tensor_array(self.initializers[name], f"initializer '{name}'")
+        if name in self.sparse:
+            return sparse_array(self.sparse[name], f"sparse initializer '{name}'")
+        return None
+
+    def value(self, name: str) -> SSAValue:
+        """The SSA value of an ONNX value name, materialising initializers on first use."""
+        if name in self.values:
+            return self.values[name]
+        if name in self.initializers:
+            array = tensor_array(self.initializers[name], f"initializer '{name}'")
+            value = self.constant(array, name, weight=name)
+        elif name in self.sparse:
+            value = self.constant(sparse_array(self.sparse[name], f"sparse initializer '{name}'"), name)
+        else:
+            raise ModelError(f"value '{name}' is not defined")
+        value.name_hint = _hint(name)
+        self.values[name] = value
+        return value
+
+    # ------------------------------------------------------------------- ops
+
+    def build(self, op: AscendOp) -> list[SSAValue]:
+        """Insert `op`, or the constants it computes when all its operands are constant."""
+        inputs = [self.array_of(v) for v in op.operands]
+        small = all(
+            isinstance(r.type, TensorType) and is_static(r.type.get_shape()) and numel(r.type.get_shape()) <= INLINE_LIMIT
+            for r in op.results
+        )
+        if not op.operands or not small or any(a is None for a in inputs):
+            self.block.add_op(op)
+            return list(op.results)
+        from ge.reference import evaluate_op
+
+        outputs = evaluate_op(op, inputs)
+        types = [r.type for r in op.results]
+        name = op.label
+        op.erase()
+        folded = []
+        for array, type in zip(outputs, types):
+            assert isinstance(type, TensorType)
+            array = np.asarray(array, dtypes.to_numpy(type.element_type)).reshape(type.get_shape())
+            folded.append(self.constant(array, name))
+        return folded
+
+    # ------------------------------------------------------------------ nodes
+
+    def convert(self, node: onnx.NodeProto, index: int) -> None:
+        label = _node_label(node, index)
+        where = f"node '{label}' ({node.op_type})"
+        if node.domain not in DEFAULT_DOMAINS:
+            raise ModelError(
+                f"{where}: domain '{node.domain}' is unsupported; only the default ONNX domain "
+                f"(opsets {OPSET_MIN} to {OPSET_MAX}) is"
+            )
+        converter = CONVERTERS.get(node.op_type)
+        if converter is None:
+            folded = self._evaluate_constant_node(node, label, where)
+            if folded is None:
+                raise ModelError(f"{where}: op type {node.op_type} is unsupported")
+            self._bind(node, where, folded)
+            return
+        try:
+            schema = onnx.defs.get_schema(node.op_type, self.opset, "")
+        except onnx.defs.SchemaError:
+            raise ModelError(f"{where}: op type {node.op_type} does not exist in opset {self.opset}") from None
+        if schema.since_version > converter.newest:
+            raise ModelError(
+                f"{where}: opset {self.opset} gives {node.op_type}-{schema.since_version}, whose semantics "
+                f"are not implemented (supported up to {node.op_type}-{converter.newest})"
+            )
+        _check_arity(node, schema, where)
+        self._check_input_types(node, schema, where)
+        n = Node(self, node, label, schema.since_version)
+        results = list(converter.fn(n))
+        self._bind(node, where, results)
+
+    def _check_input_types(self, node: onnx.NodeProto, schema: onnx.defs.OpSchema, where: str) -> None:
+        """Each input's element type must be one the op's schema allows."""
+        allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+        for i, name in enumerate(node.input):
+            if not name:
+                continue
+            formal = schema.inputs[min(i, len(schema.inputs) - 1)]
+            accepted = allowed.get(formal.type_str, {formal.type_str})
+            onnx_type = f"tensor({_onnx_type_name(self.element_type_of(name))})"
+            if onnx_type not in accepted:
+                kinds = ", ".join(sorted(t[7:-1] for t in accepted if t.startswith("tensor(")))
+                raise ModelError(
+                    f"{where}: input {i} ('{name}') is {onnx_type[7:-1]}, which {node.op_type} does not "
+                    f"accept (allowed: {kinds})"
+                )
+
+    def element_type_of(self, name: str) -> Attribute:
+        """The element type of an ONNX value, without building a const op for it."""
+        if name in self.values:
+            type = self.values[name].type
+            assert isinstance(type, TensorType)
+            return type.element_type
+        if name in self.initializers:
+            return element_type(self.initializers[name].data_type, f"initializer '{name}'")
+        if name in self.sparse:
+            return element_type(self.sparse[name].values.data_type, f"sparse initializer '{name}'")
+        raise ModelError(f"value '{name}' is not defined")
+
+    def _evaluate_constant_node(self, node: onnx.NodeProto, label: str, where: str) -> list[SSAValue | None] | None:
+        """Constants for a node we have no op for, when all its inputs are constant.
+
+        Exporters compute shapes with ops that have no `ascend_graph` counterpart (Mod,
+        Trilu, NonZero on constants...); ONNX's reference evaluator computes them. Not
+        for nondeterministic ops or subgraphs, and only small results (they are inline).
+        Returns None when the node cannot be folded this way.
+        """
+        if node.op_type in _NONDETERMINISTIC or any(a.g.node or a.graphs for a in node.attribute):
+            return None
+        arrays = {name: self.constant_value(name) for name in node.input if name}
+        if any(a is None for a in arrays.values()):
+            return None
+        from onnx.reference import ReferenceEvaluator
+
+        inputs = [
+            helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+            for name, a in arrays.items()
+        ]
+        outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+        model = helper.make_model(
+            helper.make_graph([node], "fold", inputs, outputs),
+            opset_imports=[helper.make_opsetid("", self.opset)],
+        )
+        try:
+            results = ReferenceEvaluator(model).run(None, arrays)
+        except Exception as e:
+            raise ModelError(
+                f"{where}: op type {node.op_type} is unsupported, and evaluating it on its constant "
+                f"inputs failed ({type(e).__name__}: {e})"
+            ) from e
+        folded: list[SSAValue | None] = []
+        values = iter(results)
+        for out in node.output:
+            if not out:
+                folded.append(None)
+                continue
+            array = np.asarray(next(values))
+            if array.size > INLINE_LIMIT:
+                raise ModelError(
+                    f"{where}: op type {node.op_type} is unsupported; its inputs are constant, but its "
+                    f"result '{out}' of {array.size} elements is too large to fold"
+                )
+            try:
+                dtypes.from_numpy(array.dtype)
+            except ValueError:
+                raise ModelError(f"{where}: result '{out}' has the unsupported type {array.dtype}") from None
+            folded.append(self.constant(array, label))
+        return folded
+
+    def _bind(self, node: onnx.NodeProto, where: str, results: list[SSAValue | None]) -> None:
+        for i, out in enumerate(node.output):
+            if not out:
+                continue
+            value = results[i] if i < len(results) else None
+            if value is None:
+                if out in self.needed:
+                    raise ModelError(f"{where}: output {i} ('{out}') is unsupported, but the graph uses it")
+                continue
+            if value.name_hint is None:  # an aliased constant keeps its own name
+                value.name_hint = _hint(out)
+            self.values[out] = value
+
+    def cross_check(self, live: Sequence[int], overrides: Mapping[str, Shape]) -> None:
+        """Our inferred types must not contradict ONNX's inferred or declared ones."""
+        graph = self.graph
+        inputs = [_with_shape(i, overrides[i.name]) if i.name in overrides else i for i in graph.input]
+        nodes = [graph.node[i] for i in live]
+        onnx_types = _onnx_types(self.model, nodes, inputs, drop_declared=bool(overrides))
+        for i, node in zip(live, nodes):
+            where = f"node '{_node_label(node, i)}' ({node.op_type})"
+            for out in node.output:
+                if out in self.values and out in onnx_types:
+                    self._check_type(where, out, self.values[out], *onnx_types[out])
+
+    def _check_type(self, where: str, name: str, value: SSAValue, dtype: Attribute | None, shape: Shape | None) -> None:
+        ours = value.type
+        assert isinstance(ours, TensorType)
+        our_shape = tuple(ours.get_shape())
+        if shape is not None and not compatible(shape, our_shape):
+            raise ModelError(
+                f"{where}: shape conflict on output '{name}': ONNX gives {fmt(shape)}, "
+                f"the ascend_graph op infers {fmt(our_shape)}"
+            )
+        if dtype is not None and dtype != ours.element_type:
+            raise ModelError(
+                f"{where}: type conflict on output '{name}': ONNX gives {dtypes.name(dtype)}, "
+                f"the ascend_graph op infers {dtypes.name(ours.element_type)}"
+            )
+
+    # ------------------------------------------------------------------ graph
+
+    def data_ops(self, overrides: Mapping[str, Shape]) -> None:
+        index = 0
+        for info in self.graph.input:
+            if info.name in self.initializers or info.name in self.sparse:
+                continue
+            where = f"graph input '{info.name}'"
+            if not info.type.HasField("tensor_type"):
+                raise ModelError(f"{where} is not a tensor ({info.type.WhichOneof('value')}), which is unsupported")
+            tt = info.type.tensor_type
+            if not tt.elem_type:
+                raise ModelError(f"{where} has no element type")
+            dtype = element_type(tt.elem_type, where)
+            if info.name in overrides:
+                shape = overrides[info.name]
+            elif tt.HasField("shape"):
+                shape = tuple(d.dim_value if d.HasField("dim_value") else DYN for d in tt.shape.dim)
+            else:
+                raise ModelError(f"{where} has no shape; give it with input_shape")
+            if any(d < 0 and d != DYN for d in shape):
+                raise ModelError(f"{where} has a negative dimension in {list(shape)}")
+            op = DataOp(index, TensorType(dtype, shape), info.name)
+            self.block.add_op(op)
+            op.out.name_hint = _hint(info.name)
+            self.values[info.name] = op.out
+            index += 1
+
+    def run(self, overrides: Mapping[str, Shape]) -> ModuleOp:
+        graph = self.graph
+        self.data_ops(overrides)
+        defined = {i.name for i in graph.input} | set(self.initializers) | set(self.sparse)
+        order = _topological_order(graph, defined)
+        produced = defined | {o for n in graph.node for o in n.output if o}
+        for out in graph.output:
+            if out.name not in produced:
+                raise ModelError(f"graph output '{out.name}' is not produced by any node, graph input or initializer")
+        live = _live_nodes(graph, order)
+        self.needed = {name for i in live for name in graph.node[i].input if name} | {o.name for o in graph.output}
+        for i in live:
+            node = graph.node[i]
+            where = f"node '{_node_label(node, i)}' ({node.op_type})"
+            try:
+                self.convert(node, i)
+            except ModelError as e:
+                if e.args[0].startswith(where):
+                    raise
+                raise ModelError(f"{where}: {e.args[0]}") from e
+            except GEError:
+                raise
+            except (ShapeError, VerifyException) as e:
+                raise ModelError(f"{where}: {e}") from e
+            except Exception as e:  # a malformed node we did not foresee: still one clear line
+                raise ModelError(f"{where}: cannot import it ({type(e).__name__}: {e})") from e
+        self.cross_check(live, overrides)
+        outputs = [self.value(o.name) for o in graph.output]
+        self.block.add_op(NetOutputOp(outputs, [o.name for o in graph.output]))
+        self._drop_unused_constants()
+        module = ModuleOp([GraphOp(symbol_name(graph.name), Region(self.block))])
+        try:
+            module.verify()
+        except VerifyException as e:
+            raise ModelError(f"the imported graph does not verify: {e}") from e
+        attach(module, self.store)
+        return module
+
+    def _drop_unused_constants(self) -> None:
+        """Constants left without users by folding go (in reverse, so chains go too)."""
+        for op in reversed(list(self.block.ops)):
+            if isinstance(op, ConstOp) and not op.out.uses:
+                self.block.erase_op(op)
+
+
+def _check_arity(node: onnx.NodeProto, schema: onnx.defs.OpSchema, where: str) -> None:
+    n_in, n_out = len(node.input), len(node.output)
+    if not schema.min_input <= n_in <= schema.max_input:
+        raise ModelError(f"{where}: has {n_in} inputs, needs {schema.min_input} to {schema.max_input}")
+    if not schema.min_output <= n_out <= schema.max_output:
+        raise ModelError(f"{where}: has {n_out} outputs, needs {schema.min_output} to {schema.max_output}")
+    given = {a.name for a in node.attribute}
+    for attr in schema.attributes.values():
+        if attr.required and attr.name not in given:
+            raise ModelError(f"{where}: required attribute '{attr.name}' is missing")
+
+
+def _onnx_type_name(dtype: Attribute) -> str:
+    """ONNX's spelling of an element type, as in its schemas' `tensor(...)`."""
+    proto_type = helper.np_dtype_to_tensor_dtype(dtypes.to_numpy(dtype))
+    return onnx.TensorProto.DataType.Name(proto_type).lower()
+
+
+def _with_shape(info: onnx.ValueInfoProto, shape: Shape) -> onnx.ValueInfoProto:
+    dims = [None if d == DYN else d for d in shape]
+    return helper.make_tensor_value_info(info.name, info.type.tensor_type.elem_type, dims)
+
+
+def _input_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:
+    """The declared shapes of the model's real (non-initializer) inputs."""
+    graph = model.graph
+    constant = {t.name for t in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
+    return {i.name: value_info_type(i)[1] for i in graph.input if i.name not in constant}
+
+
+def load_onnx(
+    model: str | os.PathLike | onnx.ModelProto,
+    input_shape: str | Mapping[str, Sequence[int]] | None = None,
+) -> tuple[ModuleOp, WeightStore]:
+    """Import an ONNX model into an `ascend_graph` module with its weight store.
+
+    The store's key is the model's absolute path (so that a printed module can
+    reload its weights from it), or `<memory:...>` for an in-memory model.
+    """
+    proto, path = _read(model)
+    where = f"'{path}'" if path else "the model"
+    try:
+        _check_structure(proto, where)
+        opset = _default_opset(proto)
+        _load_external_data(proto, path)
+        proto = _inline_functions(proto)
+        overrides = parse_input_shape(input_shape, _input_shapes(proto)) if input_shape is not None else {}
+        key = path or f"<memory:{proto.graph.name or 'graph'}:{next(_MEMORY_MODELS)}>"
+        importer = Importer(proto, key, opset)
+        return importer.run(overrides), importer.store
+    except UnicodeDecodeError as e:  # protobuf decodes string fields when they are read
+        raise ModelError(f"{where} is malformed: a name or string in it is not UTF-8 ({e})") from e

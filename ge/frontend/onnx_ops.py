@@ -1,0 +1,975 @@
+"""ONNX op converters: ONNX node -> `ascend_graph` ops, one function per op family.
+
+Each converter reads its node through `Node` (inputs, constant inputs, attributes)
+and builds ops with `Node.emit`, which names them (the node's name for the op that
+produces the node's output, `<node>/<tag>` for the helpers of a decomposition) and
+folds them when all their operands are constant. It returns the node's outputs in
+order, `None` for an output it cannot produce (an error only if the graph uses it).
+
+`CONVERTERS` maps an op type to its converter and to the newest schema version of
+the op that was checked against it. The schemas of opsets 22 to 27 (onnx 1.22) were
+reviewed op by op: most only widen the element types (to bfloat16, or to int4,
+int2, float8 and float4, which the importer refuses as element types). The others:
+- Cast/CastLike-24 add `round_mode`, which only rounds to float8e8m0 (refused);
+- MaxPool/AveragePool-22 say a window starting in the right padding is dropped,
+  which the dialect's window arithmetic already does;
+- Range-27 computes float16/bfloat16 ranges in float32 (`stash_type`); we compute
+  every range in float64 and round once.
+So every converter accepts the newest schema of onnx 1.22, and a schema a later
+onnx release adds is refused until it is reviewed here.
+
+Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) have no
+`ascend_graph` op: they are evaluated at import, and refused when their inputs are
+not static. `Upsample` is not converted: it is deprecated since opset 10, so no
+model of the opsets we import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
+variance) is left to precision selection, which decides every op's compute dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+from onnx import helper
+from xdsl.dialects.builtin import DenseArrayBase, StringAttr, TensorType, f64
+from xdsl.ir import Attribute, SSAValue
+
+from dialects import ascend_graph as ag
+from dialects.ascend_graph import bool_attr, float_attr, int_attr, ints
+from dialects.shapes import DYN, Shape, fmt, is_static, norm_axes, norm_axis, numel
+from ge import dtypes
+from ge.errors import ModelError
+from ge.frontend.tensors import INLINE_LIMIT, element_type, sparse_array, tensor_array
+
+if TYPE_CHECKING:
+    from ge.frontend.onnx_importer import Importer
+
+INT64_MAX = 2**63 - 1
+
+
+def _attr_value(attr: onnx.AttributeProto) -> Any:
+    value = helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8", "replace") for v in value]
+    return value
+
+
+class Node:
+    """One ONNX node under conversion: its inputs and attributes, and the op builder."""
+
+    def __init__(self, importer: Importer, proto: onnx.NodeProto, name: str, since: int):
+        self.importer = importer
+        self.proto = proto
+        self.name = name
+        self.op_type = proto.op_type
+        self.since = since
+        self.attrs: dict[str, Any] = {a.name: _attr_value(a) for a in proto.attribute}
+
+    def error(self, reason: str) -> ModelError:
+        return ModelError(f"node '{self.name}' ({self.op_type}): {reason}")
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return self.attrs.get(key, default)
+
+    # ------------------------------------------------------------------ inputs
+
+    def has(self, i: int) -> bool:
+        return i < len(self.proto.input) and self.proto.input[i] != ""
+
+    def x(self, i: int) -> SSAValue:
+        if not self.has(i):
+            raise self.error(f"input {i} is missing")
+        return self.importer.value(self.proto.input[i])
+
+    def opt(self, i: int) -> SSAValue | None:
+        return self.x(i) if self.has(i) else None
+
+    def inputs(self) -> list[SSAValue]:
+        return [self.importer.value(name) for name in self.proto.input if name]
+
+    def array(self, i: int, what: str) -> np.ndarray | None:
+        """The value of constant input `i` (None if absent); a computed one is an error."""
+        if not self.has(i):
+            return None
+        array = self.importer.constant_value(self.proto.input[i])
+        if array is None:
+            raise self.error(
+                f"input {i} ({what}, '{self.proto.input[i]}') must be a constant, but the graph computes it"
+            )
+        return array
+
+    def ints(self, i: int, what: str) -> list[int] | None:
+        array = self.array(i, what)
+        if array is None:
+            return None
+        if array.dtype.kind not in "iu":
+            raise self.error(f"input {i} ({what}) must hold integers, not {array.dtype}")
+        return [int(v) for v in array.reshape(-1).tolist()]
+
+    def scalar_input(self, i: int, what: str) -> float | int | None:
+        array = self.array(i, what)
+        if array is None or array.size == 0:
+            return None
+        if array.size != 1:
+            raise self.error(f"input {i} ({what}) must be a scalar, got shape {list(array.shape)}")
+        return array.reshape(-1)[0].item()
+
+    def used(self, i: int) -> bool:
+        return i < len(self.proto.output) and self.proto.output[i] in self.importer.needed
+
+    # ------------------------------------------------------------------ ops
+
+    def label(self, tag: str | None) -> str:
+        return self.name if tag is None else f"{self.name}/{tag}"
+
+    def emit_all(
+        self, cls: type[ag.AscendOp], operands: Sequence[SSAValue], props: dict[str, Attribute] | None = None,
+        tag: str | None = None,
+    ) -> list[SSAValue]:
+        return self.importer.build(cls(operands, props or {}, self.label(tag)))
+
+    def emit(
+        self, cls: type[ag.AscendOp], operands: Sequence[SSAValue], props: dict[str, Attribute] | None = None,
+        tag: str | None = None,
+    ) -> SSAValue:
+        return self.emit_all(cls, operands, props, tag)[0]
+
+    def const(self, array: np.ndarray, tag: str | None = None) -> SSAValue:
+        return self.importer.constant(np.asarray(array), self.label(tag))
+
+    def scalar(self, value: float, like: SSAValue, tag: str) -> SSAValue:
+        """A rank-0 constant of `like`'s element type (broadcasts against it)."""
+        return self.const(np.array(value, dtypes.to_numpy(dtype(like))), tag)
+
+
+def shape(value: SSAValue) -> Shape:
+    assert isinstance(value.type, TensorType)
+    return tuple(value.type.get_shape())
+
+
+def dtype(value: SSAValue) -> Attribute:
+    assert isinstance(value.type, TensorType)
+    return value.type.element_type
+
+
+Outputs = Sequence[SSAValue | None]
+
+
+@dataclass(frozen=True)
+class Converter:
+    """How one ONNX op type is imported, and the newest schema version checked for it."""
+
+    fn: Callable[[Node], Outputs]
+    newest: int
+
+
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converts(**newest: int) -> Callable[[Callable[[Node], Outputs]], Callable[[Node], Outputs]]:
+    """Register a converter for op types given as `OpType=<newest schema version>`."""
+
+    def register(fn: Callable[[Node], Outputs]) -> Callable[[Node], Outputs]:
+        for op_type, version in newest.items():
+            CONVERTERS[op_type] = Converter(fn, version)
+        return fn
+
+    return register
+
+
+# ------------------------------------------------------------------------ elementwise
+
+_UNARY: dict[str, tuple[type[ag.AscendOp], int]] = {
+    "Neg": (ag.NegOp, 13), "Abs": (ag.AbsOp, 13), "Sign": (ag.SignOp, 13),
+    "Relu": (ag.ReluOp, 14), "Sqrt": (ag.SqrtOp, 13), "Reciprocal": (ag.ReciprocalOp, 13), "Exp": (ag.ExpOp, 13),
+    "Log": (ag.LogOp, 13), "Erf": (ag.ErfOp, 13), "Tanh": (ag.TanhOp, 13), "Sigmoid": (ag.SigmoidOp, 13),
+    "Sin": (ag.SinOp, 22), "Cos": (ag.CosOp, 22), "Floor": (ag.FloorOp, 13), "Ceil": (ag.CeilOp, 13),
+    "Round": (ag.RoundOp, 22), "Softplus": (ag.SoftplusOp, 22), "Softsign": (ag.SoftsignOp, 22),
+    "HardSwish": (ag.HardSwishOp, 22), "Not": (ag.LogicalNotOp, 1),
+}
+
+_BINARY: dict[str, tuple[type[ag.AscendOp], int]] = {
+    "Add": (ag.AddOp, 14), "Sub": (ag.SubOp, 14), "Mul": (ag.MulOp, 14), "Div": (ag.DivOp, 14),
+    "PRelu": (ag.PReluOp, 16), "Equal": (ag.EqualOp, 19), "Less": (ag.LessOp, 13),
+    "LessOrEqual": (ag.LessEqualOp, 16), "Greater": (ag.GreaterOp, 13), "GreaterOrEqual": (ag.GreaterEqualOp, 16),
+    "And": (ag.LogicalAndOp, 7), "Or": (ag.LogicalOrOp, 7), "Xor": (ag.LogicalXorOp, 7),
+}
+
+
+def _unary(cls: type[ag.AscendOp]) -> Callable[[Node], Outputs]:
+    return lambda n: [n.emit(cls, [n.x(0)])]
+
+
+def _binary(cls: type[ag.AscendOp]) -> Callable[[Node], Outputs]:
+    return lambda n: [n.emit(cls, [n.x(0), n.x(1)])]
+
+
+for _op_type, (_cls, _newest) in _UNARY.items():
+    CONVERTERS[_op_type] = Converter(_unary(_cls), _newest)
+for _op_type, (_cls, _newest) in _BINARY.items():
+    CONVERTERS[_op_type] = Converter(_binary(_cls), _newest)
+
+
+@converts(Pow=15)
+def _pow(n: Node) -> Outputs:
+    """ONNX lets the exponent's type differ from the base's; ours casts it to the base's."""
+    base, exponent = n.x(0), n.x(1)
+    if dtype(exponent) != dtype(base):
+        exponent = n.emit(ag.CastOp, [exponent], {"dst_type": dtype(base)}, "cast")
+    return [n.emit(ag.PowOp, [base, exponent])]
+
+
+def _chain(n: Node, cls: type[ag.AscendOp], tag: str, last: bool = True) -> SSAValue:
+    """Fold a variadic op into a chain of binary ops; the last one carries the node's
+    name (when `last`). One input is the identity."""
+    xs = n.inputs()
+    if not xs:
+        raise n.error("needs at least one input")
+    if len(xs) == 1:
+        return n.emit(ag.IdentityOp, xs)
+    acc = xs[0]
+    for i, x in enumerate(xs[1:], 1):
+        final = last and i == len(xs) - 1
+        acc = n.emit(cls, [acc, x], tag=None if final else f"{tag}_{i}")
+    return acc
+
+
+@converts(Max=13)
+def _max(n: Node) -> Outputs:
+    return [_chain(n, ag.MaximumOp, "maximum")]
+
+
+@converts(Min=13)
+def _min(n: Node) -> Outputs:
+    return [_chain(n, ag.MinimumOp, "minimum")]
+
+
+@converts(Sum=13)
+def _sum(n: Node) -> Outputs:
+    return [_chain(n, ag.AddOp, "add")]
+
+
+@converts(Mean=13)
+def _mean(n: Node) -> Outputs:
+    count = len(n.inputs())
+    if count <= 1:
+        return [_chain(n, ag.AddOp, "add")]
+    total = _chain(n, ag.AddOp, "add", last=False)
+    return [n.emit(ag.DivOp, [total, n.scalar(count, total, "count")])]
+
+
+@converts(Gelu=20)
+def _gelu(n: Node) -> Outputs:
+    approximate = n.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise n.error(f"approximate '{approximate}' is not 'none' or 'tanh'")
+    props = {"approximate": StringAttr("tanh")} if approximate == "tanh" else {}
+    return [n.emit(ag.GeluOp, [n.x(0)], props)]
+
+
+@converts(LeakyRelu=16)
+def _leaky_relu(n: Node) -> Outputs:
+    return [n.emit(ag.LeakyReluOp, [n.x(0)], {"negative_slope": float_attr(n.attr("alpha", 0.01))})]
+
+
+@converts(Elu=22)
+def _elu(n: Node) -> Outputs:
+    return [n.emit(ag.EluOp, [n.x(0)], {"alpha": float_attr(n.attr("alpha", 1.0))})]
+
+
+@converts(Selu=22)
+def _selu(n: Node) -> Outputs:
+    alpha = n.attr("alpha", 1.67326319217681884765625)
+    gamma = n.attr("gamma", 1.05070102214813232421875)
+    return [n.emit(ag.SeluOp, [n.x(0)], {"alpha": float_attr(alpha), "gamma": float_attr(gamma)})]
+
+
+@converts(Celu=12)
+def _celu(n: Node) -> Outputs:
+    """celu(x) = alpha * elu(x / alpha) with elu's alpha = 1."""
+    x = n.x(0)
+    alpha = n.scalar(n.attr("alpha", 1.0), x, "alpha")
+    scaled = n.emit(ag.DivOp, [x, alpha], tag="div")
+    elu = n.emit(ag.EluOp, [scaled], {"alpha": float_attr(1.0)}, "elu")
+    return [n.emit(ag.MulOp, [elu, alpha])]
+
+
+@converts(HardSigmoid=22)
+def _hard_sigmoid(n: Node) -> Outputs:
+    props = {"alpha": float_attr(n.attr("alpha", 0.2)), "beta": float_attr(n.attr("beta", 0.5))}
+    return [n.emit(ag.HardSigmoidOp, [n.x(0)], props)]
+
+
+@converts(Mish=22)
+def _mish(n: Node) -> Outputs:
+    """mish(x) = x * tanh(softplus(x))."""
+    x = n.x(0)
+    soft = n.emit(ag.SoftplusOp, [x], tag="softplus")
+    return [n.emit(ag.MulOp, [x, n.emit(ag.TanhOp, [soft], tag="tanh")])]
+
+
+@converts(Clip=13)
+def _clip(n: Node) -> Outputs:
+    """Bounds come from the (constant) inputs, or from `min`/`max` attributes as Clip
+    had them before opset 11 (some exporters still write them)."""
+    props: dict[str, Attribute] = {}
+    for i, key in ((1, "min"), (2, "max")):
+        bound = n.scalar_input(i, key) if n.has(i) else n.attr(key)
+        if bound is not None:
+            props[key] = float_attr(bound)
+    return [n.emit(ag.ClipByValueOp, [n.x(0)], props)]
+
+
+@converts(Cast=25)
+def _cast(n: Node) -> Outputs:
+    target = element_type(n.attr("to"), "attribute 'to'")
+    return [n.emit(ag.CastOp, [n.x(0)], {"dst_type": target})]
+
+
+@converts(CastLike=25)
+def _cast_like(n: Node) -> Outputs:
+    return [n.emit(ag.CastOp, [n.x(0)], {"dst_type": dtype(n.x(1))})]
+
+
+@converts(Where=16)
+def _where(n: Node) -> Outputs:
+    return [n.emit(ag.SelectOp, [n.x(0), n.x(1), n.x(2)])]
+
+
+def _identity(n: Node, x: SSAValue) -> SSAValue:
+    """The identity of a constant is that constant (exporters put Identity on shared
+    weights, and passes look for constants, not copies of them)."""
+    if n.importer.array_of(x) is not None:
+        return x
+    return n.emit(ag.IdentityOp, [x])
+
+
+@converts(Identity=25)
+def _identity_node(n: Node) -> Outputs:
+    return [_identity(n, n.x(0))]
+
+
+@converts(Dropout=22)
+def _dropout(n: Node) -> Outputs:
+    """Inference: the identity, and a mask of all true. So is training mode with a
+    ratio of 0; any other training mode (random) is refused."""
+    training = n.has(2) and n.scalar_input(2, "training_mode")
+    ratio = n.scalar_input(1, "ratio") if n.has(1) else 0.5
+    if training and ratio != 0:
+        raise n.error(f"training_mode=true with ratio {ratio} is unsupported (inference only)")
+    x = n.x(0)
+    if not n.used(1):
+        return [_identity(n, x), None]
+    if not is_static(shape(x)):
+        raise n.error(f"the mask output needs a static input shape, got {fmt(shape(x))}")
+    keep = n.const(np.array(True), "keep")
+    mask = n.emit(ag.ExpandOp, [keep], {"shape": ints(shape(x))}, "mask")
+    return [_identity(n, x), mask]
+
+
+# ------------------------------------------------------------------------- reductions
+
+_REDUCE: dict[str, type[ag.ReduceOp]] = {
+    "ReduceMean": ag.ReduceMeanOp, "ReduceSum": ag.ReduceSumOp, "ReduceMax": ag.ReduceMaxOp,
+    "ReduceMin": ag.ReduceMinOp, "ReduceProd": ag.ReduceProdOp,
+}
+
+
+def _reduce_axes(n: Node) -> tuple[int, ...] | None:
+    """The reduced axes (empty = all), or None for a no-op (noop_with_empty_axes)."""
+    from_input = n.since >= 18 or (n.op_type == "ReduceSum" and n.since >= 13)
+    axes = (n.ints(1, "axes") if from_input else n.attr("axes")) or []
+    if not axes and n.attr("noop_with_empty_axes", 0):
+        return None
+    return tuple(axes)
+
+
+def _reduce(n: Node, cls: type[ag.ReduceOp], x: SSAValue, axes: tuple[int, ...] | None, keep: bool,
+            tag: str | None = None) -> SSAValue:
+    if axes is None:
+        return n.emit(ag.IdentityOp, [x], tag=tag)
+    return n.emit(cls, [x], {"axes": ints(axes), "keep_dims": bool_attr(keep)}, tag)
+
+
+@converts(ReduceMean=18, ReduceSum=13, ReduceMax=20, ReduceMin=20, ReduceProd=18)
+def _reduce_plain(n: Node) -> Outputs:
+    return [_reduce(n, _REDUCE[n.op_type], n.x(0), _reduce_axes(n), bool(n.attr("keepdims", 1)))]
+
+
+@converts(ReduceL1=18, ReduceL2=18, ReduceSumSquare=18, ReduceLogSum=18)
+def _reduce_composite(n: Node) -> Outputs:
+    """The sum of f(x), then g: with noop_with_empty_axes, g(f(x)) elementwise as ONNX."""
+    x, axes, keep = n.x(0), _reduce_axes(n), bool(n.attr("keepdims", 1))
+    kind = n.op_type
+    if kind == "ReduceL1":
+        terms = n.emit(ag.AbsOp, [x], tag="abs")
+    elif kind in ("ReduceL2", "ReduceSumSquare"):
+        terms = n.emit(ag.MulOp, [x, x], tag="square")
+    else:
+        terms = x
+    if kind == "ReduceL2":
+        return [n.emit(ag.SqrtOp, [_reduce(n, ag.ReduceSumOp, terms, axes, keep, "reduce_sum")])]
+    if kind == "ReduceLogSum":
+        return [n.emit(ag.LogOp, [_reduce(n, ag.ReduceSumOp, terms, axes, keep, "reduce_sum")])]
+    return [_reduce(n, ag.ReduceSumOp, terms, axes, keep)]
+
+
+@converts(ReduceLogSumExp=18)
+def _reduce_log_sum_exp(n: Node) -> Outputs:
+    """log(sum(exp(x - m))) + m with m the maximum, so that exp cannot overflow."""
+    x, axes, keep = n.x(0), _reduce_axes(n), bool(n.attr("keepdims", 1))
+    if axes is None:
+        return [n.emit(ag.IdentityOp, [x])]
+    peak = _reduce(n, ag.ReduceMaxOp, x, axes, True, "reduce_max")
+    shifted = n.emit(ag.ExpOp, [n.emit(ag.SubOp, [x, peak], tag="sub")], tag="exp")
+    log = n.emit(ag.LogOp, [_reduce(n, ag.ReduceSumOp, shifted, axes, keep, "reduce_sum")], tag="log")
+    if not keep:
+        rank = len(shape(x))
+        squeezed = norm_axes(axes, rank) if axes else tuple(range(rank))
+        peak = n.emit(ag.SqueezeOp, [peak], {"axis": ints(squeezed)}, "squeeze")
+    return [n.emit(ag.AddOp, [log, peak])]
+
+
+@converts(ArgMax=13, ArgMin=13)
+def _arg(n: Node) -> Outputs:
+    cls = ag.ArgMaxOp if n.op_type == "ArgMax" else ag.ArgMinOp
+    props = {
+        "axis": int_attr(n.attr("axis", 0)),
+        "keep_dims": bool_attr(n.attr("keepdims", 1)),
+        "select_last_index": bool_attr(n.attr("select_last_index", 0)),
+    }
+    return [n.emit(cls, [n.x(0)], props)]
+
+
+@converts(Softmax=13, LogSoftmax=13)
+def _softmax(n: Node) -> Outputs:
+    """Before opset 13 the op works on the input coerced to 2-D at `axis`: axes axis..rank-1."""
+    x = n.x(0)
+    rank = len(shape(x))
+    if n.since < 13:
+        axes = tuple(range(norm_axis(n.attr("axis", 1), rank), rank))
+    else:
+        axes = (n.attr("axis", -1),)
+    cls = ag.SoftmaxOp if n.op_type == "Softmax" else ag.LogSoftmaxOp
+    return [n.emit(cls, [x], {"axes": ints(axes)})]
+
+
+# ----------------------------------------------------------------------- normalisation
+
+
+@converts(BatchNormalization=15)
+def _batch_norm(n: Node) -> Outputs:
+    if n.attr("training_mode", 0):
+        raise n.error("training_mode=1 is unsupported (inference only)")
+    if any(n.used(i) for i in range(1, 5)):
+        raise n.error("the training outputs (running or saved mean and variance) are unsupported")
+    operands = [n.x(i) for i in range(5)]
+    return [n.emit(ag.BatchNormOp, operands, {"epsilon": float_attr(n.attr("epsilon", 1e-5))})]
+
+
+@converts(LayerNormalization=17)
+def _layer_norm(n: Node) -> Outputs:
+    if n.used(1) or n.used(2):
+        raise n.error("the Mean and InvStdDev outputs are unsupported")
+    operands = [n.x(0), n.x(1)] + ([n.x(2)] if n.has(2) else [])
+    props = {"begin_norm_axis": int_attr(n.attr("axis", -1)), "epsilon": float_attr(n.attr("epsilon", 1e-5))}
+    return [n.emit(ag.LayerNormOp, operands, props)]
+
+
+@converts(InstanceNormalization=22)
+def _instance_norm(n: Node) -> Outputs:
+    operands = [n.x(0), n.x(1), n.x(2)]
+    return [n.emit(ag.InstanceNormOp, operands, {"epsilon": float_attr(n.attr("epsilon", 1e-5))})]
+
+
+# --------------------------------------------------------------------------- windows
+
+
+def _window(n: Node, sizes: Shape, kernel: Sequence[int]) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """Strides, dilations and (begin, end) pads per spatial axis, auto_pad resolved."""
+    k = len(kernel)
+    strides = list(n.attr("strides", [1] * k))
+    dilations = list(n.attr("dilations", [1] * k))
+    if len(strides) != k or len(dilations) != k:
+        raise n.error(f"strides {strides} and dilations {dilations} need {k} values each")
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    if auto_pad in ("NOTSET", ""):
+        pads = list(n.attr("pads", [0] * 2 * k))
+        if len(pads) != 2 * k:
+            raise n.error(f"pads {pads} need {2 * k} values")
+        return strides, dilations, [(pads[i], pads[i + k]) for i in range(k)]
+    if auto_pad == "VALID":
+        return strides, dilations, [(0, 0)] * k
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise n.error(f"auto_pad '{auto_pad}' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER")
+    pads = []
+    for size, kk, s, d in zip(sizes, kernel, strides, dilations):
+        if size == DYN:
+            raise n.error(f"auto_pad {auto_pad} needs static spatial dims, got {fmt(sizes)}")
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + (kk - 1) * d + 1 - size)
+        small, big = total // 2, total - total // 2
+        pads.append((small, big) if auto_pad == "SAME_UPPER" else (big, small))
+    return strides, dilations, pads
+
+
+def _spatial_rank(n: Node, x: SSAValue) -> int:
+    rank = len(shape(x))
+    if rank not in (3, 4):
+        raise n.error(f"only 1-D and 2-D {n.op_type} is supported; the input has shape {fmt(shape(x))}")
+    return rank - 2
+
+
+def _unsqueeze_h(n: Node, x: SSAValue, tag: str) -> SSAValue:
+    """[N, C, L] -> [N, C, 1, L]: a 1-D window op runs as a 2-D one of height 1."""
+    return n.emit(ag.UnsqueezeOp, [x], {"axes": ints([2])}, tag)
+
+
+def _squeeze_h(n: Node, y: SSAValue) -> SSAValue:
+    return n.emit(ag.SqueezeOp, [y], {"axis": ints([2])})
+
+
+@converts(Conv=22)
+def _conv(n: Node) -> Outputs:
+    x, w, b = n.x(0), n.x(1), n.opt(2)
+    spatial = _spatial_rank(n, x)
+    kernel = shape(w)[2:]
+    if len(kernel) != spatial or not is_static(kernel):
+        raise n.error(f"filter shape {fmt(shape(w))} does not match a {spatial}-D convolution")
+    declared = n.attr("kernel_shape")
+    if declared is not None and tuple(declared) != kernel:
+        raise n.error(f"kernel_shape {list(declared)} differs from the filter's {list(kernel)}")
+    strides, dilations, pads = _window(n, shape(x)[2:], kernel)
+    if spatial == 1:
+        x, w = _unsqueeze_h(n, x, "unsqueeze"), _unsqueeze_h(n, w, "unsqueeze_filter")
+        strides, dilations, pads = [1, *strides], [1, *dilations], [(0, 0), *pads]
+    props = {
+        "strides": ints([1, 1, *strides]),
+        "pads": ints([pads[0][0], pads[0][1], pads[1][0], pads[1][1]]),
+        "dilations": ints([1, 1, *dilations]),
+        "groups": int_attr(n.attr("group", 1)),
+    }
+    operands = [x, w] + ([b] if b is not None else [])
+    if spatial == 1:
+        return [_squeeze_h(n, n.emit(ag.Conv2DOp, operands, props, "conv2d"))]
+    return [n.emit(ag.Conv2DOp, operands, props)]
+
+
+@converts(MaxPool=22, AveragePool=22)
+def _pool(n: Node) -> Outputs:
+    x = n.x(0)
+    spatial = _spatial_rank(n, x)
+    if n.op_type == "MaxPool" and n.used(1):
+        raise n.error("the Indices output is unsupported")
+    kernel = tuple(n.attr("kernel_shape"))
+    if len(kernel) != spatial:
+        raise n.error(f"kernel_shape {list(kernel)} does not match a {spatial}-D pooling")
+    strides, dilations, pads = _window(n, shape(x)[2:], kernel)
+    if spatial == 1:
+        x = _unsqueeze_h(n, x, "unsqueeze")
+        kernel, strides, dilations, pads = (1, *kernel), [1, *strides], [1, *dilations], [(0, 0), *pads]
+    props: dict[str, Attribute] = {
+        "ksize": ints(kernel),
+        "strides": ints(strides),
+        "pads": ints([pads[0][0], pads[0][1], pads[1][0], pads[1][1]]),
+        "ceil_mode": bool_attr(n.attr("ceil_mode", 0)),
+    }
+    if n.op_type == "MaxPool":
+        cls: type[ag.PoolOp] = ag.MaxPoolOp
+        if any(d != 1 for d in dilations):
+            props["dilations"] = ints(dilations)
+    else:
+        cls = ag.AvgPoolOp
+        if any(d != 1 for d in dilations):
+            raise n.error(f"dilations {dilations[-spatial:]} are unsupported for average pooling")
+        props["exclusive"] = bool_attr(not n.attr("count_include_pad", 0))
+    if spatial == 1:
+        return [_squeeze_h(n, n.emit(cls, [x], props, "pool")), None]
+    return [n.emit(cls, [x], props), None]
+
+
+@converts(GlobalAveragePool=22, GlobalMaxPool=22)
+def _global_pool(n: Node) -> Outputs:
+    cls = ag.GlobalAveragePoolOp if n.op_type == "GlobalAveragePool" else ag.GlobalMaxPoolOp
+    return [n.emit(cls, [n.x(0)])]
+
+
+# -------------------------------------------------------------------------- cube ops
+
+
+@converts(MatMul=13)
+def _matmul(n: Node) -> Outputs:
+    a, b = n.x(0), n.x(1)
+    if len(shape(a)) == 2 and len(shape(b)) == 2:
+        props = {"transpose_x1": bool_attr(False), "transpose_x2": bool_attr(False)}
+        return [n.emit(ag.MatMulV2Op, [a, b], props)]
+    return [n.emit(ag.BatchMatMulOp, [a, b], {"adj_x1": bool_attr(False), "adj_x2": bool_attr(False)})]
+
+
+@converts(Gemm=13)
+def _gemm(n: Node) -> Outputs:
+    operands = [n.x(0), n.x(1)] + ([n.x(2)] if n.has(2) else [])
+    props = {
+        "alpha": float_attr(n.attr("alpha", 1.0)),
+        "beta": float_attr(n.attr("beta", 1.0)),
+        "trans_a": bool_attr(n.attr("transA", 0)),
+        "trans_b": bool_attr(n.attr("transB", 0)),
+    }
+    return [n.emit(ag.GemmOp, operands, props)]
+
+
+# ------------------------------------------------------------------------ shape ops
+
+
+@converts(Reshape=25)
+def _reshape(n: Node) -> Outputs:
+    """Resolve ONNX's 0 (copy the input's dim, unless allowzero) before our reshape.
+
+    A copied dynamic dim becomes the target's -1 when the target has none; two
+    unknown dims cannot be expressed and are refused.
+    """
+    x = n.x(0)
+    src = shape(x)
+    target = n.ints(1, "shape") or []
+    allow_zero = n.since >= 14 and n.attr("allowzero", 0)
+    if allow_zero and 0 in target:
+        raise n.error(f"allowzero with a 0 in the target shape {target} (an empty tensor) is unsupported")
+    resolved = []
+    for i, d in enumerate(target):
+        if d != 0:
+            resolved.append(d)
+        elif i >= len(src):
+            raise n.error(f"target shape {target} copies dim {i}, but the input has rank {len(src)}")
+        else:
+            resolved.append(-1 if src[i] == DYN else src[i])
+    if resolved.count(-1) > 1:
+        raise n.error(f"reshaping {fmt(src)} to {target} leaves more than one dim unknown")
+    return [n.emit(ag.ReshapeOp, [x], {"shape": ints(resolved)})]
+
+
+@converts(Flatten=25)
+def _flatten(n: Node) -> Outputs:
+    return [n.emit(ag.FlattenOp, [n.x(0)], {"axis": int_attr(n.attr("axis", 1))})]
+
+
+@converts(Transpose=25)
+def _transpose(n: Node) -> Outputs:
+    x = n.x(0)
+    perm = n.attr("perm", list(reversed(range(len(shape(x))))))
+    return [n.emit(ag.TransposeOp, [x], {"perm": ints(perm)})]
+
+
+def _axes(n: Node, input_since: int) -> list[int] | None:
+    """`axes` from input 1 from schema `input_since` on, from the attribute before it."""
+    return n.ints(1, "axes") if n.since >= input_since else n.attr("axes")
+
+
+@converts(Squeeze=25)
+def _squeeze(n: Node) -> Outputs:
+    return [n.emit(ag.SqueezeOp, [n.x(0)], {"axis": ints(_axes(n, 13) or [])})]
+
+
+@converts(Unsqueeze=25)
+def _unsqueeze(n: Node) -> Outputs:
+    axes = _axes(n, 13)
+    if not axes:
+        raise n.error("axes are missing")
+    return [n.emit(ag.UnsqueezeOp, [n.x(0)], {"axes": ints(axes)})]
+
+
+@converts(Concat=13)
+def _concat(n: Node) -> Outputs:
+    if any(not shape(x) for x in n.inputs()):
+        raise n.error("cannot concatenate scalars")
+    return [n.emit(ag.ConcatOp, n.inputs(), {"concat_dim": int_attr(n.attr("axis"))})]
+
+
+@converts(Split=18)
+def _split(n: Node) -> Outputs:
+    """Equal parts become SplitD, any other sizes SplitVD."""
+    x = n.x(0)
+    axis = n.attr("axis", 0)
+    if not shape(x):
+        raise n.error("cannot split a scalar")
+    dim = shape(x)[norm_axis(axis, len(shape(x)))]
+    parts = len(n.proto.output)
+    sizes = n.ints(1, "split") if n.since >= 13 else n.attr("split")
+    if not sizes and n.since >= 18 and n.attr("num_outputs") is not None:
+        count = n.attr("num_outputs")
+        if count != parts:
+            raise n.error(f"num_outputs {count} differs from the node's {parts} outputs")
+        if dim != DYN and dim % count:
+            chunk = -(-dim // count)
+            sizes = [chunk] * (count - 1) + [dim - chunk * (count - 1)]
+    if sizes and len(sizes) != parts:
+        raise n.error(f"split {sizes} has {len(sizes)} parts, but the node has {parts} outputs")
+    props: dict[str, Attribute] = {"split_dim": int_attr(axis), "num_split": int_attr(parts)}
+    if not sizes or len(set(sizes)) == 1:
+        return n.emit_all(ag.SplitOp, [x], props)
+    return n.emit_all(ag.SplitVOp, [x], props | {"size_splits": ints(sizes)})
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, value))
+
+
+@converts(Slice=13)
+def _slice(n: Node) -> Outputs:
+    """Resolve negative and out-of-range starts and ends per dim, as ONNX clamps them.
+
+    A dim that is not sliced keeps begin 0, stride 1 and its size as end, or INT64_MAX
+    (to the end) when it is dynamic; a sliced dynamic dim is refused.
+    """
+    x = n.x(0)
+    src = shape(x)
+    rank = len(src)
+    starts, ends = n.ints(1, "starts") or [], n.ints(2, "ends") or []
+    axes = n.ints(3, "axes") or list(range(len(starts)))
+    steps = n.ints(4, "steps") or [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise n.error(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} differ in length")
+    begin = [0] * rank
+    end = [INT64_MAX if d == DYN else d for d in src]
+    strides = [1] * rank
+    for axis, start, stop, step in zip(norm_axes(axes, rank), starts, ends, steps):
+        size = src[axis]
+        if step == 0:
+            raise n.error(f"step of axis {axis} is 0")
+        if size == DYN:
+            raise n.error(f"slicing dynamic axis {axis} of {fmt(src)} is unsupported")
+        start += size if start < 0 else 0
+        stop += size if stop < 0 else 0
+        if step > 0:
+            begin[axis], end[axis] = _clamp(start, 0, size), _clamp(stop, 0, size)
+        else:
+            begin[axis], end[axis] = _clamp(start, 0, size - 1), _clamp(stop, -1, size - 1)
+        strides[axis] = step
+    props = {"begin": ints(begin), "end": ints(end), "strides": ints(strides)}
+    return [n.emit(ag.StridedSliceOp, [x], props)]
+
+
+@converts(Gather=13)
+def _gather(n: Node) -> Outputs:
+    return [n.emit(ag.GatherOp, [n.x(0), n.x(1)], {"axis": int_attr(n.attr("axis", 0))})]
+
+
+@converts(GatherElements=13)
+def _gather_elements(n: Node) -> Outputs:
+    return [n.emit(ag.GatherElementsOp, [n.x(0), n.x(1)], {"axis": int_attr(n.attr("axis", 0))})]
+
+
+@converts(Pad=25)
+def _pad(n: Node) -> Outputs:
+    x = n.x(0)
+    rank = len(shape(x))
+    mode = n.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge"):
+        raise n.error(f"mode '{mode}' is unsupported; supported: constant, reflect, edge")
+    pads = n.ints(1, "pads")
+    if pads is None:
+        raise n.error("pads are missing")
+    value = n.scalar_input(2, "constant_value") or 0.0
+    axes = norm_axes(n.ints(3, "axes") or range(rank), rank)
+    if len(pads) != 2 * len(axes):
+        raise n.error(f"pads {pads} need {2 * len(axes)} values (begin and end per axis)")
+    paddings = [0] * (2 * rank)
+    for j, axis in enumerate(axes):
+        paddings[2 * axis], paddings[2 * axis + 1] = pads[j], pads[j + len(axes)]
+    props = {"paddings": ints(paddings), "mode": StringAttr(mode), "constant_value": float_attr(value)}
+    return [n.emit(ag.PadOp, [x], props)]
+
+
+_RESIZE_COORDINATES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
+_RESIZE_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+@converts(Resize=19)
+def _resize(n: Node) -> Outputs:
+    """Explicit output sizes and per-dim scales, as ONNX derives one from the other."""
+    x = n.x(0)
+    src = shape(x)
+    rank = len(src)
+    mode = n.attr("mode", "nearest")
+    coordinates = n.attr("coordinate_transformation_mode", "half_pixel")
+    nearest = n.attr("nearest_mode", "round_prefer_floor")
+    if coordinates == "tf_crop_and_resize":
+        raise n.error("coordinate_transformation_mode tf_crop_and_resize is unsupported")
+    if coordinates not in _RESIZE_COORDINATES:
+        raise n.error(f"coordinate_transformation_mode '{coordinates}' is unknown")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise n.error(f"mode '{mode}' is not nearest, linear or cubic")
+    if nearest not in _RESIZE_NEAREST:
+        raise n.error(f"nearest_mode '{nearest}' is unknown")
+    if n.attr("antialias", 0):
+        raise n.error("antialias is unsupported")
+    axes = norm_axes(n.attr("axes", range(rank)), rank)
+    scales_in = n.array(2, "scales")
+    sizes_in = n.ints(3, "sizes")
+    sizes, scales = list(src), [1.0] * rank
+    if sizes_in:
+        policy = n.attr("keep_aspect_ratio_policy", "stretch")
+        if policy not in ("stretch", "not_larger", "not_smaller"):
+            raise n.error(f"keep_aspect_ratio_policy '{policy}' is not stretch, not_larger or not_smaller")
+        if len(sizes_in) != len(axes):
+            raise n.error(f"sizes {sizes_in} need {len(axes)} values")
+        if any(src[axis] == DYN for axis in axes):
+            raise n.error(f"resizing dynamic axes of {fmt(src)} is unsupported")
+        ratios = [size / src[axis] for axis, size in zip(axes, sizes_in)]
+        for axis, size, ratio in zip(axes, sizes_in, ratios):
+            if policy == "stretch":
+                sizes[axis], scales[axis] = size, ratio
+                continue
+            # one scale for every axis, the output rounded half up, as ONNX says
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            sizes[axis], scales[axis] = int(scale * src[axis] + 0.5), scale
+    elif scales_in is not None and scales_in.size:
+        factors = [float(s) for s in scales_in.reshape(-1)]
+        if len(factors) != len(axes):
+            raise n.error(f"scales {factors} need {len(axes)} values")
+        for axis, factor in zip(axes, factors):
+            if factor <= 0:
+                raise n.error(f"scale {factor} of axis {axis} is not positive")
+            if factor != 1.0 and src[axis] == DYN:
+                raise n.error(f"resizing dynamic axis {axis} of {fmt(src)} is unsupported")
+            sizes[axis] = src[axis] if factor == 1.0 else math.floor(src[axis] * factor)
+            scales[axis] = factor
+    else:
+        raise n.error("neither scales nor sizes are given")
+    props = {
+        "sizes": ints(sizes),
+        "scales": DenseArrayBase.from_list(f64, scales),
+        "mode": StringAttr(mode),
+        "coordinate_transformation_mode": StringAttr(coordinates),
+        "nearest_mode": StringAttr(nearest),
+        "cubic_coeff_a": float_attr(n.attr("cubic_coeff_a", -0.75)),
+        "exclude_outside": bool_attr(n.attr("exclude_outside", 0)),
+        "extrapolation_value": float_attr(n.attr("extrapolation_value", 0.0)),
+    }
+    return [n.emit(ag.ResizeOp, [x], props)]
+
+
+@converts(Expand=13)
+def _expand(n: Node) -> Outputs:
+    return [n.emit(ag.ExpandOp, [n.x(0)], {"shape": ints(n.ints(1, "shape") or [])})]
+
+
+@converts(Tile=13)
+def _tile(n: Node) -> Outputs:
+    return [n.emit(ag.TileOp, [n.x(0)], {"multiples": ints(n.ints(1, "repeats") or [])})]
+
+
+def _nchw(n: Node) -> SSAValue:
+    """The 4-D input of a block op, whose blocksize must be positive."""
+    x = n.x(0)
+    if len(shape(x)) != 4:
+        raise n.error(f"the input must be 4-D NCHW, got {fmt(shape(x))}")
+    if n.attr("blocksize") < 1:
+        raise n.error(f"blocksize {n.attr('blocksize')} must be >= 1")
+    return x
+
+
+@converts(DepthToSpace=13)
+def _depth_to_space(n: Node) -> Outputs:
+    x = _nchw(n)
+    props = {"block_size": int_attr(n.attr("blocksize")), "mode": StringAttr(n.attr("mode", "DCR"))}
+    if props["mode"].data not in ("DCR", "CRD"):
+        raise n.error(f"mode '{props['mode'].data}' is not DCR or CRD")
+    return [n.emit(ag.DepthToSpaceOp, [x], props)]
+
+
+@converts(SpaceToDepth=13)
+def _space_to_depth(n: Node) -> Outputs:
+    return [n.emit(ag.SpaceToDepthOp, [_nchw(n)], {"block_size": int_attr(n.attr("blocksize"))})]
+
+
+# ------------------------------------------------------ shape computations and constants
+
+
+@converts(Shape=25)
+def _shape(n: Node) -> Outputs:
+    """The input's dims from `start` to `end` (python slicing, as ONNX clamps them)."""
+    src = shape(n.x(0))
+    dims = src[n.attr("start", 0): n.attr("end", len(src))]
+    if not is_static(dims):
+        raise n.error(f"the input's shape {fmt(src)} is dynamic, so Shape cannot be computed at import")
+    return [n.const(np.array(dims, np.int64))]
+
+
+@converts(Size=25)
+def _size(n: Node) -> Outputs:
+    src = shape(n.x(0))
+    if not is_static(src):
+        raise n.error(f"the input's shape {fmt(src)} is dynamic, so Size cannot be computed at import")
+    return [n.const(np.array(numel(src), np.int64))]
+
+
+@converts(ConstantOfShape=25)
+def _constant_of_shape(n: Node) -> Outputs:
+    """A small result is a constant; a large one broadcasts a scalar constant."""
+    dims = n.ints(0, "shape") or []
+    if any(d < 0 for d in dims):
+        raise n.error(f"shape {dims} has a negative dim")
+    fill = n.attr("value")
+    value = tensor_array(fill, "attribute 'value'") if fill is not None else np.zeros(1, np.float32)
+    if value.size != 1:
+        raise n.error(f"attribute 'value' must hold one element, got {value.size}")
+    if numel(dims) <= INLINE_LIMIT:
+        return [n.const(np.full(dims, value.reshape(-1)[0], value.dtype))]
+    scalar = n.const(value.reshape(()), "value")
+    return [n.emit(ag.ExpandOp, [scalar], {"shape": ints(dims)})]
+
+
+@converts(Range=27)
+def _range(n: Node) -> Outputs:
+    """start + i * delta for i < max(ceil((limit - start) / delta), 0)."""
+    arrays = [n.array(i, what) for i, what in enumerate(("start", "limit", "delta"))]
+    if any(a is None or a.size != 1 for a in arrays):
+        raise n.error("start, limit and delta must be scalars")
+    out_dtype = arrays[0].dtype
+    start, limit, delta = (a.reshape(-1)[0].item() for a in arrays)
+    if delta == 0:
+        raise n.error("delta is 0")
+    if out_dtype.kind in "iu":
+        count = max(-((start - limit) // delta), 0)
+        values = start + np.arange(count, dtype=np.int64) * delta
+    else:
+        count = max(math.ceil((limit - start) / delta), 0)
+        values = start + np.arange(count, dtype=np.float64) * delta
+    return [n.const(values.astype(out_dtype))]
+
+
+@converts(EyeLike=22)
+def _eye_like(n: Node) -> Outputs:
+    x = n.x(0)
+    src = shape(x)
+    if len(src) != 2 or not is_static(src):
+        raise n.error(f"the input must be 2-D and static, got {fmt(src)}")
+    target = element_type(n.attr("dtype"), "attribute 'dtype'") if n.attr("dtype") is not None else dtype(x)
+    return [n.const(np.eye(src[0], src[1], n.attr("k", 0), dtypes.to_numpy(target)))]
+
+
+@converts(Constant=25)
+def _constant(n: Node) -> Outputs:
+    """A `value` tensor is a weight (named after the output, which the store reloads);
+    the other forms are always inline."""
+    if len(n.attrs) != 1:
+        raise n.error(f"needs exactly one value attribute, got {sorted(n.attrs)}")
+    key, value = next(iter(n.attrs.items()))
+    output = n.proto.output[0]
+    if key == "value":
+        array = tensor_array(value, "attribute 'value'")
+        return [n.importer.constant(array, n.name, weight=output)]
+    if key == "sparse_value":
+        return [n.const(sparse_array(value, "attribute 'sparse_value'"))]
+    plain = {
+        "value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64,
+    }
+    if key not in plain:
+        raise n.error(f"attribute '{key}' is unsupported (string constants have no element type here)")
+    return [n.const(np.array(value, plain[key]))]
