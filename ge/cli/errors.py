@@ -71,9 +71,6 @@ def one_line(exc: BaseException) -> str:
     """The exception as one sentence a user can act on."""
     if isinstance(exc, GEError):
         return _flat(str(exc))
-    weights = sys.modules.get("ge.weights")  # not imported here: `ge --help` stays fast
-    if weights is not None and isinstance(exc, weights.WeightError):
-        return _flat(str(exc))
     if isinstance(exc, ParseError):
         return f"{exc.span.get_location()}: {_flat(exc.msg)}"
     if isinstance(exc, PassFailedException):
