@@ -1,0 +1,56 @@
+"""Shared fixtures: real-model ONNX exports (cached under tests/.cache/).
+
+The exports are made at most once per cache version, by whichever pytest-xdist
+worker asks first (see tests/models.py); every fixture here only returns a path.
+The conformance report of tests/test_onnx_backend.py is printed in the terminal
+summary when that test ran in this session.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from models import BACKEND_REPORT, model_path  # noqa: E402
+
+_summary_ran: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def resnet50_onnx() -> Path:
+    """torchvision ResNet-50, random weights, BatchNormalization kept (175 nodes)."""
+    return model_path("resnet50")
+
+
+@pytest.fixture(scope="session")
+def mobilenet_v2_onnx() -> Path:
+    """torchvision MobileNetV2, random weights, BatchNormalization kept."""
+    return model_path("mobilenet_v2")
+
+
+@pytest.fixture(scope="session")
+def vit_b_16_onnx() -> Path:
+    """torchvision ViT-B/16, random weights."""
+    return model_path("vit_b_16")
+
+
+@pytest.fixture(scope="session")
+def bert_base_onnx() -> Path:
+    """A BERT-base encoder (12 layers, hidden 768, 12 heads), batch 1, sequence 128."""
+    return model_path("bert_base")
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Note that the conformance summary ran (also seen here for xdist workers' tests)."""
+    if report.when == "call" and report.nodeid.endswith("test_onnx_backend.py::test_conformance_summary"):
+        _summary_ran.append(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if _summary_ran and BACKEND_REPORT.exists():
+        terminalreporter.write_sep("=", "ONNX backend node tests (import + reference interpreter)")
+        terminalreporter.write_line(BACKEND_REPORT.read_text())

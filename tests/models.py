@@ -1,0 +1,286 @@
+"""Real models exported to ONNX at random weights, cached under `tests/.cache/`.
+
+Each model is built with a fixed seed, its weights randomised so that no bias is
+zero, no BatchNorm is the identity and no LayerNorm is plain normalisation (a pass
+that drops a "no-op" would otherwise go unnoticed), and exported with the
+TorchScript exporter (`dynamo=False`) without constant folding, so the graph keeps
+the ops a framework would hand to ATC (ResNet-50 keeps its 53 BatchNormalization
+nodes). BatchNorm running statistics are measured on random images (cumulative
+average in training mode) so that activations keep unit scale through the network,
+then gamma and beta are drawn at random.
+
+Exports are keyed by `CACHE_VERSION` and the torch/transformers versions: bump the
+version when an export changes. A file lock makes concurrent pytest-xdist workers
+export each model once. torch is imported only when an export is needed, so a warm
+cache costs nothing.
+
+    from models import model_path, model_inputs        # tests/ is on sys.path
+    path = model_path("resnet50")                      # exports on first use
+    feeds = model_inputs(path)                         # seeded inputs by ONNX signature
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+CACHE_VERSION = "2"
+BACKEND_REPORT = CACHE_DIR / "onnx_backend_report.md"
+SEED = 20240611
+OPSET = 17
+# BERT-base inputs: batch 1, sequence 128; the last PAD tokens are masked out.
+SEQ_LEN = 128
+PAD = 16
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to build one model: a factory returning the module and example inputs."""
+
+    name: str
+    build: Callable[[], tuple[object, tuple, list[str], list[str]]]
+
+
+def _torchvision():
+    """Import torchvision without its compiled ops (installed with --no-deps)."""
+    import torch
+
+    for name, schema in (
+        ("nms", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"),
+        ("qnms", "(Tensor qdets, Tensor qscores, float iou_threshold, float scale, int zero_point) -> Tensor"),
+    ):
+        if not hasattr(torch.ops.torchvision, name):
+            torch.library.define(f"torchvision::{name}", schema)
+    import torchvision
+
+    return torchvision
+
+
+def _randomise(model, generator) -> None:
+    """Non-trivial biases, norm affine parameters, and unit-gain linear weights."""
+    import torch
+    from torch import nn
+
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.Linear):
+                fan_in = module.weight.shape[1]
+                module.weight.copy_(torch.randn(module.weight.shape, generator=generator) / fan_in**0.5)
+            if isinstance(module, (nn.Conv2d, nn.Linear)) and module.bias is not None:
+                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=generator))
+            if isinstance(module, nn.MultiheadAttention) and module.in_proj_bias is not None:
+                module.in_proj_bias.copy_(0.1 * torch.randn(module.in_proj_bias.shape, generator=generator))
+            if isinstance(module, (nn.BatchNorm2d, nn.LayerNorm)):
+                module.weight.copy_(0.5 + torch.rand(module.weight.shape, generator=generator))
+                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=generator))
+
+
+def _calibrate_batch_norm(model, images) -> None:
+    """Set BatchNorm running statistics to the cumulative statistics of `images`."""
+    import torch
+    from torch import nn
+
+    norms = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    for bn in norms:
+        bn.reset_running_stats()
+        bn.momentum = None
+    model.train()
+    with torch.no_grad():
+        for batch in images:
+            model(batch)
+    model.eval()
+    for bn in norms:
+        bn.momentum = 0.1
+
+
+def _vision(factory_name: str, batch_norm: bool) -> tuple[object, tuple, list[str], list[str]]:
+    import torch
+
+    torch.manual_seed(SEED)
+    torchvision = _torchvision()
+    model = getattr(torchvision.models, factory_name)(weights=None)
+    generator = torch.Generator().manual_seed(SEED)
+    _randomise(model, generator)
+    if hasattr(model, "class_token"):
+        with torch.no_grad():
+            model.class_token.copy_(torch.randn(model.class_token.shape, generator=generator))
+    if batch_norm:
+        _calibrate_batch_norm(model, [torch.randn(4, 3, 224, 224, generator=generator) for _ in range(2)])
+    model.eval()
+    return model, (torch.randn(1, 3, 224, 224, generator=generator),), ["input"], ["output"]
+
+
+def _bert() -> tuple[object, tuple, list[str], list[str]]:
+    import torch
+
+    _torchvision()  # transformers imports torchvision when it is installed
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(SEED)
+    config = BertConfig(
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=512,
+        attn_implementation="eager",
+    )
+    bert = BertModel(config)
+    _randomise(bert, torch.Generator().manual_seed(SEED))
+    bert.eval()
+
+    class Encoder(torch.nn.Module):
+        """BertModel called with keywords, returning plain tensors for the tracer."""
+
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return out.last_hidden_state, out.pooler_output
+
+    model = Encoder().eval()
+    ids = torch.randint(0, config.vocab_size, (1, SEQ_LEN))
+    mask = torch.ones(1, SEQ_LEN, dtype=torch.int64)
+    mask[:, -PAD:] = 0
+    types = torch.zeros(1, SEQ_LEN, dtype=torch.int64)
+    return (
+        model,
+        (ids, mask, types),
+        ["input_ids", "attention_mask", "token_type_ids"],
+        ["last_hidden_state", "pooler_output"],
+    )
+
+
+MODELS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        ModelSpec("resnet50", lambda: _vision("resnet50", batch_norm=True)),
+        ModelSpec("mobilenet_v2", lambda: _vision("mobilenet_v2", batch_norm=True)),
+        ModelSpec("vit_b_16", lambda: _vision("vit_b_16", batch_norm=False)),
+        ModelSpec("bert_base", _bert),
+    )
+}
+
+
+def _cache_key() -> str:
+    versions = [metadata.version(p) for p in ("torch", "transformers", "onnx")]
+    return "-".join([f"v{CACHE_VERSION}", *(v.replace("+", "_") for v in versions)])
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def model_path(name: str) -> Path:
+    """The cached ONNX file of model `name`, exported first if missing."""
+    spec = MODELS[name]
+    path = CACHE_DIR / f"{name}-{_cache_key()}.onnx"
+    if path.exists():
+        return path
+    with _locked(CACHE_DIR / f"{name}.lock"):
+        if not path.exists():
+            _export(spec, path)
+            for stale in CACHE_DIR.glob(f"{name}-v*.onnx"):
+                if stale != path:
+                    stale.unlink()
+    return path
+
+
+def _export(spec: ModelSpec, path: Path) -> None:
+    import warnings
+
+    import torch
+
+    model, args, input_names, output_names = spec.build()
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model,
+            args,
+            str(tmp),
+            dynamo=False,
+            do_constant_folding=False,
+            training=torch.onnx.TrainingMode.EVAL,
+            opset_version=OPSET,
+            input_names=input_names,
+            output_names=output_names,
+        )
+    os.replace(tmp, path)
+
+
+def model_inputs(path: str | os.PathLike, seed: int = SEED) -> dict[str, np.ndarray]:
+    """Seeded inputs for every graph input of the ONNX model at `path`.
+
+    Float inputs are standard normal; `input_ids` are token ids below the
+    vocabulary size; `attention_mask` masks out the last `PAD` positions;
+    `token_type_ids` mark the second half as segment 1.
+    """
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(str(path), load_external_data=False)
+    initializers = {i.name for i in model.graph.initializer}
+    rng = np.random.default_rng(seed)
+    feeds: dict[str, np.ndarray] = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor_type = value.type.tensor_type
+        shape = tuple(d.dim_value for d in tensor_type.shape.dim)
+        dtype = helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
+        feeds[value.name] = _input(value.name, shape, dtype, rng, _vocab_size(model))
+    return feeds
+
+
+def _vocab_size(model) -> int:
+    for init in model.graph.initializer:
+        if "word_embeddings" in init.name:
+            return int(init.dims[0])
+    return 2
+
+
+def _input(name: str, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator, vocab: int) -> np.ndarray:
+    if np.issubdtype(dtype, np.floating):
+        return rng.standard_normal(shape).astype(dtype)
+    if name == "attention_mask":
+        mask = np.ones(shape, dtype)
+        mask[..., -PAD:] = 0
+        return mask
+    if name == "token_type_ids":
+        types = np.zeros(shape, dtype)
+        types[..., shape[-1] // 2 :] = 1
+        return types
+    return rng.integers(0, vocab, shape).astype(dtype)
+
+
+def onnxruntime_outputs(path: str | os.PathLike, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The model's outputs by onnxruntime's CPU provider, graph optimisations off.
+
+    Optimisations are off so that onnxruntime computes the graph as written
+    (no fused attention or GELU approximations) and is a faithful float32 oracle.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
