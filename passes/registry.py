@@ -47,11 +47,85 @@ _PROJECT_PASSES: dict[str, PassFactory] = {}
 _REGISTERED: dict[str, PassFactory] = {}
 
 
+_BUILTIN_CLASSES: dict[str, str] = {}
+"""The class (`module.qualname`) behind each built-in pass name, known without importing it."""
+
+
+def _pass_in(module: str, name: str) -> PassFactory:
+    """A factory importing `passes.<module>` on first call and returning its class `name`."""
+    _BUILTIN_CLASSES[name] = f"passes.{module}.{name}"
+
+    def factory() -> type[ModulePass]:
+        import importlib
+
+        return getattr(importlib.import_module(f"passes.{module}"), name)
+
+    return factory
+
+
+# Conv, matmul and layout graph fusions (class name = GE name), and constant folding.
+_PROJECT_PASSES.update(
+    {
+        **{
+            name: _pass_in(module, name)
+            for module, names in {
+                "conv_fusion": (
+                    "ConvBatchnormFusionPass", "ConvScaleFusionPass", "AABiasaddConvFusion",
+                    "ConvToFullyConnectionFusionPass",
+                ),
+                "matmul_fusion": ("GemmToMatmulFusionPass", "MatMulBiasAddFusionPass"),
+                "layout_fusion": (
+                    "RedundantReshapeTransposeFusionPass", "TransposeReshapeFusionPass", "CastCastFusionPass",
+                ),
+            }.items()
+            for name in names
+        },
+        "constant-folding": _pass_in("constant_folding", "ConstantFoldingPass"),
+        "format-selection": _pass_in("format", "FormatSelection"),
+        "TransdataTransdataPass": _pass_in("format", "TransdataTransdataPass"),
+        "lower-to-kernel": _pass_in("lower_to_kernel", "LowerToKernel"),
+        "precision-selection": _pass_in("precision", "PrecisionSelection"),
+    }
+)
+
+# Transformer graph fusions: norms and softmax, GELU, attention (class name = GE name).
+_PROJECT_PASSES.update(
+    {
+        name: _pass_in(module, name)
+        for module, names in {
+            "norm_fusion": ("LayerNormONNXFusionPass", "SoftmaxFusionPass"),
+            "activation_fusion": ("GeluONNXFusionPass",),
+            "attention_fusion": ("MultiHeadAttentionFusionPass",),
+        }.items()
+        for name in names
+    }
+)
+
+# UB fusion (class name = GE name) and the Split no-task marking.
+_PROJECT_PASSES.update(
+    {
+        **{
+            name: _pass_in("ub_fusion", name)
+            for name in (
+                "TbeConvDoubleInFusionPass", "TbeCommonRules0FusionPass", "TbeMatmulElemwiseFusionPass",
+                "TbeBatchMatmulElementWiseFusionPass", "AutomaticUbFusion",
+            )
+        },
+        "FusionVirtualOpSetSwitch": _pass_in("split_no_task", "FusionVirtualOpSetSwitch"),
+    }
+)
+
+
 def _xdsl_factories() -> dict[str, PassFactory]:
     from xdsl.transforms import get_all_passes
 
     every = get_all_passes()
     return {name: every[name] for name in XDSL_PASSES}
+
+
+def project_passes() -> dict[str, PassFactory]:
+    """The passes built into the project (their modules load on first call of a factory)."""
+    return dict(_PROJECT_PASSES)
 
 
 def available_passes() -> dict[str, PassFactory]:
@@ -99,6 +173,8 @@ def register_pass(cls: P) -> P:
         )
     if not _summary(cls):
         raise ValueError(f"pass {cls.__qualname__} ('{name}') needs a docstring: its first line is its --help text")
+    if _BUILTIN_CLASSES.get(name) == f"{cls.__module__}.{cls.__qualname__}":
+        return cls  # a built-in pass registering itself while its factory imports its module
     taken = available_passes().get(name)
     if taken is not None and taken() is not cls:
         other = taken()

@@ -353,7 +353,7 @@ def test_register_pass_needs_a_module_pass(clean_registry):
 
 
 def test_unknown_pass_names_the_registered_ones():
-    with pytest.raises(OptionError, match="unknown pass 'nope'.*canonicalize, cse, dce"):
+    with pytest.raises(OptionError, match="unknown pass 'nope'.*canonicalize, .*cse, dce"):
         registry.get_pass("nope")
 
 

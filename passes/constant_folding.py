@@ -1,0 +1,122 @@
+"""Constant folding (`constant-folding`), and the constant helpers fusion passes share.
+
+GE folds constant subgraphs in its prepare phase, before the fusion passes: an op
+whose operands are all constants is evaluated once at compile time and replaced by
+constants. It is not a GE fusion pass (no `fusion_switch.cfg` entry, nothing in
+`fusion_result.json`), so it is a plain `ModulePass` with a kebab-case name.
+
+An op is folded only when every operand is an `ascend_graph.const` (so nothing it
+computes depends on a graph input), it is `Pure`, its results have static shapes,
+and folding does not grow the constants much: each result has at most
+`max_elements` elements, or no more than its operands have together (a Cast or
+Transpose of a weight always folds; an Expand of a scalar to a large tensor does
+not). The values come from the reference interpreter (`ge.reference.evaluate_op`),
+so a folded graph computes what the unfolded one did, bit for bit. An op the
+interpreter refuses (an index out of range, say) is left for run time to report.
+
+Results of at most `INLINE_LIMIT` elements stay inline in the IR; larger ones go
+to the module's weight store, as the importer does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.traits import Pure
+
+from dialects import shapes
+from dialects.ascend_graph import AscendOp, ConstOp, DataOp, NetOutputOp, tensor
+from ge import dtypes
+from ge.errors import GEError
+from ge.reference import const_value, evaluate_op
+from ge.weights import WeightStore, store_of
+
+INLINE_LIMIT = 64
+"""Constants with at most this many elements stay inline (the importer's limit)."""
+
+
+# ------------------------------------------------------------------ constant helpers
+
+
+def constant_of(value: SSAValue) -> np.ndarray | None:
+    """The (read-only) value of `value` when a const op defines it, else None."""
+    owner = value.owner
+    return const_value(owner) if isinstance(owner, ConstOp) else None
+
+
+def store_around(op: Operation) -> WeightStore:
+    """The weight store of the module holding `op`."""
+    module = op.get_toplevel_object()
+    assert isinstance(module, ModuleOp), f"{op.name} is not inside a module"
+    return store_of(module)
+
+
+def new_constant(array: np.ndarray, dtype: Attribute, name: str, store: WeightStore) -> ConstOp:
+    """A const op holding `array` converted to `dtype`: inline when small, else a
+    handle to a new weight named `name` in `store`."""
+    array = np.asarray(array).astype(dtypes.to_numpy(dtype))
+    type = tensor(dtype, array.shape)
+    if array.size > INLINE_LIMIT:
+        return ConstOp(store.add(name, array), type, name)
+    data = np.ascontiguousarray(array, dtype=dtypes.to_numpy(dtype).newbyteorder("<")).tobytes()
+    return ConstOp(DenseIntOrFPElementsAttr(type, BytesAttr(data)), type, name)
+
+
+# ----------------------------------------------------------------------------- folding
+
+
+class FoldConstantOp(RewritePattern):
+    """An op computed from constants only becomes the constants it computes."""
+
+    def __init__(self, max_elements: int):
+        self.max_elements = max_elements
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: AscendOp, rewriter: PatternRewriter) -> None:
+        if isinstance(op, ConstOp | DataOp | NetOutputOp) or not op.operands or not op.has_trait(Pure):
+            return
+        if not all(isinstance(v.owner, ConstOp) for v in op.operands):
+            return
+        types = [r.type for r in op.results]
+        if not all(isinstance(t, TensorType) and shapes.is_static(t.get_shape()) for t in types):
+            return
+        given = sum(shapes.numel(v.type.get_shape()) for v in op.operands)  # type: ignore[attr-defined]
+        if any(shapes.numel(t.get_shape()) > max(self.max_elements, given) for t in types):  # type: ignore[union-attr]
+            return
+        store = store_around(op)
+        try:
+            values = evaluate_op(op, [const_value(v.owner) for v in op.operands], store)  # type: ignore[arg-type]
+        except GEError:
+            return  # the op fails on these values: leave it to fail at run time, as it would
+        names = [op.label] if len(types) == 1 else [f"{op.label}:{i}" for i in range(len(types))]
+        folded = [
+            new_constant(value, t.element_type, name, store)  # type: ignore[union-attr]
+            for value, t, name in zip(values, types, names)
+        ]
+        rewriter.replace(op, folded, [c.out for c in folded])
+
+
+@dataclass(frozen=True)
+class ConstantFoldingPass(ModulePass):
+    """Evaluate ops whose operands are all constants and replace them by constants (GE prepare phase)."""
+
+    name = "constant-folding"
+
+    max_elements: int = 1 << 16
+    """A result may have this many elements, or as many as its operands together."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        walker = PatternRewriteWalker(GreedyRewritePatternApplier([FoldConstantOp(self.max_elements)]))
+        walker.rewrite_module(op)
