@@ -32,3 +32,8 @@ class OptionError(GEError):
     """An option value, option file or option combination is invalid."""
 
     code = "E10001"
+
+
+class CalibrationError(GEError):
+    """A calibration table is missing or malformed (names the file and line), or the
+    cost model is asked for a path or instruction it cannot price."""
