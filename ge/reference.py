@@ -31,9 +31,11 @@ import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, StringAttr, TensorType, i1
 from xdsl.ir import Operation, SSAValue
+from xdsl.traits import SymbolTable
 
 from dialects import ascend_graph as ag
-from dialects import shapes
+from dialects import ascend_kernel as ak
+from dialects import formats, shapes
 from ge import dtypes
 from ge.errors import InputError, ModelError
 from ge.weights import WEIGHTS_ATTR, WeightError, WeightStore, store_of
@@ -55,6 +57,11 @@ def _kernel(*classes: type[Operation]) -> Callable[[Kernel], Kernel]:
     return register
 
 
+def _kind(dtype: np.dtype) -> str:
+    """numpy's dtype kind, with bfloat16 (kind 'V' in ml-dtypes) counted as a float."""
+    return "f" if dtype in _LOW_PRECISION else dtype.kind
+
+
 def _vec(x: np.ndarray) -> np.ndarray:
     """The values a vector unit computes with: float16/bfloat16 widened to float32."""
     return x.astype(np.float32) if x.dtype in _LOW_PRECISION else x
@@ -64,25 +71,25 @@ def _acc(x: np.ndarray) -> np.ndarray:
     """The values a cube unit accumulates: float32 for float16/bfloat16, int64 for integers."""
     if x.dtype in _LOW_PRECISION:
         return x.astype(np.float32)
-    if x.dtype.kind in "iub":
+    if _kind(x.dtype) in "iub":
         return x.astype(np.int64)
     return x
 
 
 def _lowest(dtype: np.dtype) -> Any:
     """The identity of max: -inf, the smallest integer, or False."""
-    if dtype.kind == "f":
+    if _kind(dtype) == "f":
         return -np.inf
-    if dtype.kind == "b":
+    if _kind(dtype) == "b":
         return False
     return np.iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> Any:
     """The identity of min: inf, the largest integer, or True."""
-    if dtype.kind == "f":
+    if _kind(dtype) == "f":
         return np.inf
-    if dtype.kind == "b":
+    if _kind(dtype) == "b":
         return True
     return np.iinfo(dtype).max
 
@@ -159,7 +166,9 @@ def _bind(graph: ag.GraphOp, inputs: Mapping[str, np.ndarray] | Sequence[np.ndar
 
 
 def _describe(t: Any) -> str:
-    return f"{dtypes.name(t.element_type)}{shapes.fmt(t.get_shape())}"
+    """dtype and logical shape, and the device format the values are laid out in."""
+    layout = f" in {ag.format_of(t)}" if ag.format_of(t) else ""
+    return f"{dtypes.name(t.element_type)}{shapes.fmt(ag.shape_of(t))}{layout}"
 
 
 def _check_input(data: ag.DataOp, value: Any) -> np.ndarray:
@@ -169,8 +178,8 @@ def _check_input(data: ag.DataOp, value: Any) -> np.ndarray:
     want = dtypes.to_numpy(t.element_type)
     if array.dtype != want:
         raise InputError(f"input '{data.label}' has dtype {array.dtype}, expected {dtypes.name(t.element_type)}")
-    if not shapes.compatible(tuple(t.get_shape()), array.shape):
-        raise InputError(f"input '{data.label}' has shape {shapes.fmt(array.shape)}, expected {shapes.fmt(t.get_shape())}")
+    if not shapes.compatible(ag.shape_of(t), array.shape):
+        raise InputError(f"input '{data.label}' has shape {shapes.fmt(array.shape)}, expected {shapes.fmt(ag.shape_of(t))}")
     return array
 
 
@@ -204,7 +213,7 @@ def _check_args(op: Operation, inputs: Sequence[np.ndarray]) -> list[np.ndarray]
         array = np.asarray(value)
         t = operand.type
         assert isinstance(t, TensorType)
-        if array.dtype != dtypes.to_numpy(t.element_type) or not shapes.compatible(tuple(t.get_shape()), array.shape):
+        if array.dtype != dtypes.to_numpy(t.element_type) or not shapes.compatible(ag.shape_of(t), array.shape):
             raise InputError(
                 f"{_label(op)}: operand {i} is {array.dtype}{shapes.fmt(array.shape)}, expected {_describe(t)}"
             )
@@ -220,10 +229,10 @@ def _conform(op: Operation, index: int, value: np.ndarray) -> np.ndarray:
     want = dtypes.to_numpy(t.element_type)
     if array.dtype != want:
         array = array.astype(want)
-    if not shapes.compatible(tuple(t.get_shape()), array.shape):
+    if not shapes.compatible(ag.shape_of(t), array.shape):
         raise ModelError(
             f"{_label(op)}: result {index} has shape {shapes.fmt(array.shape)}, "
-            f"but the IR declares {shapes.fmt(t.get_shape())}"
+            f"but the IR declares {shapes.fmt(ag.shape_of(t))}"
         )
     return array
 
@@ -249,6 +258,9 @@ def const_value(op: ag.ConstOp, weights: WeightStore | None = None) -> np.ndarra
                 f"Const '{op.label}': weight '{op.value.weight.data}' is {array.dtype}{shapes.fmt(array.shape)}, "
                 f"but the IR declares {_describe(t)}"
             )
+        if isinstance(t.encoding, ag.FormatAttr):  # the store holds a device-format weight as laid out
+            enc = t.encoding
+            array = formats.to_logical(array, enc.format.data, enc.origin_format.data, enc.origin_shape.get_values())
     view = array.view()
     view.flags.writeable = False
     return view
@@ -328,12 +340,8 @@ KERNELS.update(
         ag.ReluOp: lambda x: np.maximum(x, 0),
         ag.LogicalNotOp: np.logical_not,
         ag.SqrtOp: np.sqrt,
-        ag.RsqrtOp: lambda x: np.reciprocal(np.sqrt(x)),
-        ag.ExpOp: np.exp,
         ag.LogOp: np.log,
-        ag.ReciprocalOp: np.reciprocal,
         ag.TanhOp: np.tanh,
-        ag.SigmoidOp: _sigmoid,
         ag.SinOp: np.sin,
         ag.CosOp: np.cos,
         ag.FloorOp: np.floor,
@@ -349,14 +357,14 @@ KERNELS.update(
 @_kernel(ag.DivOp)
 def _div(op: ag.DivOp, args: list[np.ndarray]) -> np.ndarray:
     a, b = _vec(args[0]), _vec(args[1])
-    return a / b if a.dtype.kind == "f" else _trunc_div(a, b)
+    return _quotient(_mode(op, args[0]), a, b) if _kind(a.dtype) == "f" else _trunc_div(a, b)
 
 
 @_kernel(ag.PowOp)
 def _pow(op: ag.PowOp, args: list[np.ndarray]) -> np.ndarray:
     """Integer powers wrap like C; a negative exponent gives 1/a**-b truncated toward zero."""
     a, b = _vec(args[0]), _vec(args[1])
-    if a.dtype.kind == "f":
+    if _kind(a.dtype) == "f":
         return np.power(a, b)
     negative = b < 0
     power = np.power(a, np.where(negative, 0, b).astype(b.dtype))
@@ -411,7 +419,7 @@ def _clip(op: ag.ClipByValueOp, args: list[np.ndarray]) -> np.ndarray:
 
 def _bound(value: float, dtype: np.dtype) -> Any:
     """A float bound in the dtype of the clipped values, saturated for integers."""
-    if dtype.kind == "f":
+    if _kind(dtype) == "f":
         return dtype.type(value)
     return dtype.type(min(max(value, _lowest(dtype)), _highest(dtype)))
 
@@ -423,12 +431,184 @@ def _cast(op: ag.CastOp, args: list[np.ndarray]) -> np.ndarray:
     to = dtypes.to_numpy(op.y.type.element_type)
     if to == np.bool_:
         return _vec(x) != 0
-    return _vec(x).astype(to) if to.kind in "iu" else x.astype(to)
+    return _vec(x).astype(to) if _kind(to) in "iu" else x.astype(to)
+
+
+@_kernel(ag.TransDataOp)
+def _trans_data(op: ag.TransDataOp, args: list[np.ndarray]) -> np.ndarray:
+    """A format changes the layout, not the values, and values here are logical."""
+    return args[0]
 
 
 @_kernel(ag.SelectOp)
 def _select(op: ag.SelectOp, args: list[np.ndarray]) -> np.ndarray:
     return np.where(args[0], args[1], args[2])
+
+
+# ------------------------------------------------------------ implementation modes
+#
+# Precision selection gives ops an `impl_mode` attribute (`--op_select_implmode`,
+# `--op_precision_mode`). As CANN describes the modes, they differ for float16
+# input: there high_precision refines results (Newton iterations, Taylor terms) and
+# high_performance takes the fastest route that keeps a network's accuracy. So a
+# mode changes how an op computes when it reads float16 or bfloat16; in float32
+# and wider every mode computes as the plain kernel, and an op without the
+# attribute computes as the plain kernel in any dtype.
+#
+# The approximations, each computed in float32 before the result is rounded:
+# - `_rec_estimate` models the vector unit's reciprocal estimate: 1/x from the
+#   midpoint of x's mantissa bin, 256 bins per octave, |r*x - 1| <= 2^-9.
+#   `_rsqrt_estimate` is its 1/sqrt(x) counterpart, within 2^-9 too.
+# - `_refined`: two Newton steps r(2 - x r) square the error twice
+#   (2^-18, then below float32's rounding): float32-accurate to a few ulps.
+# - Exp: e^x = 2^k e^r with |r| <= ln 2 / 2 (ln 2 split in two so that the
+#   reduction stays exact); high_performance evaluates e^r by its
+#   cubic Taylor polynomial (relative error <= 8e-4, under one float16 ulp),
+#   high_precision by the degree-7 one (6e-9; float32 rounding leaves 1e-7).
+# - Division, Reciprocal, ReduceMeanD and AvgPoolV2 multiply by the reciprocal
+#   (estimate, or refined); Rsqrt is the estimate, or two Newton steps
+#   r(3 - x r^2)/2 on it.
+# - Sigmoid is the reciprocal of 1 + e^-x with the mode's exp and reciprocal.
+# - Gelu: high_performance is the tanh form 0.5x(1 + tanh(sqrt(2/pi)(x +
+#   0.044715x^3))) (within 4.8e-4 of the erf form), super_performance x
+#   sigmoid(1.702x) (within 2.1e-2); high_precision is the erf form.
+# - SoftmaxV2 and LogSoftmaxV2 in high_performance use the fast exp and
+#   reciprocal; LayerNorm uses the rsqrt estimate. keep_fp16 (SoftmaxV2,
+#   LayerNorm) stores every intermediate in float16, as a kernel that never
+#   widens would.
+# - support_out_of_bound_index (GatherV2, GatherElements) changes no value: this
+#   interpreter checks every index in any mode.
+
+_EXP_TERMS = {"high_performance": 3, "high_precision": 7}
+_LN2 = math.log(2)
+_LN2_HIGH = np.float32(0.693359375)  # ln 2 to 9 bits: k * _LN2_HIGH is exact in float32
+_LN2_LOW = np.float32(_LN2 - 0.693359375)
+
+
+def _mode(op: Operation, arg: np.ndarray) -> str | None:
+    """The op's implementation mode where it matters: for float16/bfloat16 input."""
+    attr = op.attributes.get("impl_mode")
+    if not isinstance(attr, StringAttr) or arg.dtype not in _LOW_PRECISION:
+        return None
+    return attr.data
+
+
+def _rec_estimate(x: np.ndarray) -> np.ndarray:
+    """The reciprocal estimate: 1 / (the midpoint of x's mantissa bin), |r*x - 1| <= 2^-9."""
+    x = np.asarray(x, np.float32)
+    mantissa, exponent = np.frexp(np.abs(x))  # |x| = mantissa * 2^exponent, mantissa in [0.5, 1)
+    middle = 0.5 + (np.floor((mantissa - 0.5) * 512) + 0.5) / 512
+    r = np.ldexp((1 / middle).astype(np.float32), -exponent)
+    r = np.copysign(r, x)
+    return np.where(x == 0, np.copysign(np.float32(np.inf), x), np.where(np.isinf(x), np.copysign(np.float32(0), x), r))
+
+
+def _rsqrt_estimate(x: np.ndarray) -> np.ndarray:
+    """The reciprocal square root estimate from x's mantissa bin, within 2^-9 (x > 0)."""
+    x = np.asarray(x, np.float32)
+    mantissa, exponent = np.frexp(x)
+    odd = exponent % 2 == 1
+    mantissa = np.where(odd, mantissa / 2, mantissa)  # in [0.25, 1) with an even exponent
+    exponent = np.where(odd, exponent + 1, exponent)
+    middle = 0.25 + (np.floor((mantissa - 0.25) * 1024) + 0.5) / 1024
+    r = np.ldexp((1 / np.sqrt(middle)).astype(np.float32), -exponent // 2)
+    return np.where(x == 0, np.float32(np.inf), np.where(np.isinf(x), np.float32(0), np.where(x < 0, np.float32(np.nan), r)))
+
+
+def _refined(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Two Newton steps toward 1/x from the estimate r."""
+    for _ in range(2):
+        r = np.where(np.isfinite(r) & (r != 0), r * (2 - x * r), r)
+    return r
+
+
+def _reciprocal(mode: str | None, x: np.ndarray) -> np.ndarray:
+    if mode == "high_performance":
+        return _rec_estimate(x)
+    if mode == "high_precision":
+        return _refined(x, _rec_estimate(x))
+    return np.reciprocal(x)
+
+
+def _quotient(mode: str | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a / b, as the mode divides: times a reciprocal estimate, refined or not."""
+    return a / b if mode not in ("high_performance", "high_precision") else a * _reciprocal(mode, b)
+
+
+def _rsqrt(mode: str | None, x: np.ndarray) -> np.ndarray:
+    if mode == "high_performance":
+        return _rsqrt_estimate(x)
+    if mode == "high_precision":
+        r = _rsqrt_estimate(x)
+        for _ in range(2):
+            r = np.where(np.isfinite(r) & (r != 0), r * (3 - x * r * r) / 2, r)
+        return r
+    return np.reciprocal(np.sqrt(x))
+
+
+def _exp(mode: str | None, x: np.ndarray) -> np.ndarray:
+    """e^x by range reduction and the mode's Taylor polynomial (plain exp without a mode)."""
+    if mode not in _EXP_TERMS:
+        return np.exp(x)
+    x = np.asarray(x, np.float32)
+    finite = np.isfinite(x)
+    k = np.rint(np.where(finite, np.clip(x, -200, 200), 0) / _LN2)
+    k32 = k.astype(np.float32)
+    r = (np.where(finite, x, 0) - k32 * _LN2_HIGH) - k32 * _LN2_LOW  # Cody and Waite's reduction
+    p = np.ones_like(r)
+    for n in range(_EXP_TERMS[mode], 0, -1):  # Horner: 1 + r/1 (1 + r/2 (1 + r/3 ...))
+        p = 1 + p * r / n
+    y = np.ldexp(p, k.astype(np.int32))
+    return np.where(finite, y, np.exp(x))
+
+
+def _sigmoid_in(mode: str | None, x: np.ndarray) -> np.ndarray:
+    if mode is None:
+        return _sigmoid(x)
+    return _reciprocal(mode, 1 + _exp(mode, -x))
+
+
+def _fast_gelu(x: np.ndarray, mode: str | None) -> np.ndarray:
+    """GELU by the tanh form (high_performance) or x sigmoid(1.702x) (super_performance)."""
+    if mode == "super_performance":
+        return x * _sigmoid(np.float32(1.702) * x)
+    inner = np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x * x * x)
+    return x * _sigmoid(2 * inner)
+
+
+def _mode_kernel(fn: Callable[[str | None, np.ndarray], np.ndarray]) -> Kernel:
+    def kernel(op: Any, args: list[np.ndarray]) -> np.ndarray:
+        return fn(_mode(op, args[0]), _vec(args[0]))
+
+    return kernel
+
+
+KERNELS[ag.ReciprocalOp] = _mode_kernel(_reciprocal)
+KERNELS[ag.RsqrtOp] = _mode_kernel(_rsqrt)
+KERNELS[ag.ExpOp] = _mode_kernel(_exp)
+KERNELS[ag.SigmoidOp] = _mode_kernel(_sigmoid_in)
+
+
+def _softmax_fp16(op: ag.SoftmaxOp, x: np.ndarray) -> np.ndarray:
+    """keep_fp16: every intermediate rounded to float16 (the sum is accumulated in float32)."""
+    half = np.float16
+    axes = shapes.norm_axes(op.props.ints("axes"), x.ndim)
+    shifted = (_vec(x) - np.max(_vec(x), axis=axes, keepdims=True)).astype(half)
+    e = np.exp(shifted.astype(np.float32)).astype(half)
+    total = np.sum(e.astype(np.float32), axis=axes, keepdims=True).astype(half)
+    return e.astype(np.float32) / total.astype(np.float32)
+
+
+def _fast_layer_norm(mode: str, x: np.ndarray, axes: tuple[int, ...], epsilon: float, args: list[np.ndarray]) -> np.ndarray:
+    """high_performance: the rsqrt estimate; keep_fp16: each step rounded to float16."""
+    def store(v: np.ndarray) -> np.ndarray:
+        return v.astype(np.float16).astype(np.float32) if mode == "keep_fp16" else v
+
+    centred = store(x - store(np.mean(x, axis=axes, keepdims=True)))
+    variance = store(np.mean(centred * centred, axis=axes, keepdims=True))
+    scale = store(_rsqrt("high_performance" if mode == "high_performance" else None, variance + np.float32(epsilon)))
+    y = store(centred * scale) * _vec(args[1])
+    return y + _vec(args[2]) if len(args) > 2 else y
 
 
 # ------------------------------------------------------------------------------ erf
@@ -509,8 +689,10 @@ def _erf(op: ag.ErfOp, args: list[np.ndarray]) -> np.ndarray:
 @_kernel(ag.GeluOp)
 def _gelu(op: ag.GeluOp, args: list[np.ndarray]) -> np.ndarray:
     """In float64, and without cancelling for negative x: 1 + erf(-v) is erfc(v), and
-    (1 + tanh(z)) / 2 is sigmoid(2z)."""
+    (1 + tanh(z)) / 2 is sigmoid(2z). The fast modes are `_fast_gelu`."""
     x = _vec(args[0])
+    if _mode(op, args[0]) in ("high_performance", "super_performance"):
+        return _fast_gelu(x, _mode(op, args[0]))
     wide = x.astype(np.float64)
     if op.props.str("approximate", "none") == "tanh":
         inner = math.sqrt(2 / math.pi) * (wide + 0.044715 * wide**3)
@@ -528,7 +710,7 @@ def _reduced_axes(op: Any, rank: int) -> tuple[int, ...]:
 
 @_kernel(ag.ReduceSumOp)
 def _reduce_sum(op: ag.ReduceSumOp, args: list[np.ndarray]) -> np.ndarray:
-    x = _acc(args[0]) if args[0].dtype.kind in "iub" else _vec(args[0])
+    x = _acc(args[0]) if _kind(args[0].dtype) in "iub" else _vec(args[0])
     return np.sum(x, axis=_reduced_axes(op, x.ndim), keepdims=op.props.bool("keep_dims"))
 
 
@@ -538,8 +720,11 @@ def _reduce_mean(op: ag.ReduceMeanOp, args: list[np.ndarray]) -> np.ndarray:
     x = args[0]
     axes = _reduced_axes(op, x.ndim)
     keep = op.props.bool("keep_dims")
-    if x.dtype.kind == "f":
+    if _kind(x.dtype) == "f" and _mode(op, x) is None:
         return np.mean(_vec(x), axis=axes, keepdims=keep)
+    if _kind(x.dtype) == "f":
+        total = np.sum(_vec(x), axis=axes, keepdims=keep)
+        return _quotient(_mode(op, x), total, total.dtype.type(shapes.numel([x.shape[a] for a in axes])))
     total = np.sum(_acc(x), axis=axes, keepdims=keep)
     count = np.int64(shapes.numel([x.shape[a] for a in axes]))
     return _trunc_div(total, count)
@@ -547,7 +732,7 @@ def _reduce_mean(op: ag.ReduceMeanOp, args: list[np.ndarray]) -> np.ndarray:
 
 @_kernel(ag.ReduceProdOp)
 def _reduce_prod(op: ag.ReduceProdOp, args: list[np.ndarray]) -> np.ndarray:
-    x = _acc(args[0]) if args[0].dtype.kind in "iub" else _vec(args[0])
+    x = _acc(args[0]) if _kind(args[0].dtype) in "iub" else _vec(args[0])
     return np.prod(x, axis=_reduced_axes(op, x.ndim), keepdims=op.props.bool("keep_dims"))
 
 
@@ -590,13 +775,20 @@ def _shifted(op: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[int,
 
 @_kernel(ag.SoftmaxOp)
 def _softmax(op: ag.SoftmaxOp, args: list[np.ndarray]) -> np.ndarray:
-    _, e, axes = _shifted(op, _vec(args[0]))
-    return e / np.sum(e, axis=axes, keepdims=True)
+    mode = _mode(op, args[0])
+    if mode == "keep_fp16":
+        return _softmax_fp16(op, args[0])
+    shifted, e, axes = _shifted(op, _vec(args[0]))
+    if mode == "high_performance":
+        e = _exp(mode, shifted)
+    return _quotient(mode, e, np.sum(e, axis=axes, keepdims=True))
 
 
 @_kernel(ag.LogSoftmaxOp)
 def _log_softmax(op: ag.LogSoftmaxOp, args: list[np.ndarray]) -> np.ndarray:
     shifted, e, axes = _shifted(op, _vec(args[0]))
+    if _mode(op, args[0]) == "high_performance":
+        e = _exp("high_performance", shifted)
     return shifted - np.log(np.sum(e, axis=axes, keepdims=True))
 
 
@@ -614,6 +806,9 @@ def _normalise(x: np.ndarray, axes: tuple[int, ...], epsilon: float) -> np.ndarr
 def _layer_norm(op: ag.LayerNormOp, args: list[np.ndarray]) -> np.ndarray:
     x = _vec(args[0])
     begin = shapes.norm_axis(op.props.int("begin_norm_axis"), x.ndim, "begin_norm_axis")
+    mode = _mode(op, args[0])
+    if mode in ("high_performance", "keep_fp16"):
+        return _fast_layer_norm(mode, x, tuple(range(begin, x.ndim)), op.props.float("epsilon"), args)
     y = _normalise(x, tuple(range(begin, x.ndim)), op.props.float("epsilon")) * _vec(args[1])
     return y + _vec(args[2]) if len(args) > 2 else y
 
@@ -634,6 +829,46 @@ def _instance_norm(op: ag.InstanceNormOp, args: list[np.ndarray]) -> np.ndarray:
     x = _vec(args[0])
     y = _normalise(x, tuple(range(2, x.ndim)), op.props.float("epsilon"))
     return y * _per_channel(args[1], x.ndim) + _per_channel(args[2], x.ndim)
+
+
+# ----------------------------------------------------------------------- attention
+
+
+@_kernel(ag.MultiHeadAttentionOp)
+def _multi_head_attention(op: ag.MultiHeadAttentionOp, args: list[np.ndarray]) -> np.ndarray:
+    """The block as its unfused ops compute it, so that fusing it changes rounding
+    only: projections (bias in the accumulator), scores and context are cube
+    products, scale, mask and softmax vector ops, and each is rounded to the dtype
+    where the unfused graph stores a tensor."""
+    dtype = args[0].dtype
+    heads = op.props.int("head_num")
+    inputs = args[:3]
+    if op.props.str("input_layout") == "SBH":
+        inputs = [np.swapaxes(x, 0, 1) for x in inputs]
+    biases = args[6:9] if len(args) >= 9 else [None, None, None]
+    q, k, v = (_split_heads(_project(x, w, b).astype(dtype), heads) for x, w, b in zip(inputs, args[3:6], biases))
+    scores = _vec(np.matmul(_acc(q), np.swapaxes(_acc(k), -1, -2)).astype(dtype))
+    scores = (scores * scores.dtype.type(op.props.float("scale"))).astype(dtype)
+    if len(args) in (7, 10):
+        scores = (_vec(scores) + _vec(args[-1])).astype(dtype)
+    shifted = np.exp(_vec(scores) - np.max(_vec(scores), axis=-1, keepdims=True))
+    p = (shifted / np.sum(shifted, axis=-1, keepdims=True)).astype(dtype)
+    context = np.matmul(_acc(p), _acc(v))
+    b, _, s, _ = context.shape
+    y = context.transpose(0, 2, 1, 3).reshape(b, s, -1)
+    return np.swapaxes(y, 0, 1) if op.props.str("input_layout") == "SBH" else y
+
+
+def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """x [B, S, K] @ w [K, N] (+ b), B and S folded into the rows as BatchMatMulV2's kernel does."""
+    y = (_acc(x).reshape(-1, x.shape[-1]) @ _acc(w)).reshape(x.shape[:-1] + w.shape[-1:])
+    return y if b is None else y + _acc(b)
+
+
+def _split_heads(y: np.ndarray, heads: int) -> np.ndarray:
+    """[B, S, H * D] -> [B, H, S, D]."""
+    b, s, n = y.shape
+    return y.reshape(b, s, heads, n // heads).transpose(0, 2, 1, 3)
 
 
 # ------------------------------------------------------------------------ cube ops
@@ -725,6 +960,16 @@ def _gemm(op: ag.GemmOp, args: list[np.ndarray]) -> np.ndarray:
     return y + (c if beta == 1.0 else c * beta)
 
 
+@_kernel(ag.FullyConnectionOp)
+def _fully_connection(op: ag.FullyConnectionOp, args: list[np.ndarray]) -> np.ndarray:
+    """The rows of x (its dims from `axis` on, flattened) times w's num_output rows."""
+    x, w = _acc(args[0]), _acc(args[1])
+    axis, n = op.props.int("axis", 1), op.props.int("num_output")
+    rows = x.reshape(shapes.numel(x.shape[:axis]), shapes.numel(x.shape[axis:]))
+    y = _with_bias(rows @ (w if op.props.bool("transpose") else w.reshape(n, -1).T), args)
+    return y.reshape(x.shape[:axis] + (n,) + (1,) * (x.ndim - axis - 1))
+
+
 # ------------------------------------------------------------------------- pooling
 
 
@@ -766,7 +1011,7 @@ def _avg_pool(op: ag.AvgPoolOp, args: list[np.ndarray]) -> np.ndarray:
     cells = np.pad(np.ones((h, w), x.dtype), ((p[0], p[1]), (p[2], p[3])), constant_values=explicit)
     cells = np.pad(cells, ((0, applied[1] - p[1]), (0, applied[3] - p[3])))
     k, s = op.props.ints("ksize"), op.props.ints("strides")
-    return total / reduce(np.add, _taps(cells[None, None], k, s, (1, 1), total.shape[2:]))
+    return _quotient(_mode(op, args[0]), total, reduce(np.add, _taps(cells[None, None], k, s, (1, 1), total.shape[2:])))
 
 
 @_kernel(ag.GlobalAveragePoolOp)
@@ -801,6 +1046,15 @@ def _flatten(op: ag.FlattenOp, args: list[np.ndarray]) -> np.ndarray:
 @_kernel(ag.TransposeOp)
 def _transpose(op: ag.TransposeOp, args: list[np.ndarray]) -> np.ndarray:
     return np.transpose(args[0], op.props.ints("perm"))
+
+
+@_kernel(ag.ConfusionTransposeOp)
+def _confusion_transpose(op: ag.ConfusionTransposeOp, args: list[np.ndarray]) -> np.ndarray:
+    x, perm, target = args[0], op.props.ints("perm"), op.props.ints("shape")
+    if op.props.bool("transpose_first"):
+        moved = np.transpose(x, perm)
+        return moved.reshape(shapes.reshape(moved.shape, target))
+    return np.transpose(x.reshape(shapes.reshape(x.shape, target)), perm)
 
 
 @_kernel(ag.SqueezeOp)
@@ -1012,6 +1266,31 @@ def _resize(op: ag.ResizeOp, args: list[np.ndarray]) -> np.ndarray:
             continue
         x = _resize_axis(op, x, axis, n_out, scale)
     want = args[0].dtype
-    if want.kind in "iu" and x.dtype != want:
+    if _kind(want) in "iu" and x.dtype != want:
         return np.clip(np.rint(x), np.iinfo(want).min, np.iinfo(want).max)
     return x
+
+
+# ------------------------------------------------------------------------- kernels
+
+
+def run_kernel(kernel: ak.KernelOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """A kernel's outputs: what the ops of its compute region compute from its inputs."""
+    block = kernel.compute.block
+    if len(inputs) != len(block.args):
+        raise InputError(f"kernel @{kernel.sym_name.data} takes {len(block.args)} inputs, but {len(inputs)} were given")
+    values: dict[SSAValue, np.ndarray] = dict(zip(block.args, inputs))
+    for op in block.ops:
+        if isinstance(op, ak.YieldOp):
+            return [values[v] for v in op.values]
+        for r, value in zip(op.results, evaluate_op(op, [values[v] for v in op.operands])):
+            values[r] = value
+    raise ModelError(f"kernel @{kernel.sym_name.data}: its compute region does not end in ascend_kernel.yield")
+
+
+@_kernel(ak.LaunchOp)
+def _launch(op: ak.LaunchOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    kernel = SymbolTable.lookup_symbol(op, op.kernel)
+    if not isinstance(kernel, ak.KernelOp):
+        raise ModelError(f"launch '{op.label}': its module has no kernel {op.kernel}")
+    return run_kernel(kernel, args)
