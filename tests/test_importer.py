@@ -372,10 +372,11 @@ def test_layer_norm_and_instance_norm():
     assert kinds(module) == ["layer_norm", "instance_norm"]
 
 
-def test_layer_norm_statistics_outputs_are_refused():
-    node = helper.make_node("LayerNormalization", ["x", "g"], ["y", "mean"], name="ln")
-    model = make([node], [vi("x", F, [2, 5])], ["y", "mean"], [init("g", rand(5))])
-    model_error(model, "node 'ln' (LayerNormalization)", "Mean and InvStdDev")
+@pytest.mark.parametrize("axis, params", [(-1, (5,)), (1, (3, 5))])
+def test_layer_norm_statistics_outputs_match_onnxruntime(axis, params):
+    node = helper.make_node("LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv"], name="ln", axis=axis)
+    model = make([node], [vi("x", F, [2, 3, 5])], ["y", "mean", "inv"], [init("g", rand(*params)), init("b", rand(*params))])
+    check_numerics(model, {"x": rand(2, 3, 5)})
 
 
 # ------------------------------------------------------------------------ convolution

@@ -475,11 +475,26 @@ def _batch_norm(n: Node) -> Outputs:
 
 @converts(LayerNormalization=17)
 def _layer_norm(n: Node) -> Outputs:
-    if n.used(1) or n.used(2):
-        raise n.error("the Mean and InvStdDev outputs are unsupported")
-    operands = [n.x(0), n.x(1)] + ([n.x(2)] if n.has(2) else [])
-    props = {"begin_norm_axis": int_attr(n.attr("axis", -1)), "epsilon": float_attr(n.attr("epsilon", 1e-5))}
-    return [n.emit(ag.LayerNormOp, operands, props)]
+    """LayerNorm for Y; the Mean and InvStdDev outputs, when used, are computed beside it
+    (in stash_type, float32 by default) as ONNX defines them, over the normalised axes."""
+    x = n.x(0)
+    operands = [x, n.x(1)] + ([n.x(2)] if n.has(2) else [])
+    epsilon = n.attr("epsilon", 1e-5)
+    props = {"begin_norm_axis": int_attr(n.attr("axis", -1)), "epsilon": float_attr(epsilon)}
+    y = n.emit(ag.LayerNormOp, operands, props)
+    if not (n.used(1) or n.used(2)):
+        return [y]
+    axis = norm_axis(n.attr("axis", -1), len(shape(x)))
+    axes = tuple(range(axis, len(shape(x))))
+    stash = dtypes.from_numpy(helper.tensor_dtype_to_np_dtype(n.attr("stash_type", onnx.TensorProto.FLOAT)))
+    if dtype(x) != stash:
+        x = n.emit(ag.CastOp, [x], {"dst_type": stash}, "stash")
+    mean = _reduce(n, ag.ReduceMeanOp, x, axes, True, "mean")
+    centered = n.emit(ag.SubOp, [x, mean], tag="centered")
+    variance = _reduce(n, ag.ReduceMeanOp, n.emit(ag.MulOp, [centered, centered], tag="square"), axes, True, "variance")
+    shifted = n.emit(ag.AddOp, [variance, n.scalar(epsilon, variance, "epsilon")], tag="variance_epsilon")
+    inv_std_dev = n.emit(ag.RsqrtOp, [shifted], tag="inv_std_dev")
+    return [y, mean if n.used(1) else None, inv_std_dev if n.used(2) else None]
 
 
 @converts(InstanceNormalization=22)
