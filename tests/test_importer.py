@@ -1158,3 +1158,11 @@ def test_torch_cnn_matches_onnxruntime(tmp_path):
     module = check_numerics(onnx.load(path), {"x": rand(2, 3, 8, 8)}, rtol=1e-4, atol=1e-6)
     assert "conv2d" in kinds(module) and "softmax_v2" in kinds(module)
     assert os.path.isabs(load_onnx(path)[1].key)
+
+
+def test_value_named_by_digits_keeps_a_printable_name():
+    """torch names values `16`; the SSA hint must survive printing and cloning."""
+    model = make([helper.make_node("Relu", ["x"], ["16"])], [vi("x", F, [2])], ["16"])
+    module = check_numerics(model, {"x": rand(2)})
+    module.clone()
+    assert "%v16 = ascend_graph.relu" in str(module)

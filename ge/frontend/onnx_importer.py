@@ -317,12 +317,13 @@ def _hint(name: str) -> str | None:
 
     xDSL takes a trailing `_<digits>` for its own uniquing suffix and drops it, so
     ONNX's `onnx::Conv_633` would print as a misleading `%onnx__Conv_1`: the suffix
-    is kept as `.633` instead.
+    is kept as `.633` instead. A name that starts with a digit gets a `v` in front
+    (`_16` would be taken for such a suffix and printed as nothing).
     """
     hint = _TRAILING_NUMBER.sub(r".\1", _NOT_A_NAME.sub("_", name))
     if not hint:
         return None
-    return f"_{hint}" if hint[0].isdigit() else hint
+    return f"v{hint}" if hint[0].isdigit() else hint
 
 
 def symbol_name(name: str) -> str:

@@ -1,0 +1,426 @@
+"""Multi-head attention graph fusion: a transformer's attention block into one op.
+
+The block, as BERT-style and torch.nn.MultiheadAttention exports spell it: Q, K, V
+projections (MatMul, bias Add); each cut into heads by Reshape and Transpose (or,
+for one packed in-projection, Reshape, Unsqueeze, Transpose, Squeeze and Gather
+per third, then Reshape and Transpose); Q @ K^T scaled by a constant (Mul or Div,
+after the product or on Q and K before it); an optional additive mask; SoftmaxV2
+over the keys; @ V; the heads merged back by Transpose and Reshape. GE's
+MultiHeadAttentionFusionPass makes it one MultiHeadAttention, which keeps the
+[B, H, S, S] scores and probabilities out of memory.
+
+The many ways to cut heads are not enumerated: every Reshape, Transpose, Squeeze,
+Gather, slice or split between a projection and a head matmul is replayed on an
+array of element indices, which tells exactly which projection column (and row)
+each head element is. The block is fused only when those are head h's columns
+h*D .. h*D+D-1 of one slice of the projection, rows in BSH or SBH order, and the
+merged output is the heads side by side: then the fused op computes the same
+values. A packed in-projection becomes three slices of its weight and bias
+(StridedSliceD ops), which is how both the BERT and the torchvision ViT blocks
+fuse whole. Projections must be BatchMatMulV2 on a 3-D input and a 2-D weight,
+biases 1-D (added or in the matmul's bias input); anything else is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import FloatAttr, StringAttr, f64
+from xdsl.ir import OpResult, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from dialects import shapes
+from dialects.ascend_graph import (
+    AddOp,
+    BatchMatMulOp,
+    ConfusionTransposeOp,
+    FlattenOp,
+    GatherOp,
+    IdentityOp,
+    MultiHeadAttentionOp,
+    ReshapeOp,
+    SoftmaxOp,
+    SplitOp,
+    SplitVOp,
+    SqueezeOp,
+    StridedSliceOp,
+    TransposeOp,
+    UnsqueezeOp,
+    int_attr,
+    ints,
+    shape_of,
+)
+from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
+from passes.graph_match import constant_array, erase_dead, node_name, scaling, sole_user, user
+
+Rearrange = Callable[[np.ndarray], np.ndarray]
+
+_RESHAPES = (ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp)
+
+
+def _static(value: SSAValue) -> tuple[int, ...] | None:
+    shape = shape_of(value.type)
+    return shape if shapes.is_static(shape) else None
+
+
+def _view(value: SSAValue) -> tuple[Rearrange, SSAValue] | None:
+    """When `value` only rearranges the elements of one operand: how (a function on
+    arrays of the operand's shape) and which operand. Static shapes only."""
+    out = _static(value)
+    if not isinstance(value, OpResult) or out is None or not value.op.operands or _static(value.op.operands[0]) is None:
+        return None
+    op, source = value.op, value.op.operands[0]
+    if isinstance(op, _RESHAPES):
+        return (lambda a: a.reshape(out)), source
+    if isinstance(op, TransposeOp):
+        perm = op.props.ints("perm")
+        return (lambda a: a.transpose(perm)), source
+    if isinstance(op, ConfusionTransposeOp):
+        perm, target = op.props.ints("perm"), op.props.ints("shape")
+        if op.props.bool("transpose_first"):
+            return (lambda a: a.transpose(perm).reshape(out)), source
+        return (lambda a: a.reshape(shapes.reshape(a.shape, target)).transpose(perm)), source
+    if isinstance(op, GatherOp):
+        return _gather(op)
+    if isinstance(op, StridedSliceOp):
+        bounds = list(zip(op.props.ints("begin"), op.props.ints("end"), op.props.ints("strides")))
+        if any(b < 0 or e < 0 or s < 1 for b, e, s in bounds):
+            return None
+        return (lambda a: a[tuple(slice(b, e, s) for b, e, s in bounds)]), source
+    if isinstance(op, SplitOp | SplitVOp):
+        axis = shapes.norm_axis(op.props.int("split_dim"), len(shape_of(source.type)))
+        cuts = np.cumsum([shape_of(r.type)[axis] for r in op.results])[:-1]
+        index = value.index
+        return (lambda a: np.split(a, cuts, axis=axis)[index]), source
+    return None
+
+
+def _gather(op: GatherOp) -> tuple[Rearrange, SSAValue] | None:
+    """GatherV2 at constant indices, all in range."""
+    indices = constant_array(op.indices)
+    if indices is None:
+        return None
+    x = shape_of(op.x.type)
+    axis = shapes.norm_axis(op.props.int("axis"), len(x))
+    indices = indices.astype(np.int64)
+    if ((indices < -x[axis]) | (indices >= x[axis])).any():
+        return None
+    wrapped = np.where(indices < 0, indices + x[axis], indices)
+    return (lambda a: np.take(a, wrapped, axis=axis)), op.x
+
+
+@dataclass
+class _Trace:
+    """A value followed back through views (and scalings): the first value that is
+    not one, which of its elements (flat indices) the traced value holds, the ops
+    passed (first the traced value's owner), and the product of the scalings."""
+
+    root: SSAValue
+    index: np.ndarray
+    ops: list[Operation]
+    scale: float
+
+
+def _trace(value: SSAValue, *, scaled: bool) -> _Trace | None:
+    rearranges: list[Rearrange] = []
+    ops: list[Operation] = []
+    scale = 1.0
+    while True:
+        scaled_by = scaling(value.owner) if scaled else None
+        if scaled_by is not None:
+            ops.append(scaled_by.op)
+            scale *= scaled_by.factor
+            value = scaled_by.base
+            continue
+        view = _view(value)
+        if view is None:
+            break
+        rearrange, source = view
+        assert isinstance(value, OpResult)
+        rearranges.append(rearrange)
+        ops.append(value.op)
+        value = source
+    shape = _static(value)
+    if shape is None:
+        return None
+    index = np.arange(shapes.numel(shape)).reshape(shape)
+    for rearrange in reversed(rearranges):
+        index = rearrange(index)
+    return _Trace(value, index, ops, scale)
+
+
+@dataclass
+class _Projection:
+    """input @ weight (+ bias): weight [K, N], or [N, K] when `transposed`."""
+
+    input: SSAValue
+    weight: SSAValue
+    transposed: bool
+    bias: SSAValue | None
+    ops: list[Operation]
+
+
+def _projection(root: SSAValue) -> _Projection | None:
+    """`root` as a projection of a 3-D input by a 2-D weight with an optional 1-D bias."""
+    op, added, ops = root.owner, None, []
+    if isinstance(op, AddOp):
+        for product, bias in ((op.x1, op.x2), (op.x2, op.x1)):
+            if isinstance(product.owner, BatchMatMulOp) and op.y.type == product.type:
+                ops, added, op = [op], bias, product.owner
+                break
+    if not isinstance(op, BatchMatMulOp) or op.props.bool("adj_x1"):
+        return None
+    if len(shape_of(op.x1.type)) != 3 or len(shape_of(op.x2.type)) != 2:
+        return None
+    if added is not None and op.bias is not None:
+        return None
+    bias = added if added is not None else op.bias
+    if bias is not None and shape_of(bias.type) != shape_of(op.y.type)[-1:]:
+        return None
+    return _Projection(op.x1, op.x2, op.props.bool("adj_x2"), bias, [op, *ops])
+
+
+def _as_heads(index: np.ndarray, transposed: bool) -> np.ndarray | None:
+    """A head matmul operand's index as [B, H, S, D] (a 3-D one is one head)."""
+    if transposed:
+        index = np.swapaxes(index, -1, -2)
+    if index.ndim == 3:
+        return index[:, None]
+    return index if index.ndim == 4 else None
+
+
+def _head_columns(index: np.ndarray, root: SSAValue) -> tuple[int, set[str]] | None:
+    """Where a head view [B, H, S, D] starts in its projection [d0, d1, N], and the
+    layouts under which element [b, h, s, d] is column start + h*D + d of row (b, s)
+    (BSH: d0 = B) or (s, b) (SBH: d0 = S)."""
+    batch, heads, seq, width = index.shape
+    d0, d1, columns = shape_of(root.type)
+    rows, cols = np.divmod(index, columns)
+    start = int(cols.flat[0])
+    within = (np.arange(heads)[:, None] * width + np.arange(width))[None, :, None, :]
+    if start + heads * width > columns or not np.array_equal(cols, start + np.broadcast_to(within, index.shape)):
+        return None
+    b, s = np.arange(batch)[:, None], np.arange(seq)[None, :]
+    layouts = set()
+    if (d0, d1) == (batch, seq) and np.array_equal(rows, np.broadcast_to((b * seq + s)[:, None, :, None], index.shape)):
+        layouts.add("BSH")
+    if (d0, d1) == (seq, batch) and np.array_equal(rows, np.broadcast_to((s * batch + b)[:, None, :, None], index.shape)):
+        layouts.add("SBH")
+    return start, layouts
+
+
+@dataclass
+class _Side:
+    """One of Q, K, V: its trace, projection, heads view and place in the projection."""
+
+    trace: _Trace
+    projection: _Projection
+    heads: np.ndarray
+    start: int
+    layouts: set[str]
+
+    @property
+    def width(self) -> int:
+        """The projection columns the side uses: H * D."""
+        return self.heads.shape[1] * self.heads.shape[3]
+
+
+def _side(value: SSAValue, transposed: bool, *, scaled: bool) -> _Side | None:
+    trace = _trace(value, scaled=scaled)
+    projection = _projection(trace.root) if trace is not None else None
+    heads = _as_heads(trace.index, transposed) if trace is not None else None
+    if trace is None or projection is None or heads is None:
+        return None
+    found = _head_columns(heads, trace.root)
+    if found is None:
+        return None
+    return _Side(trace, projection, heads, *found)
+
+
+def _scaled_scores(value: SSAValue) -> tuple[BatchMatMulOp, list[Operation], float] | None:
+    """The Q @ K^T matmul `value` scales by constants, the scaling ops and the factor."""
+    ops: list[Operation] = []
+    factor = 1.0
+    while (scaled_by := scaling(value.owner)) is not None:
+        ops.append(scaled_by.op)
+        factor *= scaled_by.factor
+        value = scaled_by.base
+    return (value.owner, ops, factor) if isinstance(value.owner, BatchMatMulOp) else None
+
+
+@dataclass
+class _Scores:
+    """softmax's input: scale * (Q @ K^T) (+ mask)."""
+
+    matmul: BatchMatMulOp
+    ops: list[Operation]
+    scale: float
+    mask: SSAValue | None
+
+
+def _scores(value: SSAValue) -> _Scores | None:
+    add = value.owner
+    if isinstance(add, AddOp):
+        for scores, mask in ((add.x1, add.x2), (add.x2, add.x1)):
+            found = _scaled_scores(scores)
+            if found is not None and add.y.type == scores.type:
+                return _Scores(found[0], [add, *found[1]], found[2], mask)
+    found = _scaled_scores(value)
+    return _Scores(*found, None) if found is not None else None
+
+
+def _merged(context: SSAValue, layout: str, fused: tuple[int, ...]) -> tuple[SSAValue, list[Operation]] | None:
+    """The value holding the heads of `context` side by side in `layout`, found along
+    the Reshapes and Transposes context alone flows through, and those ops up to it:
+    the first of the fused result's shape, else the last found."""
+    shape = shape_of(context.type)
+    heads = np.arange(shapes.numel(shape)).reshape(shape if len(shape) == 4 else (shape[0], 1, *shape[1:]))
+    target = heads.transpose((0, 2, 1, 3) if layout == "BSH" else (2, 0, 1, 3)).reshape(-1)
+    index, value, ops = np.arange(shapes.numel(shape)).reshape(shape), context, []
+    found: list[tuple[SSAValue, list[Operation]]] = []
+    while True:
+        if np.array_equal(index.reshape(-1), target):
+            if shape_of(value.type) == fused:
+                return value, ops
+            found.append((value, list(ops)))
+        following = sole_user(value)
+        if not isinstance(following, (*_RESHAPES, TransposeOp, ConfusionTransposeOp)):
+            break
+        view = _view(following.results[0])
+        if view is None:
+            break
+        index = view[0](index)
+        value = following.results[0]
+        ops.append(following)
+    return found[-1] if found else None
+
+
+class AttentionBlock(FusionPattern):
+    """Anchored on the SoftmaxV2 between a scaled Q @ K^T (+ mask) and a @ V.
+
+    Fused only when: softmax runs over the last axis; neither head matmul has a
+    bias of its own; Q, K, V are head views of projections (checked element by
+    element, see the module); their heads and layouts agree; the projection biases
+    are all three or none; the scale is constant; and no op of the block has a user
+    outside it (the merged output aside)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, softmax: SoftmaxOp, rewriter: PatternRewriter) -> None:
+        scores = _scores(softmax.x)
+        context = user(softmax.y, BatchMatMulOp, lambda op: op.x1 is softmax.y)
+        if scores is None or context is None:
+            return
+        self.matched(softmax)
+
+        rank = len(shape_of(softmax.x.type))
+        qk = scores.matmul
+        if shapes.norm_axes(softmax.props.ints("axes"), rank) != (rank - 1,) or context.props.bool("adj_x1"):
+            return
+        if qk.bias is not None or context.bias is not None:  # e.g. a mask MatMulBiasAdd moved into Q @ K^T
+            return
+        q = _side(qk.x1, qk.props.bool("adj_x1"), scaled=True)
+        k = _side(qk.x2, not qk.props.bool("adj_x2"), scaled=True)
+        v = _side(context.x2, context.props.bool("adj_x2"), scaled=False)
+        if q is None or k is None or v is None:
+            return
+        (batch, heads, seq, width), (kb, kh, kseq, kwidth), (vb, vh, vseq, _) = (s.heads.shape for s in (q, k, v))
+        if (kb, kh, kwidth) != (batch, heads, width) or (vb, vh, vseq) != (batch, heads, kseq):
+            return
+        layouts = q.layouts & k.layouts & v.layouts
+        if not layouts or len({s.projection.bias is None for s in (q, k, v)}) != 1:
+            return
+        layout = "BSH" if "BSH" in layouts else "SBH"
+        fused_shape = (batch, seq, v.width) if layout == "BSH" else (seq, batch, v.width)
+        merged = _merged(context.y, layout, fused_shape)
+        if merged is None:
+            return
+        output, merge_ops = merged
+
+        block = {softmax, qk, context, *scores.ops, *merge_ops}
+        for side in (q, k, v):
+            block |= {*side.trace.ops, *side.projection.ops}
+        if not self._closed(block, output):
+            return
+        sides = (q, k, v)
+        inputs = [s.projection.input for s in sides] + [s.projection.weight for s in sides]
+        inputs += [s.projection.bias for s in sides if s.projection.bias is not None]
+        if any(value.owner in block for value in [*inputs, *([scores.mask] if scores.mask else [])]):
+            return
+
+        new_ops, operands = self._operands(q, k, v, scores.mask, rank)
+        props = {
+            "head_num": int_attr(heads),
+            "scale": FloatAttr(q.trace.scale * k.trace.scale * scores.scale, f64),
+            "input_layout": StringAttr(layout),
+        }
+        assert isinstance(output, OpResult)
+        replaced, ops_in_order = output.op, output.op.parent_block()
+        assert ops_in_order is not None
+        fused = MultiHeadAttentionOp(operands, props, node_name(replaced))
+        new_ops.append(fused)
+        if shape_of(output.type) != fused_shape:
+            new_ops.append(ReshapeOp([fused], {"shape": ints(shape_of(output.type))}))
+        position = {op: i for i, op in enumerate(ops_in_order.ops)}
+        rewriter.replace(replaced, new_ops)
+        erase_dead(rewriter, sorted(block - {replaced}, key=position.__getitem__, reverse=True))
+        self.effected()
+
+    @staticmethod
+    def _closed(block: set[Operation], output: SSAValue) -> bool:
+        """No result of the block but `output` is used outside it."""
+        return all(
+            r is output or all(use.operation in block for use in r.uses) for op in block for r in op.results
+        )
+
+    @staticmethod
+    def _operands(
+        q: _Side, k: _Side, v: _Side, mask: SSAValue | None, rank: int
+    ) -> tuple[list[Operation], list[SSAValue]]:
+        """The fused op's operands, and the slices (and mask unsqueeze) they need."""
+        new_ops: list[Operation] = []
+
+        def add(op: Operation, hint: str) -> SSAValue:
+            new_ops.append(op)
+            op.results[0].name_hint = hint
+            return op.results[0]
+
+        def cut(value: SSAValue, axis: int, side: _Side, hint: str) -> SSAValue:
+            shape = shape_of(value.type)
+            if (side.start, side.width) == (0, shape[axis]):
+                return value
+            begin = [side.start if i == axis else 0 for i in range(len(shape))]
+            end = [side.start + side.width if i == axis else d for i, d in enumerate(shape)]
+            props = {"begin": ints(begin), "end": ints(end), "strides": ints([1] * len(shape))}
+            return add(StridedSliceOp([value], props), hint)
+
+        def weight(side: _Side, role: str) -> SSAValue:
+            w = side.projection.weight
+            if not side.projection.transposed:
+                return cut(w, 1, side, f"{role}_weight")
+            return add(TransposeOp([cut(w, 0, side, f"{role}_weight")], {"perm": ints([1, 0])}), f"{role}_weight")
+
+        sides = {"query": q, "key": k, "value": v}
+        operands = [s.projection.input for s in sides.values()] + [weight(s, role) for role, s in sides.items()]
+        for role, s in sides.items():
+            if s.projection.bias is not None:
+                operands.append(cut(s.projection.bias, 0, s, f"{role}_bias"))
+        if mask is not None:
+            if rank == 3 and len(shape_of(mask.type)) == 3:  # one head: the scores gain a head axis
+                mask = add(UnsqueezeOp([mask], {"axes": ints([1])}), "atten_mask")
+            operands.append(mask)
+        return new_ops, operands
+
+
+@fusion_pass
+@dataclass(frozen=True)
+class MultiHeadAttentionFusionPass(FusionPass):
+    """Fuse attention blocks (Q/K/V projections through the merged heads) into MultiHeadAttention."""
+
+    name = "MultiHeadAttentionFusionPass"
+    band: ClassVar[Band] = Band.MAIN
+
+    def patterns(self, counts: FusionCounts) -> list[RewritePattern]:
+        return [AttentionBlock(counts)]
