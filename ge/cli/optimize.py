@@ -1,0 +1,154 @@
+"""`ge optimize MODEL.onnx`: run GE's graph optimisation and show what it did.
+
+It imports the model, runs `ge.pipeline.optimize` with ATC's options, and prints
+the time of each phase, the kernels the build would make before and after (see
+`passes.ub_fusion.kernel_scopes`) and every fusion pass with its match and effect
+counts, as fusion_result.json counts them. fusion_result.json is written as
+`--export_compile_stat` says: 2 right after the graph is optimised, 1 when the
+command ends normally, 0 never. `--output=FILE.mlir` writes the optimised IR; when
+the passes made new weights (folded filters), they go to `FILE.mlir.npz` and the
+IR names that file. Both are written atomically, after everything else succeeded.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from dialects.ascend_graph import WeightRefAttr
+    from ge.pipeline import Compilation
+
+console = Console()
+
+
+def optimize(
+    model: Annotated[Path, typer.Argument(help="An ONNX model.", show_default=False)],
+    input_shape: Annotated[
+        str | None,
+        typer.Option("--input_shape", "--input-shape", help="Input shapes, as ATC: 'input:1,3,224,224;mask:1,128'."),
+    ] = None,
+    fusion_switch_file: Annotated[
+        str | None,
+        typer.Option("--fusion_switch_file", "--fusion-switch-file", help="GE fusion switch file (JSON or 'Pass:off' lines)."),
+    ] = None,
+    export_compile_stat: Annotated[
+        int,
+        typer.Option(
+            "--export_compile_stat", "--export-compile-stat",
+            help="fusion_result.json: 0 never, 1 at the normal end, 2 right after the graph is optimised.",
+        ),
+    ] = 1,
+    soc_version: Annotated[
+        str, typer.Option("--soc_version", "--soc-version", help="The SoC to compile for (its UB sizes UB fusion).")
+    ] = "Ascend310P3",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the optimised IR here (.mlir).", show_default=False)
+    ] = None,
+) -> None:
+    """Run the graph optimisation (graph fusion, UB fusion, Split no-task) and report it."""
+    import ge
+    from ge import pipeline
+    from ge.cli.opt import weight_refs
+    from ge.options import CompileOptions
+    from passes.ub_fusion import kernel_scopes
+
+    options = CompileOptions(
+        input_shape=input_shape,
+        fusion_switch_file=fusion_switch_file,
+        export_compile_stat=export_compile_stat,
+        soc_version=soc_version,
+    )
+    if output is not None and not output.parent.is_dir():
+        raise ge.OptionError(f"--output {output}: directory '{output.parent}' does not exist")
+    started = time.perf_counter()
+    module, _ = ge.load_onnx(str(model), input_shape=input_shape)
+    imported = time.perf_counter() - started
+    before, refs = kernel_scopes(module), weight_refs(module)
+    compilation = pipeline.optimize(module, options)
+    after = kernel_scopes(module)
+    if output is not None:
+        _write_ir(compilation.module, output, refs)
+    compilation.finish()
+
+    console.print(f"[bold]{model}[/] optimised for {soc_version}")
+    console.print(_phases(imported, compilation.timings))
+    console.print(f"kernels: {before} before, {after} after ({_no_task_splits(module)})")
+    console.print(_passes(compilation))
+    if compilation.result_file is not None:
+        console.print(f"fusion result: {compilation.result_file}")
+    if output is not None:
+        console.print(f"optimised IR: {output}")
+
+
+def _phases(imported: float, timings: dict[str, float]) -> Table:
+    table = Table(title="phases", title_justify="left")
+    table.add_column("phase")
+    table.add_column("time", justify="right")
+    for name, seconds in [("import", imported), *timings.items()]:
+        table.add_row(name, f"{seconds * 1e3:.1f} ms")
+    table.add_row("total", f"{(imported + sum(timings.values())) * 1e3:.1f} ms", style="bold")
+    return table
+
+
+def _passes(compilation: Compilation) -> Table:
+    """Every fusion pass in run order: its counts, or "off" when the switch file closed it."""
+    from passes.fusion import FusionKind, ordered
+
+    ran = {name: counts for (_, name), counts in compilation.statistics.counts.items()}
+    table = Table(title="fusion passes", title_justify="left")
+    for column in ("pass", "kind", "match_times", "effect_times"):
+        table.add_column(column, justify="right" if column.endswith("times") else "left")
+    for kind in (FusionKind.GRAPH, FusionKind.UB):
+        for cls in ordered(kind):
+            if not cls.reported:
+                continue
+            counts = ran.get(cls.name)
+            if counts is None:
+                table.add_row(cls.name, kind.value, "off", "off", style="dim")
+            else:
+                table.add_row(cls.name, kind.value, str(counts.match_times), str(counts.effect_times))
+    return table
+
+
+def _no_task_splits(module: ModuleOp) -> str:
+    from dialects.ascend_graph import SplitBase
+    from passes.ub_fusion import is_no_task
+
+    splits = [op for op in module.walk() if isinstance(op, SplitBase)]
+    return f"{sum(map(is_no_task, splits))} of {len(splits)} splits no-task"
+
+
+def _write_ir(module: ModuleOp, output: Path, input_refs: set[WeightRefAttr]) -> None:
+    """The IR, and the weights the passes created beside it, written atomically."""
+    from ge import ir, weights
+    from ge.cli.opt import weight_refs
+
+    refs = weight_refs(module)
+    tmp = f"{output}.{os.getpid()}.tmp"
+    npz = os.path.abspath(f"{output}.npz")
+    saved: weights.WeightStore | None = None
+    if not refs <= input_refs:
+        source = weights.store_of(module)
+        saved = weights.WeightStore(npz)
+        for ref in sorted(refs, key=lambda r: r.weight.data):
+            saved.add(ref.weight.data, source.get(ref))
+        weights.attach(module, saved)
+    try:
+        with open(tmp, "w") as f:
+            f.write(ir.to_text(module))
+        if saved is not None:
+            saved.save(npz)
+        os.replace(tmp, output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
