@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     VariadicDef,
@@ -61,7 +62,7 @@ from xdsl.irdl import (
 from xdsl.traits import ConstantLike, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from dialects import shapes
+from dialects import formats, shapes
 from dialects.shapes import DYN, Shape, ShapeError
 
 FORMATS = ("ND", "NCHW", "NHWC", "NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ")
@@ -163,13 +164,48 @@ class Props:
 
 
 def shape_of(t: Attribute) -> Shape:
+    """The logical shape: the origin shape of a tensor in a device format, else its shape.
+
+    Shape rules and values are logical; a device format (NC1HWC0, FRACTAL_Z, ...)
+    only says how the same values are laid out, so ops check origin shapes.
+    """
     assert isinstance(t, TensorType)
+    if isinstance(t.encoding, FormatAttr):
+        return tuple(t.encoding.origin_shape.get_values())
     return tuple(t.get_shape())
 
 
 def dtype_of(t: Attribute) -> Attribute:
     assert isinstance(t, TensorType)
     return t.element_type
+
+
+def format_of(t: Attribute) -> str | None:
+    """The device format of a tensor, or None for a tensor in its origin format."""
+    assert isinstance(t, TensorType)
+    return t.encoding.format.data if isinstance(t.encoding, FormatAttr) else None
+
+
+def device_tensor(dtype: Attribute, format: str, origin_format: str, origin_shape: Sequence[int]) -> TensorType:
+    """A tensor in a device format: its physical shape, encoded with the origin it maps."""
+    physical = formats.physical_shape(format, origin_format, origin_shape, dtype)
+    return TensorType(dtype, physical, FormatAttr(format, origin_format, origin_shape))
+
+
+def verify_layout(t: Attribute, what: str) -> None:
+    """A tensor in a device format must have the physical shape its format maps its origin shape to."""
+    if not isinstance(t, TensorType) or not isinstance(t.encoding, FormatAttr):
+        return
+    enc = t.encoding
+    try:
+        want = formats.physical_shape(enc.format.data, enc.origin_format.data, enc.origin_shape.get_values(), t.element_type)
+    except ShapeError as e:
+        raise VerifyException(f"{what}: {e}") from e
+    if tuple(t.get_shape()) != want:
+        raise VerifyException(
+            f"{what}: a {enc.format.data} tensor of origin shape {shapes.fmt(enc.origin_shape.get_values())} "
+            f"has the physical shape {shapes.fmt(want)}, not {shapes.fmt(t.get_shape())}"
+        )
 
 
 def is_float(dtype: Attribute) -> bool:
@@ -327,6 +363,28 @@ class LogicalBinaryOp(BinaryOp):
         return super().infer_result_types(operand_types, props)
 
 
+class CubeOp(AscendOp):
+    """An op of the cube unit. The cube multiplies in its inputs' dtype and
+    accumulates in float32, so it can write a wider result than it reads (float16
+    in, float32 out: precision_mode cube_fp16in_fp32out). The optional `dtype`
+    property is that result dtype; without it the result has the inputs' dtype."""
+
+    result_dtype = opt_prop_def(TypeAttribute, prop_name="dtype")
+
+
+def _cube_dtype(
+    operand_types: Sequence[Attribute], props: Props, what: str, inputs: Sequence[int], bias: int | None = None
+) -> Attribute:
+    """The result dtype of a cube op: the `dtype` property, else the common dtype of
+    the multiplied `inputs`. A bias joins the float32 accumulator, so it may have
+    the inputs' dtype or the result's."""
+    dtype = _same(operand_types, what, inputs)
+    out = props.type("dtype") if props.has("dtype") else dtype
+    if bias is not None and bias < len(operand_types) and dtype_of(operand_types[bias]) not in (dtype, out):
+        raise ShapeError(f"bias element type {dtype_of(operand_types[bias])} is neither the inputs' {dtype} nor the result's {out}")
+    return out
+
+
 # ------------------------------------------------------------------- structural ops
 
 
@@ -360,6 +418,9 @@ class GraphOp(IRDLOperation):
         indices = sorted(d.index.value.data for d in self.inputs)
         if indices != list(range(len(indices))):
             raise VerifyException(f"graph @{self.sym_name.data}: data indices {indices} are not 0..{len(indices) - 1}")
+        for op in self.body.walk():
+            for i, r in enumerate(op.results):
+                verify_layout(r.type, f"graph @{self.sym_name.data}: {op.name} result {i}")
 
 
 @irdl_op_definition
@@ -804,6 +865,45 @@ class CastOp(AscendOp):
 
 
 @irdl_op_definition
+class TransDataOp(AscendOp):
+    """The same values in another format (CANN `TransData`): `src_format` -> `dst_format`.
+
+    A tensor in an origin format (ND, NCHW) has no encoding; in a device format it has
+    the physical shape of its origin shape, which the conversion keeps.
+    """
+
+    name = "ascend_graph.trans_data"
+    OP_TYPE: ClassVar[str] = "TransData"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    src_format = prop_def(StringAttr)
+    dst_format = prop_def(StringAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = operand_types[0]
+        src, dst = props.str("src_format"), props.str("dst_format")
+        assert isinstance(x, TensorType)
+        enc = x.encoding
+        if isinstance(enc, FormatAttr):
+            origin, actual = enc.origin_format.data, enc.format.data
+        else:
+            origin = actual = src if src in formats.ORIGIN_FORMATS else "its origin format"
+        if actual != src:
+            raise ShapeError(f"the input is in {actual}, not in src_format {src}")
+        if dst == origin:
+            return [tensor(dtype_of(x), shape_of(x))]
+        return [device_tensor(dtype_of(x), dst, origin, shape_of(x))]
+
+    def verify_(self) -> None:
+        super().verify_()
+        want = self.infer_result_types([self.x.type], self.props)[0]
+        if self.y.type != want:
+            raise VerifyException(f"TransData '{self.label}': result is {self.y.type}, but {self.props.str('dst_format')} gives {want}")
+
+
+@irdl_op_definition
 class SelectOp(AscendOp):
     """condition ? x1 : x2 with broadcasting (CANN `SelectV2`, ONNX `Where`)."""
 
@@ -1019,11 +1119,116 @@ class InstanceNormOp(AscendOp):
         return [operand_types[0]]
 
 
+# -------------------------------------------------------------------------- attention
+
+
+def _agree(a: int, b: int) -> bool:
+    return a == b or DYN in (a, b)
+
+
+@irdl_op_definition
+class MultiHeadAttentionOp(CubeOp):
+    """Multi-head attention from the inputs of the Q/K/V projections to the merged
+    heads (CANN `MultiHeadAttention`), the output projection left outside.
+
+    With H = head_num, E = query_weight's columns (D = E / H per head) and Ev =
+    value_weight's columns (Dv = Ev / H):
+    q = query @ query_weight + query_bias, and k, v likewise; head h of q is its
+    columns h*D .. h*D+D-1; p = softmax(scale * q_h @ k_h^T + atten_mask) over the
+    keys; y = p @ v_h, head h in columns h*Dv .. h*Dv+Dv-1 of y.
+
+    `input_layout` is "BSH" (query [B, Sq, Kq], result [B, Sq, Ev]) or "SBH" ([Sq, B,
+    Kq] and [Sq, B, Ev], torch.nn.MultiheadAttention without batch_first). Weights are
+    [in, out]; the biases are all three or none; atten_mask is added to the scores
+    [B, H, Sq, Sk] under numpy broadcasting. The operands are told apart by their
+    count: 6, 7 (mask), 9 (biases) or 10 (biases, mask).
+    """
+
+    name = "ascend_graph.multi_head_attention"
+    OP_TYPE: ClassVar[str] = "MultiHeadAttention"
+    irdl_options = (ParsePropInAttrDict(), AttrSizedOperandSegments(as_property=True))
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    query_weight = operand_def(TensorType)
+    key_weight = operand_def(TensorType)
+    value_weight = operand_def(TensorType)
+    query_bias = opt_operand_def(TensorType)
+    key_bias = opt_operand_def(TensorType)
+    value_bias = opt_operand_def(TensorType)
+    atten_mask = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    head_num = prop_def(IntegerAttr)
+    scale = prop_def(FloatAttr)
+    input_layout = prop_def(StringAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$query `,` $key `,` $value `weights` `(` $query_weight `,` $key_weight `,` $value_weight `)` "
+        "(`biases` `(` $query_bias^ `,` $key_bias `,` $value_bias `)`)? (`mask` $atten_mask^)? attr-dict `:` "
+        "`(` type($query) `,` type($key) `,` type($value) `weights` `(` type($query_weight) `,` "
+        "type($key_weight) `,` type($value_weight) `)` (`biases` `(` type($query_bias)^ `,` type($key_bias) `,` "
+        "type($value_bias) `)`)? (`mask` type($atten_mask)^)? `)` `->` type($y)"
+    )
+
+    LAYOUTS: ClassVar[tuple[str, ...]] = ("BSH", "SBH")
+
+    @classmethod
+    def _group(cls, values: Sequence[SSAValue]) -> list[SSAValue | list[SSAValue]]:
+        if len(values) not in (6, 7, 9, 10):
+            raise ShapeError(f"takes 6, 7, 9 or 10 operands, got {len(values)}")
+        biases = [[v] for v in values[6:9]] if len(values) >= 9 else [[], [], []]
+        mask = [values[-1]] if len(values) in (7, 10) else []
+        return [*values[:6], *biases, mask]
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if len(operand_types) not in (6, 7, 9, 10):
+            raise ShapeError(f"takes 6, 7, 9 or 10 operands, got {len(operand_types)}")
+        dtype = _cube_dtype(operand_types, props, "all", range(len(operand_types)))
+        if not is_float(dtype):
+            raise ShapeError(f"needs floating-point operands, got {dtype}")
+        layout, heads = props.str("input_layout"), props.int("head_num")
+        if layout not in cls.LAYOUTS:
+            raise ShapeError(f"input_layout {layout!r} is not BSH or SBH")
+        if heads < 1:
+            raise ShapeError(f"head_num {heads} must be >= 1")
+        inputs = [shape_of(t) for t in operand_types[:3]]
+        weights = [shape_of(t) for t in operand_types[3:6]]
+        if any(len(s) != 3 for s in inputs) or any(len(w) != 2 for w in weights):
+            raise ShapeError("query, key and value must be 3-D and their weights 2-D")
+        (bq, sq), (bk, sk), (bv, sv) = ((s[0], s[1]) if layout == "BSH" else (s[1], s[0]) for s in inputs)
+        if not (_agree(bq, bk) and _agree(bq, bv) and _agree(sk, sv)):
+            raise ShapeError(f"query, key and value {', '.join(map(shapes.fmt, inputs))} disagree in batch or key length")
+        for label, s, w in zip(("query", "key", "value"), inputs, weights):
+            if not _agree(s[2], w[0]):
+                raise ShapeError(f"{label} has {s[2]} features, its weight {shapes.fmt(w)} takes {w[0]}")
+        e, ev = weights[0][1], weights[2][1]
+        if not _agree(e, weights[1][1]):
+            raise ShapeError(f"query and key weights give {e} and {weights[1][1]} columns")
+        if any(n != DYN and n % heads for n in (e, ev)):
+            raise ShapeError(f"{e} query/key and {ev} value columns do not split into {heads} heads")
+        if len(operand_types) >= 9:
+            for label, t, n in zip(("query", "key", "value"), operand_types[6:9], (e, e, ev)):
+                if len(shape_of(t)) != 1 or not _agree(shape_of(t)[0], n):
+                    raise ShapeError(f"{label}_bias {shapes.fmt(shape_of(t))} is not [{n}]")
+        if len(operand_types) in (7, 10):
+            scores = (bq, heads, sq, sk)
+            mask = shape_of(operand_types[-1])
+            try:
+                fits = len(mask) <= 4 and shapes.compatible(shapes.broadcast(scores, mask), scores)
+            except ShapeError:
+                fits = False
+            if not fits:
+                raise ShapeError(f"atten_mask {shapes.fmt(mask)} does not broadcast to the scores {shapes.fmt(scores)}")
+        out = (bq, sq, ev) if layout == "BSH" else (sq, bq, ev)
+        return [tensor(dtype, out)]
+
+
 # --------------------------------------------------------------------------- cube ops
 
 
 @irdl_op_definition
-class Conv2DOp(AscendOp):
+class Conv2DOp(CubeOp):
     """2-D convolution, NCHW, filter [Cout, Cin/groups, kh, kw] (CANN `Conv2D`).
 
     `strides` and `dilations` have 4 entries in NCHW order and `pads` is
@@ -1059,7 +1264,7 @@ class Conv2DOp(AscendOp):
             raise ShapeError(f"output channels {w[0]} are not divisible by groups {groups}")
         if len(operand_types) > 2 and not shapes.compatible(shape_of(operand_types[2]), (w[0],)):
             raise ShapeError(f"bias shape {shapes.fmt(shape_of(operand_types[2]))} != [{w[0]}]")
-        dtype = _same(operand_types, "input and filter", [0, 1])
+        dtype = _cube_dtype(operand_types, props, "input and filter", [0, 1], bias=2)
         h = shapes.window_out(x[2], w[2], strides[2], pads[0], pads[1], dil[2])
         wd = shapes.window_out(x[3], w[3], strides[3], pads[2], pads[3], dil[3])
         return [tensor(dtype, (x[0], w[0], h, wd))]
@@ -1086,7 +1291,7 @@ def _matmul_shape(a: Shape, b: Shape, ta: bool, tb: bool) -> Shape:
 
 
 @irdl_op_definition
-class MatMulV2Op(AscendOp):
+class MatMulV2Op(CubeOp):
     """2-D matrix product with optional transposes and bias (CANN `MatMulV2`)."""
 
     name = "ascend_graph.matmul_v2"
@@ -1107,11 +1312,11 @@ class MatMulV2Op(AscendOp):
         out = _matmul_shape(a, b, props.bool("transpose_x1"), props.bool("transpose_x2"))
         if len(operand_types) > 2:
             shapes.broadcast(out, shape_of(operand_types[2]))
-        return [tensor(_same(operand_types, "matmul"), out)]
+        return [tensor(_cube_dtype(operand_types, props, "matmul", [0, 1], bias=2), out)]
 
 
 @irdl_op_definition
-class BatchMatMulOp(AscendOp):
+class BatchMatMulOp(CubeOp):
     """numpy.matmul with broadcast batch dims and optional transposes (CANN `BatchMatMulV2`)."""
 
     name = "ascend_graph.batch_matmul"
@@ -1132,11 +1337,11 @@ class BatchMatMulOp(AscendOp):
         out = _matmul_shape(a, b, props.bool("adj_x1"), props.bool("adj_x2"))
         if len(operand_types) > 2:
             shapes.broadcast(out, shape_of(operand_types[2]))
-        return [tensor(_same(operand_types, "matmul"), out)]
+        return [tensor(_cube_dtype(operand_types, props, "matmul", [0, 1], bias=2), out)]
 
 
 @irdl_op_definition
-class GemmOp(AscendOp):
+class GemmOp(CubeOp):
     """alpha * op(a) @ op(b) + beta * c (CANN `GEMM`, ONNX `Gemm`)."""
 
     name = "ascend_graph.gemm"
@@ -1159,7 +1364,54 @@ class GemmOp(AscendOp):
         out = _matmul_shape(a, b, props.bool("trans_a"), props.bool("trans_b"))
         if len(operand_types) > 2 and shapes.broadcast(out, shape_of(operand_types[2])) != out:
             raise ShapeError(f"c {shapes.fmt(shape_of(operand_types[2]))} does not broadcast to {shapes.fmt(out)}")
-        return [tensor(_same(operand_types, "gemm"), out)]
+        return [tensor(_cube_dtype(operand_types, props, "gemm", [0, 1], bias=2), out)]
+
+
+@irdl_op_definition
+class FullyConnectionOp(CubeOp):
+    """x flattened from `axis` on, times `num_output` rows of w, plus b (CANN `FullyConnection`).
+
+    As CANN defines it (after Caffe's InnerProduct): K is the product of x's dims
+    from `axis` on (1 or 2); without `transpose`, w is [num_output, ...] with
+    trailing dims multiplying to K (a conv filter [Cout, C, kh, kw] as it is), with
+    it w is [K, num_output]; b is [num_output]. The result keeps x's rank, as CANN's
+    4-D FullyConnection output does: x's dims before `axis`, num_output, then 1s,
+    so a convolution with a 1x1 output and its FullyConnection have one type.
+    """
+
+    name = "ascend_graph.fully_connection"
+    OP_TYPE: ClassVar[str] = "FullyConnection"
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    b = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    num_output = prop_def(IntegerAttr)
+    transpose = prop_def(BoolAttr)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, w = shape_of(operand_types[0]), shape_of(operand_types[1])
+        axis, n = props.int("axis", 1), props.int("num_output")
+        if axis not in (1, 2) or axis >= len(x):
+            raise ShapeError(f"axis {axis} must be 1 or 2 and below the input rank {len(x)}")
+        if n < 1:
+            raise ShapeError(f"num_output {n} must be >= 1")
+        k = shapes.numel(x[axis:]) if shapes.is_static(x[axis:]) else DYN
+        transpose = props.bool("transpose")
+        if transpose:
+            fits = len(w) == 2 and shapes.compatible(w, (k, n))
+        else:
+            per_row = shapes.numel(w[1:]) if shapes.is_static(w[1:]) else DYN
+            fits = len(w) >= 2 and shapes.compatible((w[0], per_row), (n, k))
+        if not fits:
+            layout = "[K, num_output]" if transpose else "[num_output, ...] with K values per row"
+            raise ShapeError(f"weight {shapes.fmt(w)} is not {layout} for K = {shapes.fmt([k])[1:-1]}, num_output = {n}")
+        if len(operand_types) > 2 and not shapes.compatible(shape_of(operand_types[2]), (n,)):
+            raise ShapeError(f"bias shape {shapes.fmt(shape_of(operand_types[2]))} != [{n}]")
+        dtype = _cube_dtype(operand_types, props, "fully connection", [0, 1], bias=2)
+        return [tensor(dtype, x[:axis] + (n,) + (1,) * (len(x) - axis - 1))]
 
 
 # --------------------------------------------------------------------------- pooling
@@ -1310,6 +1562,38 @@ class TransposeOp(AscendOp):
         if sorted(perm) != list(range(len(x))):
             raise ShapeError(f"perm {list(perm)} is not a permutation of 0..{len(x) - 1}")
         return [tensor(dtype_of(operand_types[0]), tuple(x[p] for p in perm))]
+
+
+@irdl_op_definition
+class ConfusionTransposeOp(AscendOp):
+    """A TransposeD and a Reshape as one op (CANN `ConfusionTransposeD`): with
+    `transpose_first`, reshape(transpose(x, perm), shape), else
+    transpose(reshape(x, shape), perm); `shape` may hold one -1, as Reshape's."""
+
+    name = "ascend_graph.confusion_transpose_d"
+    OP_TYPE: ClassVar[str] = "ConfusionTransposeD"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    perm = prop_def(DenseArrayBase)
+    shape = prop_def(DenseArrayBase)
+    transpose_first = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, perm, target = shape_of(operand_types[0]), props.ints("perm"), props.ints("shape")
+        if props.bool("transpose_first"):
+            moved = _permuted(x, perm)
+            out = shapes.reshape(moved, target)
+        else:
+            out = _permuted(shapes.reshape(x, target), perm)
+        return [tensor(dtype_of(operand_types[0]), out)]
+
+
+def _permuted(x: Shape, perm: Sequence[int]) -> Shape:
+    if sorted(perm) != list(range(len(x))):
+        raise ShapeError(f"perm {list(perm)} is not a permutation of 0..{len(x) - 1}")
+    return tuple(x[p] for p in perm)
 
 
 @irdl_op_definition
@@ -1661,12 +1945,13 @@ AscendGraph = Dialect(
         LogicalAndOp, LogicalOrOp, LogicalXorOp, LogicalNotOp,
         IdentityOp, NegOp, AbsOp, SignOp, ReluOp, SqrtOp, RsqrtOp, ExpOp, LogOp, ReciprocalOp,
         ErfOp, TanhOp, SigmoidOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp, SoftplusOp, SoftsignOp,
-        HardSwishOp, GeluOp, LeakyReluOp, EluOp, SeluOp, HardSigmoidOp, ClipByValueOp, CastOp, SelectOp,
+        HardSwishOp, GeluOp, LeakyReluOp, EluOp, SeluOp, HardSigmoidOp, ClipByValueOp, CastOp, TransDataOp, SelectOp,
         ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ArgMaxOp, ArgMinOp,
         SoftmaxOp, LogSoftmaxOp, BatchNormOp, LayerNormOp, InstanceNormOp,
-        Conv2DOp, MatMulV2Op, BatchMatMulOp, GemmOp,
+        MultiHeadAttentionOp,
+        Conv2DOp, MatMulV2Op, BatchMatMulOp, GemmOp, FullyConnectionOp,
         MaxPoolOp, AvgPoolOp, GlobalAveragePoolOp, GlobalMaxPoolOp,
-        ReshapeOp, FlattenOp, TransposeOp, SqueezeOp, UnsqueezeOp, ConcatOp, SplitOp, SplitVOp,
+        ReshapeOp, FlattenOp, TransposeOp, ConfusionTransposeOp, SqueezeOp, UnsqueezeOp, ConcatOp, SplitOp, SplitVOp,
         StridedSliceOp, GatherOp, GatherElementsOp, PadOp, ResizeOp, ExpandOp, TileOp,
         DepthToSpaceOp, SpaceToDepthOp,
     ],

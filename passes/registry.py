@@ -108,7 +108,7 @@ _PROJECT_PASSES.update(
             name: _pass_in("ub_fusion", name)
             for name in (
                 "TbeConvDoubleInFusionPass", "TbeCommonRules0FusionPass", "TbeMatmulElemwiseFusionPass",
-                "TbeBatchMatmulElementWiseFusionPass", "AutomaticUbFusion",
+                "TbeBatchMatmulElementWiseFusionPass", "AutomaticUbFusion", "MatmulTransdataFusionPass",
             )
         },
         "FusionVirtualOpSetSwitch": _pass_in("split_no_task", "FusionVirtualOpSetSwitch"),
