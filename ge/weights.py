@@ -114,6 +114,12 @@ class WeightStore:
         return store
 
 
+def store_for(key: str) -> WeightStore:
+    """The live store under `key`, or a new one: importing a model twice shares its
+    store, so weights a pass derived for one import stay visible to the other."""
+    return _live.get(key) or WeightStore(key)
+
+
 def attach(module: ModuleOp, store: WeightStore) -> None:
     """Make `store` the weight store of `module` (live in this process)."""
     _live[store.key] = store

@@ -1166,3 +1166,17 @@ def test_value_named_by_digits_keeps_a_printable_name():
     module = check_numerics(model, {"x": rand(2)})
     module.clone()
     assert "%v16 = ascend_graph.relu" in str(module)
+
+
+def test_importing_a_file_twice_shares_its_weight_store(tmp_path):
+    """A weight a pass adds for one import stays readable through the other's store."""
+    path = tmp_path / "m.onnx"
+    node = helper.make_node("Add", ["x", "w"], ["y"])
+    onnx.save(make([node], [vi("x", F, [100])], ["y"], [init("w", rand(100))]), str(path))
+    first, store = ge.load_onnx(path)
+    derived = store.add("derived", np.ones(3, np.float32))
+    second, again = ge.load_onnx(path)
+    assert again is store
+    np.testing.assert_array_equal(again.get(derived), np.ones(3, np.float32))
+    np.testing.assert_array_equal(ge.reference.run(first, {"x": np.zeros(100, np.float32)})["y"],
+                                  ge.reference.run(second, {"x": np.zeros(100, np.float32)})["y"])

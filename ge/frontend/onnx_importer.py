@@ -56,7 +56,7 @@ from ge.errors import GEError, ModelError
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_ops import CONVERTERS, Node
 from ge.frontend.tensors import INLINE_LIMIT, dense, element_type, sparse_array, tensor_array, value_info_type
-from ge.weights import WeightStore, attach
+from ge.weights import WeightStore, attach, store_for
 
 OPSET_MIN, OPSET_MAX = 11, 21
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -340,7 +340,7 @@ class Importer:
         self.model = model
         self.graph = model.graph
         self.opset = opset
-        self.store = WeightStore(key)
+        self.store = store_for(key)
         self.block = Block()
         self.values: dict[str, SSAValue] = {}
         self.arrays: dict[SSAValue, np.ndarray] = {}
