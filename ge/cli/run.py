@@ -1,0 +1,152 @@
+"""`ge run`: run a `.om` model on the simulator, as msame runs one on a board.
+
+    ge run resnet50.om --input input=images.npy --output out/ --profile prof/
+    ge run bert.om --input input_ids=ids.npy --input attention_mask=mask.npy ... --output out/
+    ge run resnet50.om --timing-only --aicore_num 4 --profile prof/ --profile-level pipe
+
+Inputs are `.npy` files, `--input name=FILE` per graph input (a model with one input
+also takes `--input FILE`), each in the dtype and logical shape the model declares.
+`--output DIR` writes `<output name>.npy` per output ('/' and ':' in a name become
+'_'). The command prints the latency, the throughput at the model's batch, the
+chip's cube, vector and GM bandwidth use and the ops taking the most time;
+`--profile DIR` writes op_summary.csv and trace.json (see `ge.sim.profile`).
+`--timing-only` skips the numerics (no inputs needed, no outputs written).
+
+The numerics are many small matrix products, for which OpenBLAS's threads cost
+more than they save (ResNet-50 at batch 1 ran three times slower with two threads
+than with one on our 2-core machine shared with other jobs): the command runs BLAS
+on one thread unless OPENBLAS_NUM_THREADS says otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ge.errors import InputError, OptionError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ge.session import Result
+
+console = Console(soft_wrap=True)  # long lines stay whole in logs and pipes
+
+TOP_OPS = 10
+
+
+def run(
+    model: Annotated[Path, typer.Argument(help="A .om model (from ge atc).", show_default=False)],
+    inputs: Annotated[
+        list[str] | None,
+        typer.Option("--input", help="name=FILE.npy for each graph input (FILE.npy alone for a single-input model)."),
+    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", help="Directory for <output name>.npy per output.")] = None,
+    profile: Annotated[Path | None, typer.Option("--profile", help="Directory for op_summary.csv and trace.json.")] = None,
+    profile_level: Annotated[
+        str, typer.Option("--profile-level", "--profile_level", help="task: streams and cores; pipe: also every pipe of every core.")
+    ] = "task",
+    timing_only: Annotated[
+        bool, typer.Option("--timing-only", "--timing_only", help="Time the model without computing its values.")
+    ] = False,
+    aicore_num: Annotated[
+        int | None, typer.Option("--aicore_num", "--aicore-num", help="Run on this many AI cores (default: all of the SoC's).")
+    ] = None,
+    input_fusion_size: Annotated[
+        int, typer.Option("--input_fusion_size", "--input-fusion-size", help="Inputs of at most this many bytes go in one fused copy (0: none).")
+    ] = 131072,
+) -> None:
+    """Run a .om model on the simulated device: outputs, latency, utilisation, profile."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads (see the module docstring)
+    from ge.options import RunConfig
+    from ge.session import Session
+
+    config = RunConfig(
+        input_fusion_size=input_fusion_size, aicore_num=aicore_num, timing_only=timing_only, profile_level=profile_level
+    )
+    if not model.is_file():
+        raise OptionError(f"'{model}': no such model file")
+    if timing_only and output is not None:
+        raise OptionError("--output has nothing to write with --timing-only (no values are computed)")
+    session = Session(config)
+    runtime = session.runtime(model)
+    names = [d.name for d in runtime.model.inputs]
+    feeds = read_inputs(inputs or [], names) if inputs or not timing_only else None
+    started = time.perf_counter()
+    result = session.run(model, feeds)
+    wall = time.perf_counter() - started
+    written = write_outputs(result.outputs, output) if output is not None else []
+    files = result.profile.write(profile) if profile is not None else []
+    report(model, result, wall, written, files, timing_only)
+
+
+def read_inputs(items: list[str], names: list[str]) -> dict[str, np.ndarray]:
+    """{input name: array} from `name=FILE.npy` arguments."""
+    import numpy as np
+
+    feeds: dict[str, np.ndarray] = {}
+    for item in items:
+        name, eq, path = item.partition("=")
+        if not eq:
+            if len(names) != 1:
+                raise InputError(f"--input {item}: the model has {len(names)} inputs ({', '.join(names)}); use --input name=FILE.npy")
+            name, path = names[0], item
+        if name in feeds:
+            raise InputError(f"--input {name} is given twice")
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise InputError(f"--input {name}: no such file '{path}'") from None
+        except (ValueError, OSError) as e:
+            raise InputError(f"--input {name}: '{path}' is not a .npy array ({e})") from None
+    return feeds
+
+
+def write_outputs(outputs: dict[str, np.ndarray], directory: Path) -> list[str]:
+    """`<name>.npy` per output in `directory` (made if missing)."""
+    import numpy as np
+
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, value in outputs.items():
+        path = directory / (name.replace("/", "_").replace(os.sep, "_").replace(":", "_") + ".npy")
+        np.save(path, value)
+        written.append(str(path))
+    return written
+
+
+def report(model: Path, result: Result, wall: float, written: list[str], files: list[str], timing_only: bool) -> None:
+    p = result.profile
+    use = p.utilisation()
+    cores = ", ".join(f"{n} {'AI' if kind == 'AiCore' else 'vector'} cores" for kind, n in p.cores.items() if n)
+    host = result.latency_us - p.device_us
+    mode = "timing only" if timing_only else "with numerics"
+    console.print(f"[bold]{model}[/] on {p.soc.name} ({cores}), {mode}, simulated in {wall:.2f} s")
+    console.print(
+        f"latency [bold]{result.latency_us:,.1f} us[/] (device {p.device_us:,.1f} us + host {host:.1f} us), "
+        f"throughput [bold]{p.throughput:,.1f}[/] samples/s at batch {p.batch}"
+    )
+    console.print(
+        f"utilisation: cube {use['cube']:.1%}, vector {use['vector']:.1%}, GM bandwidth {use['memory']:.1%}; "
+        f"cube {p.cube_tflops():.2f} TFLOPS ({p.cube_peak_fraction():.1%} of the chip's peak over the latency)"
+    )
+    table = Table(title=f"top ops by time ({len(p.kernels())} kernel tasks)", title_justify="left")
+    for column in ("op", "type", "launches", "time us", "share", "bound"):
+        table.add_column(column, justify="right" if column in ("launches", "time us", "share") else "left")
+    for name, op_type, us, launches, bound in p.top_ops(TOP_OPS):
+        table.add_row(_short(name), op_type, str(launches), f"{us:,.1f}", f"{us / p.device_us:.1%}", bound)
+    console.print(table)
+    for path in written:
+        console.print(f"wrote {path}")
+    for path in files:
+        console.print(f"wrote {path}")
+
+
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."

@@ -1,0 +1,143 @@
+"""A kernel's numerics: its compute region, run between device-memory reads and writes.
+
+The compute regions of a model's kernels are parsed with xDSL the first time a
+kernel runs with numerics (all kernels of the model at once: one parse is cheaper
+than one per kernel). The ops run in order on the values each argument's bytes
+hold in the dtype and format its type declares: a convolution whose input and
+filter are in NC1HWC0 and FRACTAL_Z as the cube's product on those layouts
+(`cube`), every other op with the reference interpreter's kernel
+(`ge.reference.evaluate_op`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError
+
+from dialects import ascend_graph as ag
+from dialects.ascend_kernel import KernelOp, YieldOp
+from ge import ir, reference
+from ge.build.tasks import Arg
+from ge.errors import ModelError
+from ge.sim.kernels import cube
+from ge.sim.kernels.layout import Layout
+from ge.sim.program import KernelText
+
+
+class Numerics:
+    """The compute regions of one model's kernels, and how to run one on device memory.
+
+    `constants` is a range of device memory no task writes (the weight region, which
+    only the model's load fills): the logical values read from it are kept, laid out
+    contiguously, from one kernel and run to the next, rather than converted out of
+    FRACTAL_Z again at every launch.
+    """
+
+    def __init__(self, kernels: dict[str, KernelText], constants: tuple[int, int] = (0, 0)):
+        self._texts = kernels
+        self._ops: dict[str, KernelOp] | None = None
+        self._layouts: dict[str, tuple[list[Layout], list[Layout]]] = {}
+        self._constants = constants
+        self._kept: dict[tuple, np.ndarray] = {}
+
+    def kernel(self, name: str) -> KernelOp:
+        if self._ops is None:
+            self._ops = self._parse()
+        if name not in self._ops:
+            raise ModelError(f"the model has no kernel @{name}")
+        return self._ops[name]
+
+    def _parse(self) -> dict[str, KernelOp]:
+        text = "\n".join(k.compute_text() for k in self._texts.values())
+        try:
+            module = Parser(ir.context(), text, "kernels.mlir").parse_module()
+        except ParseError as e:
+            raise ModelError(f"the model's kernels do not parse: {e}") from e
+        return {op.sym_name.data: op for op in module.ops if isinstance(op, KernelOp)}
+
+    def layouts(self, name: str) -> tuple[list[Layout], list[Layout]]:
+        """The layouts of the kernel's inputs and outputs, from its compute region's types."""
+        if name not in self._layouts:
+            kernel = self.kernel(name)
+            ins = [Layout.of_type(_tensor(a.type)) for a in kernel.compute.block.args]
+            outs = [Layout.of_type(_tensor(v.type)) for v in kernel.yield_op.values]
+            self._layouts[name] = (ins, outs)
+        return self._layouts[name]
+
+    def run(self, name: str, label: str, memory: np.ndarray, inputs: Sequence[Arg], outputs: Sequence[Arg]) -> list[tuple[int, np.ndarray]]:
+        """Read the kernel's inputs from `memory`, compute, and return the writes
+        (address, bytes) of its outputs, for the runtime to apply when it ends."""
+        ins, outs = self.layouts(name)
+        where = f"kernel @{name} ('{label}')"
+        if len(inputs) != len(ins) or len(outputs) != len(outs):
+            raise ModelError(
+                f"{where} takes {len(ins)} inputs and {len(outs)} outputs; its task gives {len(inputs)} and {len(outputs)}"
+            )
+        for i, (layout, arg) in enumerate(zip(ins, inputs)):
+            layout.check(arg.size, f"{where} input {i}")
+        results = self._evaluate(self.kernel(name), ins, [a.addr for a in inputs], memory)
+        writes = []
+        for i, (layout, arg, value) in enumerate(zip(outs, outputs, results)):
+            layout.check(arg.size, f"{where} output {i}")
+            writes.append((arg.addr, layout.store(value)))
+        return writes
+
+    def _evaluate(self, kernel: KernelOp, layouts: list[Layout], addrs: list[int], memory: np.ndarray) -> list[np.ndarray]:
+        """The compute region's ops in order: a convolution on device layouts by the
+        cube's img2col product (`cube`), every other op by the reference interpreter."""
+        block = kernel.compute.block
+        arguments = {a: (layout, addr) for a, layout, addr in zip(block.args, layouts, addrs)}
+        values: dict[SSAValue, np.ndarray] = {}
+
+        def logical(v: SSAValue) -> np.ndarray:
+            if v not in values:
+                layout, addr = arguments[v]
+                values[v] = self._load(layout, memory, addr)
+            return values[v]
+
+        for op in block.ops:
+            if isinstance(op, YieldOp):
+                return [logical(v) for v in op.values]
+            if isinstance(op, ag.Conv2DOp) and op.x in arguments and op.filter in arguments:
+                (x, x_addr), (w, w_addr) = arguments[op.x], arguments[op.filter]
+                if cube.fits(op, x.format, w.format, x.dtype) and w.dtype == x.dtype:
+                    bias = logical(op.bias) if op.bias is not None else None
+                    b = self._filter(w, memory, w_addr)
+                    values[op.y] = cube.conv2d(op, x.physical(memory, x_addr), b, w.origin_shape[2:], bias)
+                    continue
+            for r, value in zip(op.results, reference.evaluate_op(op, [logical(v) for v in op.operands])):
+                values[r] = value
+        raise ModelError(f"kernel @{kernel.sym_name.data}: its compute region does not end in ascend_kernel.yield")
+
+    def _filter(self, layout: Layout, memory: np.ndarray, addr: int) -> np.ndarray:
+        """A FRACTAL_Z filter as the cube's B matrix (kept when it is a constant)."""
+        key = (addr, layout, "filter")
+        if key in self._kept:
+            return self._kept[key]
+        b = cube.filter_matrix(layout.physical(memory, addr))
+        lo, hi = self._constants
+        if lo <= addr < addr + layout.nbytes <= hi:
+            self._kept[key] = b
+        return b
+
+    def _load(self, layout: Layout, memory: np.ndarray, addr: int) -> np.ndarray:
+        lo, hi = self._constants
+        if not lo <= addr < addr + layout.nbytes <= hi:
+            return layout.load(memory, addr)
+        key = (addr, layout)
+        if key not in self._kept:
+            value = np.array(layout.load(memory, addr), order="C")  # (ascontiguousarray makes a 0-d array 1-d)
+            value.flags.writeable = False
+            self._kept[key] = value
+        return self._kept[key]
+
+
+def _tensor(t: object) -> TensorType:
+    if not isinstance(t, TensorType):
+        raise ModelError(f"a kernel argument of type {t} is not a tensor")
+    return t

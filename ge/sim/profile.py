@@ -1,0 +1,325 @@
+"""A run's profile: every task's times, per-op figures, and the files `ge run --profile` writes.
+
+- `op_summary.csv`: a row per KERNEL task (as msprof's op summary): op name, type,
+  stream, block_dim, start and duration in cycles and microseconds, the block's
+  cycles, waves, per-pipe busy ratios (each pipe's busy cycles over the block's),
+  cube, vector and memory utilisation (cube blocks at one a cycle, vector cycles,
+  GM bytes at the paths' peak rates or the chip's GM bandwidth, over the task's
+  time and cores), and the bound:
+    cube / vector / memory  the busiest unit over the task's time (launch included):
+                            the cube (M), the vector unit (V), or data movement
+                            (MTE1, MTE2, MTE3, FIX, or the chip's GM bandwidth);
+    latency                 none is busy `timing.LATENCY_BOUND` of the time: it goes
+                            on the launch, the pipes waiting on each other, syncs.
+- `trace.json`: Chrome trace events (open in Perfetto or chrome://tracing): a
+  "Host" process (model launch and synchronise), a "Streams" process with a track
+  per stream (kernels, copies, events), and a process per core with its blocks;
+  with the pipe level, each core also has a track per pipe with every instruction
+  (a steady-state stretch of a loop as one span with its busy ratio).
+
+Times are cycles of the AI core clock from the device's first task; microseconds
+add the host's launch (`timing.MODEL_LAUNCH_US`) in the trace and the total latency.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from dialects.ascend_kernel import PIPES
+from ge.sim import timing
+from ge.soc import SocProfile
+
+RATIO_COLUMNS = {"M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1": "mte1_ratio", "MTE2": "mte2_ratio", "MTE3": "mte3_ratio", "FIX": "fixpipe_ratio"}
+"""The per-pipe busy ratios, named as msprof names them."""
+CSV_COLUMNS = (
+    "op_name", "op_type", "kernel", "task_index", "stream", "core_type", "block_dim", "waves",
+    "start_cycles", "duration_cycles", "start_us", "duration_us", "block_cycles",
+    *RATIO_COLUMNS.values(), "cube_utilization", "vector_utilization", "memory_utilization", "gm_bytes", "bound",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One task as it ran: cycles on the device's timeline."""
+
+    index: int
+    kind: str
+    stream: int
+    name: str
+    start: float
+    end: float
+    op_type: str = ""
+    kernel: str = ""
+    core_type: str = ""
+    block_dim: int = 0
+    blocks: tuple[timing.Placed, ...] = ()
+    block_timing: timing.BlockTiming | None = None
+    stretch: float = 1.0
+    nbytes: int = 0
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """A kernel task's figures (see the module docstring)."""
+
+    record: TaskRecord
+    waves: int
+    block_cycles: float
+    ratios: dict[str, float]
+    cube: float
+    vector: float
+    memory: float
+    gm_bytes: float
+    bound: str
+
+
+@dataclass
+class Profile:
+    """Everything a run measured."""
+
+    soc: SocProfile
+    cores: dict[str, int]
+    records: list[TaskRecord]
+    batch: int
+    pipes: bool = False
+    """Whether the kernels' records carry per-instruction spans (`--profile-level=pipe`)."""
+    _rows: list[OpRow] | None = field(default=None, repr=False)
+
+    # ----------------------------------------------------------------- totals
+
+    @property
+    def clock_mhz(self) -> float:
+        return float(self.soc.clock_mhz)
+
+    @property
+    def device_cycles(self) -> float:
+        """From the first task's start to the model's end."""
+        return max((r.end for r in self.records), default=0.0)
+
+    @property
+    def device_us(self) -> float:
+        return self.device_cycles / self.clock_mhz
+
+    @property
+    def latency_us(self) -> float:
+        """Host launch, the device's task list, and the host seeing its end."""
+        return timing.MODEL_LAUNCH_US + self.device_us + timing.HOST_SYNC_US
+
+    @property
+    def throughput(self) -> float:
+        """Samples per second at the model's batch, one run after another."""
+        return self.batch / (self.latency_us * 1e-6)
+
+    def kernels(self) -> list[TaskRecord]:
+        return [r for r in self.records if r.kind == "KERNEL"]
+
+    def utilisation(self) -> dict[str, float]:
+        """The chip's cube, vector and GM bandwidth use over the device time (0 to 1)."""
+        span = self.device_cycles
+        if span <= 0:
+            return {"cube": 0.0, "vector": 0.0, "memory": 0.0}
+        cube = vector = gm = 0.0
+        for r in self.kernels():
+            assert r.block_timing is not None
+            cube += r.block_dim * r.block_timing.cube_blocks
+            vector += r.block_dim * r.block_timing.vector_cycles
+            gm += r.block_dim * r.block_timing.gm_bytes
+        vector_units = self.soc.vector_cores if self.soc.split_cores else self.soc.ai_cores
+        return {
+            "cube": cube / (self.soc.ai_cores * span),
+            "vector": vector / (vector_units * span),
+            "memory": gm / (timing.chip_gm_bytes_per_cycle(self.soc) * span),
+        }
+
+    def cube_peak_fraction(self) -> float:
+        """The cube work done over what the whole chip's cubes could do in the latency."""
+        cycles = self.latency_us * self.clock_mhz
+        done = sum(r.block_dim * r.block_timing.cube_blocks for r in self.kernels() if r.block_timing is not None)
+        return done / (self.soc.ai_cores * cycles) if cycles > 0 else 0.0
+
+    def cube_tflops(self) -> float:
+        """Cube floating-point (or integer) operations per second over the latency, in T."""
+        fp16 = self.soc.cube_shape("float16").macs
+        done = sum(r.block_dim * r.block_timing.cube_blocks for r in self.kernels() if r.block_timing is not None)
+        return 2 * done * fp16 / (self.latency_us * 1e-6) / 1e12
+
+    # ----------------------------------------------------------------- per op
+
+    def rows(self) -> list[OpRow]:
+        if self._rows is None:
+            self._rows = [self._row(r) for r in self.kernels()]
+        return self._rows
+
+    def _row(self, r: TaskRecord) -> OpRow:
+        t = r.block_timing
+        assert t is not None
+        cores = self.cores.get(r.core_type) or self.cores["AiCore"]
+        used = min(r.block_dim, cores)
+        block = t.cycles * r.stretch
+        ratios = {RATIO_COLUMNS[p]: (t.busy[i] / block if block > 0 else 0.0) for i, p in enumerate(PIPES)}
+        span = r.duration
+        per_core = r.block_dim / (used * span) if span > 0 else 0.0
+        chip = r.block_dim * t.gm_bytes / (timing.chip_gm_bytes_per_cycle(self.soc) * span) if span > 0 else 0.0
+        cube, vector = t.cube_blocks * per_core, t.vector_cycles * per_core
+        memory = max(t.gm_ideal * per_core, chip)
+        busy = {p: t.busy[i] * per_core for i, p in enumerate(PIPES)}
+        pressure = {
+            "cube": busy["M"],
+            "vector": busy["V"],
+            "memory": max(busy["MTE1"], busy["MTE2"], busy["MTE3"], busy["FIX"], chip),
+        }
+        kind, most = max(pressure.items(), key=lambda kv: kv[1])
+        bound = kind if most >= timing.LATENCY_BOUND else "latency"
+        return OpRow(r, -(-r.block_dim // cores), block, ratios, cube, vector, memory, r.block_dim * t.gm_bytes, bound)
+
+    def top_ops(self, n: int = 10) -> list[tuple[str, str, float, int, str]]:
+        """(op name, type, total us, launches, bound) of the ops taking the most time."""
+        total: dict[str, float] = defaultdict(float)
+        launches: dict[str, int] = defaultdict(int)
+        info: dict[str, tuple[str, str]] = {}
+        for row in self.rows():
+            r = row.record
+            total[r.name] += r.duration / self.clock_mhz
+            launches[r.name] += 1
+            info[r.name] = (r.op_type, row.bound)
+        names = sorted(total, key=lambda k: (-total[k], k))[:n]
+        return [(k, info[k][0], total[k], launches[k], info[k][1]) for k in names]
+
+    # ----------------------------------------------------------------- files
+
+    def write(self, directory: str | os.PathLike) -> list[str]:
+        """op_summary.csv and trace.json in `directory` (made if missing); returns their paths."""
+        os.makedirs(directory, exist_ok=True)
+        csv_path = os.path.join(directory, "op_summary.csv")
+        trace_path = os.path.join(directory, "trace.json")
+        self.write_csv(csv_path)
+        with open(trace_path, "w") as f:
+            json.dump(self.trace(), f, separators=(",", ":"))
+        return [csv_path, trace_path]
+
+    def write_csv(self, path: str | os.PathLike) -> None:
+        clock = self.clock_mhz
+        with open(path, "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(CSV_COLUMNS)
+            for row in self.rows():
+                r = row.record
+                out.writerow([
+                    r.name, r.op_type, r.kernel, r.index, r.stream, r.core_type, r.block_dim, row.waves,
+                    _num(r.start), _num(r.duration), _num(r.start / clock), _num(r.duration / clock), _num(row.block_cycles),
+                    *(_ratio(row.ratios[c]) for c in RATIO_COLUMNS.values()),
+                    _ratio(row.cube), _ratio(row.vector), _ratio(row.memory), int(row.gm_bytes), row.bound,
+                ])  # fmt: skip
+
+    def trace(self) -> dict:
+        """The run as Chrome trace events (microseconds)."""
+        clock, base = self.clock_mhz, timing.MODEL_LAUNCH_US
+        events: list[dict] = []
+
+        def meta(pid: int, name: str, tid: int | None = None, thread: str | None = None) -> None:
+            if tid is None:
+                events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}})
+                events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+            else:
+                events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": thread}})
+
+        def span(pid: int, tid: int, name: str, start_us: float, dur_us: float, cat: str, args: dict | None = None) -> None:
+            event = {"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat, "ts": round(start_us, 4), "dur": round(max(dur_us, 0.0), 4)}
+            if args:
+                event["args"] = args
+            events.append(event)
+
+        meta(0, "Host")
+        meta(0, "Host", 0, "host")
+        span(0, 0, "model execute (launch)", 0.0, base, "host")
+        span(0, 0, "synchronise", base + self.device_us, timing.HOST_SYNC_US, "host")
+        meta(1, "Streams")
+        for s in sorted({r.stream for r in self.records}):
+            meta(1, "Streams", s, f"stream {s}")
+        for r in self.records:
+            args = {"task": r.index}
+            if r.kind == "KERNEL":
+                args.update(kernel=r.kernel, op_type=r.op_type, block_dim=r.block_dim)
+            elif r.nbytes:
+                args["bytes"] = r.nbytes
+            span(1, r.stream, r.name, base + r.start / clock, r.duration / clock, r.kind, args)
+        pids = {"AiCore": 100, "VectorCore": 1000}
+        titles = {"AiCore": "AI Core", "VectorCore": "Vector Core"}
+        used = {(r.core_type, b.core) for r in self.kernels() for b in r.blocks}
+        for kind, core in sorted(used):
+            pid = pids[kind] + core
+            meta(pid, f"{titles[kind]} {core}")
+            meta(pid, "", 0, "blocks")
+            if self.pipes:
+                for i, p in enumerate(PIPES):
+                    meta(pid, "", i + 1, p)
+        for r in self.kernels():
+            for n, b in enumerate(r.blocks):
+                pid = pids[r.core_type] + b.core
+                span(pid, 0, r.name, base + b.start / clock, (b.end - b.start) / clock, "block", {"kernel": r.kernel, "block": n, "phase": b.phase})
+            if self.pipes:
+                self._pipe_spans(r, pids[r.core_type], span)
+        return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"soc": self.soc.name, "clock_mhz": clock}}
+
+    def _pipe_spans(self, r: TaskRecord, pid_base: int, span) -> None:
+        """Each block's instructions on its core's pipe tracks (phases placed where they ran)."""
+        t = r.block_timing
+        assert t is not None
+        if t.spans is None:
+            return
+        clock, base = self.clock_mhz, timing.MODEL_LAUNCH_US
+        bounds = []
+        at = 0.0
+        for cycles in t.phases:
+            bounds.append((at, at + cycles))
+            at += cycles
+        phase_of = [_phase(s.start, bounds) for s in t.spans]
+        for b in r.blocks:
+            lo, _ = bounds[b.phase]
+            stretch = (b.end - b.start) / (bounds[b.phase][1] - lo) if bounds[b.phase][1] > lo else 1.0
+            for s, phase in zip(t.spans, phase_of):
+                if phase != b.phase:
+                    continue
+                start = b.start + (s.start - lo) * stretch
+                args = {"busy": round(s.busy, 3)} if s.busy < 1.0 else None
+                span(pid_base + b.core, s.pipe + 1, s.label, base + start / clock, (s.end - s.start) * stretch / clock, "pipe", args)
+
+    # ---------------------------------------------------------------- summary
+
+    def summary(self) -> dict[str, object]:
+        """The figures `ge run` prints."""
+        return {
+            "soc": self.soc.name,
+            "cores": dict(self.cores),
+            "latency_us": self.latency_us,
+            "device_us": self.device_us,
+            "batch": self.batch,
+            "throughput": self.throughput,
+            "utilisation": self.utilisation(),
+            "cube_peak_fraction": self.cube_peak_fraction(),
+            "kernels": len(self.kernels()),
+            "tasks": len(self.records),
+        }
+
+
+def _phase(start: float, bounds: list[tuple[float, float]]) -> int:
+    for i, (lo, hi) in enumerate(bounds):
+        if start < hi or i == len(bounds) - 1:
+            return i
+    return 0
+
+
+def _num(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.4f}"

@@ -1,0 +1,355 @@
+"""The runtime: a `.om` model on a simulated device, run task by task.
+
+Loading makes device memory one byte buffer (numpy uint8) of the memory plan's
+size, the weight blob at the weight region's base. A run then:
+
+1. checks the inputs against the model's (names, dtypes, logical shapes) and lays
+   each out in its format;
+2. executes the task list. Each stream runs its tasks in list order; of the streams
+   that can go on, the one whose next task is ready first goes next (ties: the lower
+   stream), so tasks start in time order and the cores go first come, first served:
+   - MEMCPY_ASYNC H2D copies a graph input into its buffer. Inputs of at most
+     `input_fusion_size` bytes go in one fused copy, the first of their tasks
+     moving them all (one latency for them all) and the others costing nothing;
+   - KERNEL reads its inputs through its argument addresses when it starts,
+     computes (`ge.sim.kernels`), and writes its outputs when its last block ends;
+     its blocks run on the cores (`ge.sim.timing`);
+   - EVENT_RECORD marks its event; EVENT_WAIT holds its stream until the event is
+     recorded, and consumes the record. As on the device, an event id is one flag:
+     a wait takes whichever record of its id is pending, so a task list that lets
+     a later wait run before an earlier one of the same id pairs them wrongly (and
+     `ge.build.verify`, which pairs them in list order, cannot see it);
+   - MEMCPY_ASYNC D2H copies a graph output out of its buffer;
+   - MODEL_END_GRAPH ends the model.
+3. returns the outputs in their logical layout, with every task's times.
+
+Kernels read memory only through their argument addresses and write only through
+them, and a write lands when its kernel ends: a plan that reuses bytes while they are
+still to be read yields a wrong answer. With `timing_only`, no memory is allocated
+and no value computed: only the times are.
+
+The runtime never compiles: it reads the `.om`'s task list, memory plan, weights and
+kernels (LABEL_* and STREAM_ACTIVE tasks are not emitted by the build, so a static
+model's streams all start active).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from ml_dtypes import bfloat16
+
+from ge import soc as socs
+from ge.build.om import Model, TensorDesc
+from ge.build.schedule import Region
+from ge.build.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
+from ge.errors import InputError, ModelError, OptionError
+from ge.options import RunConfig
+from ge.sim import program, timing
+from ge.sim.kernels import Layout, Numerics
+from ge.sim.profile import Profile, TaskRecord
+
+
+@dataclass
+class RunOutput:
+    """What one run produced: the outputs by name (empty when timing only) and its profile."""
+
+    outputs: dict[str, np.ndarray]
+    profile: Profile
+
+
+@dataclass
+class _Copy:
+    """A host <-> device copy's cost, and which other inputs a fused copy carries."""
+
+    nbytes: int
+    ports: tuple[int, ...]
+
+
+@dataclass
+class _State:
+    """The device during one run."""
+
+    memory: np.ndarray | None
+    writes: list = field(default_factory=list)
+    """Pending writes: (time, order, address, bytes), applied in time order."""
+    order: int = 0
+
+    def write_at(self, time: float, addr: int, data: np.ndarray) -> None:
+        heapq.heappush(self.writes, (time, self.order, addr, data))
+        self.order += 1
+
+    def settle(self, until: float) -> None:
+        """Apply every write that lands by `until`."""
+        memory = self.memory
+        while self.writes and self.writes[0][0] <= until:
+            _, _, addr, data = heapq.heappop(self.writes)
+            assert memory is not None
+            memory[addr : addr + data.size] = data
+
+
+class Runtime:
+    """A model loaded on a simulated device of its SoC."""
+
+    def __init__(self, model: Model, config: RunConfig | None = None):
+        self.model = model
+        self.config = config if config is not None else RunConfig()
+        self.soc = socs.load(model.soc_version)
+        self.cores = self._cores()
+        self.kernels = program.split_kernels(model.kernels)
+        self._timings: dict[tuple[str, bool], timing.BlockTiming] = {}
+        self._layouts_in = [_layout(d) for d in model.inputs]
+        self._layouts_out = [_layout(d) for d in model.outputs]
+        written = self._check_tasks()
+        base = model.memory.bases[Region.WEIGHT]
+        weights = (base, base + model.memory.sizes[Region.WEIGHT])
+        self.numerics = Numerics(self.kernels, weights if not any(_overlap(w, weights) for w in written) else (0, 0))
+
+    def _cores(self) -> dict[str, int]:
+        soc, asked = self.soc, self.config.aicore_num
+        if asked is not None and asked > soc.ai_cores:
+            raise OptionError(f"aicore_num {asked} is more than {soc.name}'s {soc.ai_cores} AI cores; use 1 to {soc.ai_cores}")
+        ai = asked if asked is not None else soc.ai_cores
+        vector = soc.vector_cores * ai // soc.ai_cores if soc.vector_cores else 0
+        return {"AiCore": ai, "VectorCore": max(vector, 1) if soc.vector_cores else 0}
+
+    def _check_tasks(self) -> list[tuple[int, int]]:
+        """Refuse a task list the runtime cannot run, before any run; returns the
+        device memory ranges its tasks write."""
+        total = self.model.memory.total
+        written: list[tuple[int, int]] = []
+        for i, task in enumerate(self.model.tasks):
+            if isinstance(task, KernelTask):
+                if task.kernel not in self.kernels:
+                    raise ModelError(f"task {i} ('{task.name}') launches kernel @{task.kernel}, which the model does not hold")
+                args = (*task.inputs, *task.outputs, *task.workspace)
+                written += [(a.addr, a.addr + a.size) for a in (*task.outputs, *task.workspace)]
+            elif isinstance(task, MemcpyTask):
+                descs = self.model.inputs if task.direction is Direction.H2D else self.model.outputs
+                if not 0 <= task.port < len(descs):
+                    raise ModelError(f"task {i}: MEMCPY_ASYNC {task.direction.value} of port {task.port}, which the model does not have")
+                args = (task.arg,)
+                if task.direction is Direction.H2D:
+                    written.append((task.arg.addr, task.arg.addr + task.arg.size))
+            elif isinstance(task, EventRecordTask | EventWaitTask | ModelEndGraphTask):
+                args = ()
+            else:
+                raise ModelError(f"task {i}: the simulator cannot run task kind {task.KIND}")
+            for arg in args:
+                if arg.addr < 0 or arg.size < 0 or arg.addr + arg.size > total:
+                    raise ModelError(f"task {i}: argument [{arg.addr}, {arg.addr + arg.size}) lies outside the {total}-byte device memory")
+        return written
+
+    # ------------------------------------------------------------------ inputs
+
+    def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """The given inputs in the model's input order, each checked (name, dtype, shape)."""
+        if not isinstance(inputs, Mapping):
+            raise InputError(f"give the inputs as a dict by input name, not a {type(inputs).__name__}")
+        names = [d.name for d in self.model.inputs]
+        for key in inputs:
+            if key not in names:
+                raise InputError(f"'{key}' is not an input of the model; its inputs are {', '.join(names) or 'none'}")
+        arrays = []
+        for desc, layout in zip(self.model.inputs, self._layouts_in):
+            want = f"{layout.dtype}{list(layout.origin_shape)}"
+            if desc.name not in inputs:
+                raise InputError(f"input '{desc.name}' ({want}) is missing")
+            array = np.asarray(inputs[desc.name])
+            if array.dtype != layout.dtype:
+                raise InputError(f"input '{desc.name}' has dtype {array.dtype}, expected {layout.dtype} ({want})")
+            if array.shape != layout.origin_shape:
+                raise InputError(f"input '{desc.name}' has shape {list(array.shape)}, expected {list(layout.origin_shape)} ({want})")
+            arrays.append(array)
+        return arrays
+
+    # -------------------------------------------------------------------- runs
+
+    def block_timing(self, kernel: str, trace: bool = False) -> timing.BlockTiming:
+        """One block of `kernel`, timed once per runtime (traced when asked)."""
+        key = (kernel, trace)
+        if key not in self._timings:
+            self._timings[key] = timing.time_block(self.kernels[kernel].program(), trace)
+        return self._timings[key]
+
+    def run(self, inputs: Mapping[str, np.ndarray] | None = None) -> RunOutput:
+        """Run the model once: `inputs` by name (optional when timing only, checked if given)."""
+        numerics = not self.config.timing_only
+        trace_pipes = self.config.profile_level == "pipe"
+        if numerics:
+            data = self.check_inputs(inputs if inputs is not None else {})
+            memory = np.zeros(self.model.memory.total, np.uint8)
+            base = self.model.memory.bases[Region.WEIGHT]
+            weights = np.frombuffer(self.model.weights, np.uint8)
+            memory[base : base + weights.size] = weights
+        else:
+            if inputs is not None:
+                self.check_inputs(inputs)
+            data, memory = [], None
+        state = _State(memory)
+        outputs: dict[str, np.ndarray] = {}
+        records = self._execute(state, data, outputs, trace_pipes)
+        return RunOutput(outputs, self._profile(records, trace_pipes))
+
+    def _fused(self) -> dict[int, _Copy]:
+        """The H2D copies by input port: one shared copy for the inputs input_fusion_size fuses."""
+        limit = self.config.input_fusion_size
+        sizes = [d.size for d in self.model.inputs]
+        small = tuple(i for i, s in enumerate(sizes) if limit and s <= limit)
+        fused = _Copy(sum(sizes[i] for i in small), small) if len(small) > 1 else None
+        return {i: fused if fused is not None and i in small else _Copy(s, (i,)) for i, s in enumerate(sizes)}
+
+    def _execute(self, state: _State, data: list[np.ndarray], outputs: dict[str, np.ndarray], trace: bool) -> list[TaskRecord]:
+        clock = self.soc.clock_mhz  # cycles per microsecond
+        tasks = self.model.tasks
+        queues: dict[int, deque[int]] = {}
+        for i, task in enumerate(tasks):
+            queues.setdefault(task.stream, deque()).append(i)
+        ready = {s: 0.0 for s in queues}
+        waiting: dict[int, int] = {}
+        recorded: dict[int, float] = {}
+        copies = self._fused()
+        copied: set[int] = set()
+        records: list[TaskRecord] = []
+        chip_rate = timing.chip_gm_bytes_per_cycle(self.soc)
+        cores = timing.Cores({k: n for k, n in self.cores.items() if n})
+        ended = False
+        while True:
+            candidates = [(ready[s], s) for s, q in queues.items() if q and s not in waiting]
+            if not candidates:
+                if any(queues.values()):
+                    stuck = ", ".join(f"stream {s} on event {e}" for s, e in sorted(waiting.items()))
+                    raise ModelError(f"the task list deadlocks: {stuck} wait for records that never come")
+                break
+            now, s = min(candidates)
+            index = queues[s][0]
+            task = tasks[index]
+            if state.memory is not None:
+                state.settle(now)
+            if isinstance(task, EventWaitTask):
+                if task.event not in recorded:
+                    waiting[s] = task.event
+                    continue
+                at = recorded.pop(task.event)
+                end = max(now, at) + timing.EVENT_WAIT_US * clock  # the stream is held from `now` until the record
+                records.append(TaskRecord(index, task.KIND, s, f"wait event {task.event}", now, end))
+            elif isinstance(task, EventRecordTask):
+                if task.event in recorded:
+                    raise ModelError(f"task {index}: event {task.event} is recorded again before a wait consumed it")
+                end = now + timing.EVENT_RECORD_US * clock
+                recorded[task.event] = end
+                for other, event in list(waiting.items()):
+                    if event == task.event:
+                        del waiting[other]
+                records.append(TaskRecord(index, task.KIND, s, f"record event {task.event}", now, end))
+            elif isinstance(task, KernelTask):
+                end = self._kernel(task, index, now, s, state, cores, chip_rate, records, trace)
+            elif isinstance(task, MemcpyTask):
+                end = self._memcpy(task, index, now, s, state, data, outputs, copies, copied, records)
+            else:
+                end = now + timing.MODEL_END_US * clock
+                records.append(TaskRecord(index, task.KIND, s, "model end", now, end))
+                ended = True
+            queues[s].popleft()
+            ready[s] = end
+        if not ended:
+            raise ModelError("the task list has no MODEL_END_GRAPH")
+        if recorded:
+            raise ModelError(f"events {sorted(recorded)} are recorded and never waited for")
+        if state.memory is not None:
+            state.settle(math.inf)
+        return records
+
+    def _kernel(
+        self, task: KernelTask, index: int, now: float, stream: int, state: _State, cores: timing.Cores,
+        chip_rate: float, records: list[TaskRecord], trace: bool,
+    ) -> float:
+        header = self.kernels[task.kernel].header
+        kind = header.core_type if self.cores.get(header.core_type) else "AiCore"
+        block = self.block_timing(task.kernel)
+        ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
+        placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, chip_rate)
+        if state.memory is not None:
+            for addr, data in self.numerics.run(task.kernel, task.name, state.memory, task.inputs, task.outputs):
+                state.write_at(placed.end, addr, data)
+        records.append(
+            TaskRecord(
+                index, task.KIND, stream, task.name, now, placed.end, op_type="+".join(header.op_types),
+                kernel=task.kernel, core_type=kind, block_dim=task.block_dim, blocks=placed.blocks,
+                block_timing=self.block_timing(task.kernel, True) if trace else block, stretch=placed.stretch,
+                nbytes=sum(a.size for a in (*task.inputs, *task.outputs)),
+            )
+        )
+        return placed.end
+
+    def _memcpy(
+        self, task: MemcpyTask, index: int, now: float, stream: int, state: _State, data: list[np.ndarray],
+        outputs: dict[str, np.ndarray], copies: dict[int, _Copy], copied: set[int], records: list[TaskRecord],
+    ) -> float:
+        clock = self.soc.clock_mhz
+        if task.direction is Direction.H2D:
+            desc, layout = self.model.inputs[task.port], self._layouts_in[task.port]
+            copy = copies[task.port]
+            if task.port in copied:  # moved by the fused copy of an earlier task
+                records.append(TaskRecord(index, task.KIND, stream, f"H2D '{desc.name}' (fused)", now, now, nbytes=0))
+                return now
+            end = now + _copy_us(copy.nbytes) * clock
+            copied.update(copy.ports)
+            fused = f" (fused with {len(copy.ports) - 1} more)" if len(copy.ports) > 1 else ""
+            records.append(TaskRecord(index, task.KIND, stream, f"H2D '{desc.name}'{fused}", now, end, nbytes=copy.nbytes))
+            if state.memory is not None:
+                for port in copy.ports:
+                    arg = task.arg if port == task.port else self._input_arg(port)
+                    source = self._layouts_in[port]
+                    source.check(arg.size, f"the copy of input '{self.model.inputs[port].name}'")
+                    state.write_at(end, arg.addr, source.store(data[port]))
+            layout.check(task.arg.size, f"the copy of input '{desc.name}'")
+            return end
+        desc, layout = self.model.outputs[task.port], self._layouts_out[task.port]
+        layout.check(task.arg.size, f"the copy of output '{desc.name}'")
+        end = now + _copy_us(task.arg.size) * clock
+        records.append(TaskRecord(index, task.KIND, stream, f"D2H '{desc.name}'", now, end, nbytes=task.arg.size))
+        if state.memory is not None:
+            outputs[desc.name] = np.array(layout.load(state.memory, task.arg.addr))
+        return end
+
+    def _input_arg(self, port: int) -> Arg:
+        """The H2D task argument of input `port`."""
+        for task in self.model.tasks:
+            if isinstance(task, MemcpyTask) and task.direction is Direction.H2D and task.port == port:
+                return task.arg
+        raise ModelError(f"no MEMCPY_ASYNC H2D task copies input '{self.model.inputs[port].name}'")
+
+    def _profile(self, records: list[TaskRecord], trace: bool) -> Profile:
+        return Profile(
+            soc=self.soc,
+            cores=dict(self.cores),
+            records=records,
+            batch=_batch(self.model.inputs),
+            pipes=trace,
+        )
+
+
+def _layout(desc: TensorDesc) -> Layout:
+    dtype = np.dtype(bfloat16) if desc.dtype == "bfloat16" else np.dtype(desc.dtype)
+    return Layout(dtype, tuple(desc.shape), desc.format, desc.origin_format, tuple(desc.origin_shape))
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def _copy_us(nbytes: int) -> float:
+    return timing.MEMCPY_LATENCY_US + nbytes / timing.PCIE_BYTES_PER_US
+
+
+def _batch(inputs: tuple[TensorDesc, ...]) -> int:
+    """The model's batch: the first input's leading dim (1 for a scalar or no input)."""
+    if not inputs or not inputs[0].origin_shape:
+        return 1
+    return max(1, inputs[0].origin_shape[0])

@@ -1,0 +1,374 @@
+"""Timing: the cycles of one block's pipe program, and of kernels spread over cores.
+
+A block. The scalar unit (S) walks the program in order and issues each instruction
+into the queue of its pipe (S, V, M, MTE1, MTE2, MTE3, FIX); each pipe runs its
+queue in order, one instruction at a time, the cost of each from `ge.sim.costs`
+(via `ge.sim.program`), so the pipes run in parallel and meet only where the
+program makes them:
+
+- `set_flag src -> dst, id` runs on `src` once its earlier work is done and takes
+  `FLAG_CYCLES`; `wait_flag` holds `dst` until that flag is set, and clears it;
+- a queue holds `QUEUE_DEPTH` instructions: when it is full, the scalar unit stalls
+  until the oldest one starts, and with it the issue of everything after;
+- `pipe_barrier p` orders `p` after its earlier instructions, which a pipe that
+  runs one instruction at a time already does: it costs nothing more here;
+- `sync_all` waits until every pipe is idle, then costs `SYNC_ALL_CYCLES` (a
+  cross-core barrier through GM); at the top level it ends a phase of the kernel.
+
+A loop of identical iterations is timed in closed form. The state after an
+iteration (every touched pipe's clock, its queue, the pending flags) is a max-plus
+function of the state before it, so after a transient the state moves by the same
+shift every c iterations (the steady state; c is 1 or, for a ping-pong pair of
+bodies, 2). The prologue iterations are simulated one by one until the shift is
+seen twice in a row; the steady state is then applied at once for as many whole
+periods as remain, and the remaining iterations (the epilogue) and everything
+after the loop are simulated again one by one. Where no steady state shows within
+`MAX_EXPLICIT_TRIPS` iterations, each clock is extrapolated along its last
+iteration's advance (an approximation, logged at debug level).
+
+Kernels. A kernel's blocks all run the same program (the tiling gives every block
+the largest share), so its block time is computed once per kernel. The blocks go to
+the cores of the kernel's kind (AI cores, or vector cores on parts that split them)
+in order, each to the core that frees first: `block_dim` above the core count runs
+in waves, and kernels on different streams share the cores. GM bandwidth is the
+chip's (`ai_cores * gm_bytes_per_cycle` of the SoC profile, the cap `ge.sim.costs`
+also applies to one core): when a phase's GM bytes over all its blocks need longer
+than its blocks take, its blocks are stretched to that bound.
+
+Host and runtime costs are explicit constants below (in microseconds): they are
+estimates of CANN's sink-mode runtime on these parts, not measurements, and every
+report shows them apart from the cores' time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from ge.sim.program import BARRIER, LOOP, PIPE, RUN, S_PIPE, SET, SYNC_ALL, WAIT
+from ge.soc import SocProfile
+
+log = logging.getLogger("ge.sim")
+
+QUEUE_DEPTH = 16
+"""Instructions a pipe's queue holds ahead of its execution. Not published; 16 lets
+the scalar unit run a double-buffered iteration ahead of the slowest pipe."""
+FLAG_CYCLES = 1.0
+"""A set_flag's own cost on its source pipe; the waiting pipe may go on from then."""
+SYNC_ALL_CYCLES = 600.0
+"""A cross-core barrier: each block writes and polls a GM counter (two GM round trips,
+~300 cycles each on the 910B1 fits)."""
+MAX_EXPLICIT_TRIPS = 128
+"""Iterations of one loop simulated one by one, at most, before its steady state is assumed."""
+
+MODEL_LAUNCH_US = 10.0
+"""The host's model execute call until the device runs the first task (sink mode:
+the task list is on the device already)."""
+HOST_SYNC_US = 5.0
+"""The host seeing the model's end (stream synchronise returning)."""
+KERNEL_LAUNCH_US = 2.0
+"""The task scheduler reading a KERNEL task and starting its blocks on the cores."""
+EVENT_RECORD_US = 0.5
+EVENT_WAIT_US = 0.5
+"""An EVENT_RECORD or EVENT_WAIT task's own time on its stream."""
+MODEL_END_US = 0.5
+"""MODEL_END_GRAPH: the end of the task list."""
+MEMCPY_LATENCY_US = 8.0
+"""A host <-> device copy's fixed cost (DMA descriptor, PCIe round trip)."""
+PCIE_BYTES_PER_US = 24_000.0
+"""Host <-> device bandwidth: PCIe 4.0 x16 at about 24 GB/s in practice (every part here has it)."""
+
+LATENCY_BOUND = 0.5
+"""A kernel whose best utilisation (cube, vector, or GM traffic at peak rate) is below
+this is latency-bound: its time goes on fixed costs, latencies and waits."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A pipe's activity in a block, relative to the block's start (`busy` < 1 for a
+    steady-state stretch shown as one span)."""
+
+    pipe: int
+    start: float
+    end: float
+    label: str
+    busy: float = 1.0
+
+
+@dataclass(frozen=True)
+class BlockTiming:
+    """What one block of a kernel does and how long it takes, in cycles."""
+
+    cycles: float
+    phases: tuple[float, ...]
+    """The cycles of each top-level phase (`sync_all` ends one); they sum to `cycles`."""
+    phase_gm_bytes: tuple[float, ...]
+    busy: tuple[float, ...]
+    """Busy cycles per pipe, in `ge.sim.program.PIPE` order."""
+    gm_bytes: float
+    gm_ideal: float
+    """Cycles the GM traffic takes at each path's peak rate."""
+    cube_blocks: float
+    """Cube blocks (m0 x k0 x n0 MACs each, one a cycle at peak) of every mmad."""
+    vector_cycles: float
+    instructions: float
+    spans: tuple[Span, ...] | None
+
+
+class _Block:
+    """The pipes of one block while its program runs."""
+
+    def __init__(self, trace: bool):
+        n = len(PIPE)
+        self.t = [0.0] * n
+        self.win: list[deque[float]] = [deque(maxlen=QUEUE_DEPTH) for _ in range(n)]
+        self.flags: dict[tuple[int, int, int], float] = {}
+        self.busy = [0.0] * n
+        self.gm_bytes = 0.0
+        self.gm_ideal = 0.0
+        self.cube = 0.0
+        self.vector = 0.0
+        self.executed = 0.0
+        self.spans: list[Span] | None = [] if trace else None
+        self.phase_ends: list[tuple[float, float]] = []
+
+    # ------------------------------------------------------------ instructions
+
+    def _issue(self, pipe: int) -> float:
+        """When the scalar unit puts the next instruction into `pipe`'s queue."""
+        t = self.t
+        if pipe == S_PIPE:
+            return t[S_PIPE]
+        w = self.win[pipe]
+        if len(w) == QUEUE_DEPTH and w[0] > t[S_PIPE]:
+            t[S_PIPE] = w[0]  # the queue is full: issue stalls until its oldest entry starts
+        return t[S_PIPE]
+
+    def run(self, program: tuple, top: bool = False) -> None:
+        t, win, flags = self.t, self.win, self.flags
+        for ins in program:
+            op = ins[0]
+            if op == LOOP:
+                self.loop(ins[1], ins[2], ins[3], ins[4])
+                continue
+            self.executed += 1
+            if op == SYNC_ALL:
+                end = max(t) + SYNC_ALL_CYCLES
+                for p in range(len(t)):
+                    t[p] = end
+                if top:
+                    self.phase_ends.append((end, self.gm_bytes))
+                continue
+            pipe = ins[1]
+            issue = self._issue(pipe)
+            start = issue if issue > t[pipe] else t[pipe]
+            if op == RUN:
+                cost = ins[2]
+                t[pipe] = start + cost
+                self.busy[pipe] += cost
+                self.gm_bytes += ins[3]
+                self.gm_ideal += ins[4]
+                self.cube += ins[5]
+                self.vector += ins[6]
+                if self.spans is not None:
+                    self.spans.append(Span(pipe, start, start + cost, ins[7]))
+            elif op == SET:
+                t[pipe] = start + FLAG_CYCLES
+                flags[ins[2]] = t[pipe]
+            elif op == WAIT:
+                ready = flags.pop(ins[2], None)
+                if ready is None:
+                    raise AssertionError(f"wait_flag {ins[2]} without a set_flag before it (the kernel verifier forbids it)")
+                t[pipe] = ready if ready > start else start
+            elif op == BARRIER:
+                t[pipe] = start
+            if pipe != S_PIPE:
+                win[pipe].append(start)
+
+    # ----------------------------------------------------------------- loops
+
+    def _state(self, pipes: tuple[int, ...], keys: tuple) -> tuple[tuple, list[float], list[float]]:
+        """(shape, clock values, counters) of the touched part of the state."""
+        values = [self.t[p] for p in pipes]
+        for p in pipes:
+            values.extend(self.win[p])
+        present = tuple(k in self.flags for k in keys)
+        values.extend(self.flags[k] for k, here in zip(keys, present) if here)
+        shape = (tuple(len(self.win[p]) for p in pipes), present)
+        counters = [*self.busy, self.gm_bytes, self.gm_ideal, self.cube, self.vector, self.executed]
+        return shape, values, counters
+
+    def _shift(self, pipes: tuple[int, ...], keys: tuple, deltas: list[float]) -> None:
+        """Move the touched clocks by `deltas` (in `_state`'s order)."""
+        it = iter(deltas)
+        for p in pipes:
+            self.t[p] += next(it)
+        for p in pipes:
+            w = self.win[p]
+            for i in range(len(w)):
+                w[i] += next(it)
+        for k in keys:
+            if k in self.flags:
+                self.flags[k] += next(it)
+
+    def _count(self, counters: list[float]) -> None:
+        n = len(self.busy)
+        for p in range(n):
+            self.busy[p] += counters[p]
+        self.gm_bytes += counters[n]
+        self.gm_ideal += counters[n + 1]
+        self.cube += counters[n + 2]
+        self.vector += counters[n + 3]
+        self.executed += counters[n + 4]
+
+    def loop(self, trips: int, body: tuple, pipes: tuple[int, ...], keys: tuple) -> None:
+        history = [self._state(pipes, keys)]
+        done = 0
+        while done < trips:
+            self.run(body)
+            done += 1
+            history.append(self._state(pipes, keys))
+            del history[:-5]
+            remaining = trips - done
+            if remaining == 0:
+                break
+            found = _period(history)
+            if found is None and done < MAX_EXPLICIT_TRIPS:
+                continue
+            if found is None:
+                c, deltas = 1, [a - b for a, b in zip(history[-1][1], history[-2][1])]
+                if history[-1][0] != history[-2][0]:
+                    continue
+                log.debug("a loop of %d trips shows no steady state in %d; extrapolating", trips, done)
+            else:
+                c, deltas = found
+            periods = remaining // c
+            if periods == 0:
+                continue
+            self._extrapolate(history, c, deltas, periods, pipes, keys)
+            done += periods * c
+            history = [self._state(pipes, keys)]
+
+    def _extrapolate(self, history: list, c: int, deltas: list[float], periods: int, pipes: tuple[int, ...], keys: tuple) -> None:
+        before = [self.t[p] for p in pipes]
+        counters = [(a - b) * periods for a, b in zip(history[-1][2], history[-1 - c][2])]
+        self._shift(pipes, keys, [d * periods for d in deltas])
+        self._count(counters)
+        if self.spans is None:
+            return
+        for p, start in zip(pipes, before):
+            end = self.t[p]
+            if p == S_PIPE or end <= start:
+                continue
+            busy = counters[p] / (end - start)
+            self.spans.append(Span(p, start, end, f"steady state: {periods * c} iterations", min(busy, 1.0)))
+
+
+def _period(history: list) -> tuple[int, list[float]] | None:
+    """(c, per-period shift) when the last two periods of c iterations moved every
+    touched clock by the same amount, else None."""
+    for c in (1, 2):
+        if len(history) < 2 * c + 1:
+            return None
+        (s0, v0, _), (s1, v1, _), (s2, v2, _) = history[-1 - 2 * c], history[-1 - c], history[-1]
+        if not s0 == s1 == s2:
+            continue
+        shift = v2[0] - v1[0]
+        tol = 1e-6 + 1e-9 * abs(v2[0])
+        if all(abs((b - a) - shift) <= tol and abs((a - z) - shift) <= tol for z, a, b in zip(v0, v1, v2)):
+            return c, [shift] * len(v2)
+    return None
+
+
+def time_block(program: tuple, trace: bool = False) -> BlockTiming:
+    """The timing of one block running `program` (as `ge.sim.program` decodes it)."""
+    block = _Block(trace)
+    block.run(program, top=True)
+    end = max(block.t)
+    marks = [*block.phase_ends, (end, block.gm_bytes)]
+    phases, gm, last_t, last_gm = [], [], 0.0, 0.0
+    for t, g in marks:
+        phases.append(t - last_t)
+        gm.append(g - last_gm)
+        last_t, last_gm = t, g
+    return BlockTiming(
+        cycles=end,
+        phases=tuple(phases),
+        phase_gm_bytes=tuple(gm),
+        busy=tuple(block.busy),
+        gm_bytes=block.gm_bytes,
+        gm_ideal=block.gm_ideal,
+        cube_blocks=block.cube,
+        vector_cycles=block.vector,
+        instructions=block.executed,
+        spans=tuple(block.spans) if block.spans is not None else None,
+    )
+
+
+# ------------------------------------------------------------------------- cores
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One block of a kernel on a core: [start, end) in cycles of the model's timeline."""
+
+    core: int
+    start: float
+    end: float
+    phase: int
+
+
+class Cores:
+    """The cores of one run, by kind, each free from some time on."""
+
+    def __init__(self, counts: dict[str, int]):
+        self.counts = dict(counts)
+        self._free = {kind: [(0.0, i) for i in range(n)] for kind, n in counts.items()}
+
+    def place(self, kind: str, ready: float, blocks: int, cycles: float, phase: int) -> list[Placed]:
+        """`blocks` blocks of `cycles` each, from `ready` on, each on the core free first."""
+        heap = self._free[kind]
+        placed = []
+        for _ in range(blocks):
+            free, core = heapq.heappop(heap)
+            start = max(ready, free)
+            placed.append(Placed(core, start, start + cycles, phase))
+            heapq.heappush(heap, (start + cycles, core))
+        return placed
+
+
+@dataclass(frozen=True)
+class KernelRun:
+    """A kernel's blocks on the cores, and how much the chip's GM bandwidth stretched them."""
+
+    blocks: tuple[Placed, ...]
+    start: float
+    end: float
+    stretch: float
+    """The factor the GM bandwidth bound lengthened the blocks by (1: not at all)."""
+
+
+def chip_gm_bytes_per_cycle(profile: SocProfile) -> float:
+    """GM bandwidth of the whole chip, in bytes per cycle."""
+    return profile.ai_cores * profile.gm_bytes_per_cycle
+
+
+def run_kernel(cores: Cores, kind: str, ready: float, block_dim: int, timing: BlockTiming, chip_rate: float) -> KernelRun:
+    """Place a kernel's blocks from `ready` on, phase after phase."""
+    count = cores.counts[kind]
+    waves = math.ceil(block_dim / count)
+    t = ready
+    placed: list[Placed] = []
+    stretch = 1.0
+    for i, (cycles, gm) in enumerate(zip(timing.phases, timing.phase_gm_bytes)):
+        natural = waves * cycles
+        bound = block_dim * gm / chip_rate
+        factor = bound / natural if natural > 0 and bound > natural else 1.0
+        stretch = max(stretch, factor)
+        blocks = cores.place(kind, t, block_dim, cycles * factor, i)
+        t = max(b.end for b in blocks)
+        placed += blocks
+    return KernelRun(tuple(placed), ready, t, stretch)

@@ -1,0 +1,62 @@
+"""Real models, compiled and run on the simulator, against onnxruntime (slow).
+
+ResNet-50, MobileNetV2, BERT-base and ViT-B/16 (random weights, `tests/models.py`)
+compiled for the Ascend910B1 with the default precision (force_fp16): the float16
+outputs agree with onnxruntime's float32 ones in the top-1 class and within a
+cosine of 0.999. With must_keep_origin_dtype they would agree within 1e-4; the
+compiler cannot build float32 cube ops yet (see `NO_FLOAT32_CUBE`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ge
+from ge.errors import ModelError
+from ge.session import Session
+from models import model_inputs, model_path, onnxruntime_outputs
+
+pytestmark = pytest.mark.slow
+
+SOC = "Ascend910B1"
+MODELS = ("resnet50", "mobilenet_v2", "bert_base", "vit_b_16")
+CLASSIFIERS = ("resnet50", "mobilenet_v2", "vit_b_16")
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_float16_outputs_agree_with_onnxruntime(name: str) -> None:
+    path = model_path(name)
+    feeds = model_inputs(path)
+    want = onnxruntime_outputs(path, feeds)
+    got = Session().run(ge.compile(path, {"soc_version": SOC}), feeds).outputs
+    assert got.keys() == want.keys()
+    for output, value in want.items():
+        assert got[output].shape == value.shape
+        assert cosine(got[output], value) > 0.999, output
+    if name in CLASSIFIERS:
+        np.testing.assert_array_equal(got["output"].argmax(-1), want["output"].argmax(-1))
+
+
+NO_FLOAT32_CUBE = pytest.mark.xfail(
+    strict=True,
+    raises=ModelError,
+    reason="no SoC profile has a float32 cube mode, and lower-to-kernel tiles the float32 Conv2D/MatMul that "
+    "precision selection sends to AI CPU for AI Core: must_keep_origin_dtype cannot compile a cube op yet",
+)
+
+
+@NO_FLOAT32_CUBE
+@pytest.mark.parametrize("name", MODELS)
+def test_origin_dtype_outputs_match_onnxruntime(name: str) -> None:
+    path = model_path(name)
+    feeds = model_inputs(path)
+    want = onnxruntime_outputs(path, feeds)
+    got = Session().run(ge.compile(path, {"soc_version": SOC, "precision_mode": "must_keep_origin_dtype"}), feeds).outputs
+    for output, value in want.items():
+        np.testing.assert_allclose(got[output], value, rtol=1e-4, atol=1e-4 * float(np.abs(value).max()))
