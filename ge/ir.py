@@ -5,6 +5,7 @@ from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.parser import Parser
 
 from dialects.ascend_graph import AscendGraph
+from dialects.ascend_kernel import AscendKernel
 
 
 def context() -> Context:
@@ -12,6 +13,7 @@ def context() -> Context:
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(AscendGraph)
+    ctx.load_dialect(AscendKernel)
     return ctx
 
 

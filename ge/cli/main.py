@@ -158,6 +158,41 @@ def inspect(
     console.print(weights)
 
 
+# -------------------------------------------------------------------------- optimize
+
+from ge.cli.optimize import optimize  # noqa: E402  (its heavy imports happen inside)
+
+app.command(name="optimize")(optimize)
+
+
+# ------------------------------------------------------------------------------- atc
+
+from ge.cli.atc import CONTEXT, atc  # noqa: E402  (its heavy imports happen inside)
+
+app.command(name="atc", context_settings=CONTEXT)(atc)
+
+
+# -------------------------------------------------------------------- precision-report
+
+from ge.cli.precision_report import precision_report  # noqa: E402  (its heavy imports happen inside)
+
+app.command(name="precision-report")(precision_report)
+
+
+# ------------------------------------------------------------------------- calibrate
+
+from ge.cli.calibrate import calibrate  # noqa: E402  (its heavy imports happen inside)
+
+app.command(name="calibrate")(calibrate)
+
+
+# ------------------------------------------------------------------------------- run
+
+from ge.cli.run import run  # noqa: E402  (its heavy imports happen inside)
+
+app.command(name="run")(run)
+
+
 # ------------------------------------------------------------------------------ main
 
 

@@ -34,6 +34,7 @@ from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from dialects.ascend_graph import AscendGraph, WeightRefAttr
+from dialects.ascend_kernel import AscendKernel
 from ge import weights
 from ge.cli.errors import DEFAULT_LOG, LOG_LEVELS, configure_logging, log_level_in, reporting
 from ge.errors import OptionError
@@ -42,6 +43,7 @@ from passes import registry
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "builtin": lambda: Builtin,
     "ascend_graph": lambda: AscendGraph,
+    "ascend_kernel": lambda: AscendKernel,
 }
 
 log = logging.getLogger(__name__)

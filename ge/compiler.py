@@ -1,0 +1,99 @@
+"""`ge.compile`: an ONNX model (or an imported module) to an offline `Model`.
+
+    model = ge.compile("resnet50.onnx", CompileOptions(soc_version="Ascend310P3"))
+    model.save("resnet50.om")
+    again = ge.load_model("resnet50.om")          # == model
+
+The phases, timed one by one (`Model.build["timings"]`): import, GE's graph
+optimisation (`ge.pipeline.optimize`: fusion, precision and format selection, UB
+fusion, Split no-task), lowering every kernel scope to a tiled `ascend_kernel`
+kernel (`lower-to-kernel`), then the build: streams, memory, tasks, weights and
+kernels (see `ge.build`).
+
+A module passed in is compiled in place. fusion_result.json is written at the
+end of a successful compile when `export_compile_stat` is 1 (2 writes it right
+after the optimisation), as `ge atc` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Mapping
+
+from xdsl.dialects.builtin import ModuleOp
+
+from ge.build.om import Model, OmError, TensorDesc, read
+from ge.options import AICPU_ENGINE, CompileOptions, parse_stream_max_parallel_num
+
+__all__ = ["Model", "OmError", "TensorDesc", "compile", "load_model"]
+
+log = logging.getLogger("ge")
+
+
+def compile(
+    model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapping[str, object] | None = None
+) -> Model:
+    """Compile an ONNX file or an imported `ascend_graph` module into an offline model."""
+    from ge import build, pipeline
+
+    options = _options(options)
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    if isinstance(model, ModuleOp):
+        module = model
+    else:
+        from ge.frontend import load_onnx
+
+        module, _ = load_onnx(os.fspath(model), input_shape=options.input_shape)
+    timings["import"] = time.perf_counter() - started
+    compilation = pipeline.optimize(module, options)
+    timings.update(compilation.timings)
+    started = time.perf_counter()
+    _lower(module, options)
+    timings["lowering"] = time.perf_counter() - started
+    settings = build.BuildOptions(
+        soc_version=options.soc_version,
+        max_streams=options.aicore_streams,
+        reuse_memory=not options.disable_reuse_memory,
+        options=_recorded(options),
+    )
+    result = build.build(module, settings, timings)
+    compilation.finish()
+    return dataclasses.replace(result, build={**result.build, "timings": timings})
+
+
+def load_model(path: str | os.PathLike) -> Model:
+    """Read a `.om` file written by `Model.save` (or `ge atc`)."""
+    return read(path)
+
+
+def _options(options: CompileOptions | Mapping[str, object] | None) -> CompileOptions:
+    if options is None:
+        options = CompileOptions()
+    elif not isinstance(options, CompileOptions):
+        options = CompileOptions.from_flags(**options)
+    if options.stream_max_parallel_num and AICPU_ENGINE in parse_stream_max_parallel_num(options.stream_max_parallel_num):
+        log.warning("stream_max_parallel_num: %s has no effect here: every kernel runs on the AI Core", AICPU_ENGINE)
+    return options
+
+
+def _recorded(options: CompileOptions) -> dict[str, object]:
+    """The options that differ from their defaults, as the model file records them."""
+    defaults = CompileOptions()
+    return {
+        f.name: getattr(options, f.name)
+        for f in dataclasses.fields(options)
+        if getattr(options, f.name) != getattr(defaults, f.name) or f.name == "soc_version"
+    }
+
+
+def _lower(module: ModuleOp, options: CompileOptions) -> None:
+    """Replace every kernel scope by a launch of a kernel tiled for the SoC."""
+    from ge import ir
+    from passes.lower_to_kernel import LowerToKernel
+
+    LowerToKernel(soc=options.soc_version).apply(ir.context(), module)
+    module.verify()

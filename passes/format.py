@@ -1,0 +1,303 @@
+"""Format selection: the device format of every tensor, and TransData where formats meet.
+
+GE runs it in "optimize original graph", after precision selection (dump
+`AfterFormat`). Each op, in program order, says in which format it wants each
+operand and makes its results; a value in another format than a consumer wants
+gets one `TransData` per format it is needed in, placed right after its producer.
+A constant is converted in the weight store instead: it gets a new constant holding
+the physical array, typed in the device format (TransData folded into the weight).
+Graph inputs and outputs keep the user's format (ND, or NCHW for 4-D).
+
+What each op wants (C0 = 32 bytes of the dtype, see `dialects/formats.py`):
+
+- Conv2D: the feature map in NC1HWC0, the filter in FRACTAL_Z, the bias as it is
+  (ND); the result in NC1HWC0. FullyConnection of a 4-D input with a 4-D weight is
+  a convolution with the input's whole H x W as its window: the same.
+- MatMulV2, BatchMatMulV2 (both operands of rank >= 2), GEMM and a 2-D
+  FullyConnection: both operands and the result in FRACTAL_NZ, the bias ND;
+  MultiHeadAttention: query, key, value, their weights and the result in
+  FRACTAL_NZ, the biases and the mask ND. Parts
+  with a FIX pipe (the 910B generation) convert ND <-> NZ in flight (MTE2's ND2NZ
+  load, FIX's NZ2ND store: the calibration's *_TRANS paths), so there the matmuls
+  keep ND, as CANN keeps them on Atlas A2.
+- Pooling (MaxPoolV3, AvgPoolV2, GlobalAveragePool, GlobalMaxPool): NC1HWC0 in and
+  out; their kernels exist in that format only.
+- Elementwise ops (unary and binary ops, Cast, and BatchNorm in NC1HWC0; LayerNorm
+  and SoftmaxV2 / LogSoftmaxV2 over the last axis only, in FRACTAL_NZ) take the
+  device format of an operand that has the result's shape, when every other operand
+  allows it: it is in that format with that shape, or has the result's shape (it is
+  converted), or has one element, or is a bias it can broadcast as it is (BatchNorm
+  and LayerNorm parameters; in FRACTAL_NZ a row vector, broadcast over the rows), or
+  is a per-channel constant of an NC1HWC0 op ([C, 1, 1] or [1, C, 1, 1] against
+  NCHW; converted to NC1HWC0 of [1, C, 1, 1]). The result's element type must have
+  the operand's C0 (a Cast float16 -> float32 changes C0 from 16 to 8, so it cannot
+  map element to element). Otherwise the op computes in ND. So chains such as
+  conv -> relu -> add(residual) -> relu -> conv stay in NC1HWC0 from end to end.
+- Everything else (reshapes, transposes, reductions, concat, gather, ...) works on
+  the origin format.
+
+TransData pairs that cancel are not made here (a value is always converted from
+its producer's format); `TransdataTransdataPass` removes those other passes leave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import Rewriter
+
+from dialects import ascend_graph as ag
+from dialects import formats, shapes
+from ge import soc as socs
+from ge.reference import const_value
+from ge.weights import WeightStore, store_of
+from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
+
+DEFAULT_SOC = "Ascend310P3"
+
+NC1HWC0 = "NC1HWC0"
+FRACTAL_Z = "FRACTAL_Z"
+FRACTAL_NZ = "FRACTAL_NZ"
+
+POOLS = (ag.MaxPoolOp, ag.AvgPoolOp, ag.GlobalAveragePoolOp, ag.GlobalMaxPoolOp)
+ELEMENTWISE = (ag.UnaryOp, ag.BinaryOp, ag.CastOp)
+ROW_OPS = (ag.LayerNormOp, ag.SoftmaxOp, ag.LogSoftmaxOp)
+"""Ops normalising the last axis, which FRACTAL_NZ keeps inside each row of fractals."""
+
+Want = tuple[list[str | None], str | None]
+"""The format each operand is wanted in and the results' format (None: origin format)."""
+
+
+def _rank(value: SSAValue) -> int:
+    return len(ag.shape_of(value.type))
+
+
+def _numel(value: SSAValue) -> int:
+    shape = ag.shape_of(value.type)
+    return shapes.numel(shape) if shapes.is_static(shape) else -1
+
+
+def _per_channel(value: SSAValue, out: tuple[int, ...]) -> bool:
+    """A constant [C, 1, 1] or [1, C, 1, 1] against an NCHW result of C channels: as
+    an NC1HWC0 [1, C, 1, 1] it broadcasts the same way."""
+    shape = ag.shape_of(value.type)
+    if not isinstance(value.owner, ag.ConstOp) or len(out) != 4 or not 3 <= len(shape) <= 4:
+        return False
+    return (1,) * (4 - len(shape)) + shape == (1, out[1], 1, 1)
+
+
+def _row_vector(value: SSAValue, out: tuple[int, ...]) -> bool:
+    """A value that only varies along the last axis of `out` (a bias row)."""
+    shape = ag.shape_of(value.type)
+    return len(shape) <= len(out) and all(d == 1 for d in shape[:-1]) and shape[-1:] in ((out[-1],), (1,))
+
+
+def _same_c0(op: Operation, value: SSAValue) -> bool:
+    c0 = formats.c0(ag.dtype_of(value.type))
+    return all(formats.c0(ag.dtype_of(r.type)) == c0 for r in op.results)
+
+
+class _Selector:
+    """Walks one graph in program order, deciding formats and inserting conversions."""
+
+    def __init__(self, graph: ag.GraphOp, store: WeightStore, nd_matmul: bool):
+        self.block = graph.body.block
+        self.store = store
+        self.nd_matmul = nd_matmul
+        self.converted: dict[tuple[SSAValue, str | None], SSAValue] = {}
+        self.folded: list[ag.ConstOp] = []
+
+    def run(self) -> None:
+        for op in list(self.block.ops):
+            if isinstance(op, ag.DataOp | ag.ConstOp | ag.TransDataOp):
+                continue
+            wanted, result = self.want(op)
+            for i, fmt in enumerate(wanted):
+                self.use(op, i, fmt)
+            if result is not None:
+                for r in op.results:
+                    shape = ag.shape_of(r.type)
+                    typed = ag.device_tensor(ag.dtype_of(r.type), result, formats.origin_format_of(result), shape)
+                    Rewriter.replace_value_with_new_type(r, typed)
+        for const in self.folded:
+            if not const.out.uses:  # every user now reads a converted copy
+                self.block.erase_op(const)
+
+    # ----------------------------------------------------------------- decisions
+
+    def want(self, op: Operation) -> Want:
+        origin: Want = ([None] * len(op.operands), None)
+        if isinstance(op, ag.Conv2DOp):
+            return [NC1HWC0, FRACTAL_Z] + [None] * (len(op.operands) - 2), NC1HWC0
+        if isinstance(op, ag.FullyConnectionOp):
+            ranks = (_rank(op.x), _rank(op.w))
+            if ranks == (4, 4):
+                return [NC1HWC0, FRACTAL_Z] + [None] * (len(op.operands) - 2), NC1HWC0
+            if ranks == (2, 2) and not self.nd_matmul:
+                return [FRACTAL_NZ, FRACTAL_NZ] + [None] * (len(op.operands) - 2), FRACTAL_NZ
+            return origin
+        if isinstance(op, ag.MatMulV2Op | ag.BatchMatMulOp | ag.GemmOp):
+            if self.nd_matmul or min(_rank(op.operands[0]), _rank(op.operands[1])) < 2:
+                return origin
+            return [FRACTAL_NZ, FRACTAL_NZ] + [None] * (len(op.operands) - 2), FRACTAL_NZ
+        if isinstance(op, ag.MultiHeadAttentionOp):
+            if self.nd_matmul:
+                return origin
+            return [FRACTAL_NZ] * 6 + [None] * (len(op.operands) - 6), FRACTAL_NZ
+        if isinstance(op, POOLS):
+            return ([NC1HWC0], NC1HWC0) if _rank(op.operands[0]) == 4 else origin
+        if isinstance(op, ELEMENTWISE + ROW_OPS + (ag.BatchNormOp,)):
+            return self.elementwise(op) or origin
+        return origin
+
+    def elementwise(self, op: ag.AscendOp) -> Want | None:
+        """The device format an elementwise op keeps, if its operands allow one."""
+        out = ag.shape_of(op.results[0].type)
+        params = 1 if isinstance(op, ag.BatchNormOp | ag.LayerNormOp) else len(op.operands)
+        main = next(
+            (v for v in op.operands[:params] if ag.format_of(v.type) and ag.shape_of(v.type) == out), None
+        )
+        if main is None or not _same_c0(op, main):
+            return None
+        fmt = ag.format_of(main.type)
+        if not self.keeps(op, fmt, len(out)):
+            return None
+        wanted: list[str | None] = []
+        for i, v in enumerate(op.operands):
+            if i >= params or _numel(v) == 1:
+                wanted.append(None)
+            elif ag.shape_of(v.type) == out and ag.dtype_of(v.type) == ag.dtype_of(main.type):
+                wanted.append(fmt)
+            elif fmt == NC1HWC0 and _per_channel(v, out):
+                wanted.append(fmt)
+            elif fmt == FRACTAL_NZ and _row_vector(v, out) and ag.format_of(v.type) is None:
+                wanted.append(None)
+            else:
+                return None
+        return wanted, fmt
+
+    @staticmethod
+    def keeps(op: ag.AscendOp, fmt: str, rank: int) -> bool:
+        """Whether the op can compute in `fmt` at all."""
+        if isinstance(op, ag.BatchNormOp):
+            return fmt == NC1HWC0
+        if isinstance(op, ag.LayerNormOp):
+            return fmt == FRACTAL_NZ and shapes.norm_axis(op.props.int("begin_norm_axis"), rank) == rank - 1
+        if isinstance(op, ag.SoftmaxOp | ag.LogSoftmaxOp):
+            return fmt == FRACTAL_NZ and shapes.norm_axes(op.props.ints("axes"), rank) == (rank - 1,)
+        return True
+
+    # --------------------------------------------------------------- conversions
+
+    def use(self, op: Operation, index: int, fmt: str | None) -> None:
+        value = op.operands[index]
+        if ag.format_of(value.type) == fmt:
+            return
+        op.operands[index] = self.convert(value, fmt)
+
+    def convert(self, value: SSAValue, fmt: str | None) -> SSAValue:
+        key = (value, fmt)
+        if key not in self.converted:
+            current = ag.format_of(value.type)
+            owner = value.owner
+            if current is not None and fmt is not None and formats.origin_format_of(current) != formats.origin_format_of(fmt):
+                self.converted[key] = self.convert(self.convert(value, None), fmt)  # through the origin format
+            elif isinstance(owner, ag.ConstOp) and fmt is not None and current is None:
+                self.converted[key] = self.fold(owner, fmt)
+            else:
+                self.converted[key] = self.trans_data(value, fmt)
+        return self.converted[key]
+
+    def trans_data(self, value: SSAValue, fmt: str | None) -> SSAValue:
+        t = value.type
+        assert isinstance(t, TensorType)
+        enc = t.encoding
+        src = ag.format_of(t) or formats.origin_format_of(fmt)  # type: ignore[arg-type]
+        dst = fmt if fmt is not None else enc.origin_format.data  # type: ignore[union-attr]
+        name = f"{_owner_label(value)}/TransData_{dst}"
+        op = ag.TransDataOp([value], {"src_format": StringAttr(src), "dst_format": StringAttr(dst)}, name)
+        owner = value.owner
+        assert isinstance(owner, Operation)
+        self.block.insert_op_after(op, owner)
+        return op.y
+
+    def fold(self, const: ag.ConstOp, fmt: str) -> SSAValue:
+        """A new constant holding the value laid out in `fmt` (in the weight store)."""
+        array = np.asarray(const_value(const, self.store))
+        if fmt == NC1HWC0 and array.ndim == 3:  # a per-channel [C, 1, 1], as [1, C, 1, 1]
+            array = array.reshape((1,) + array.shape)
+        origin = formats.origin_format_of(fmt)
+        ref = self.store.add(f"{const.label}.{fmt}", formats.to_physical(array, fmt, origin))
+        typed = ag.device_tensor(ag.dtype_of(const.out.type), fmt, origin, array.shape)
+        new = ag.ConstOp(ref, typed, const.label)
+        self.block.insert_op_after(new, const)
+        self.folded.append(const)
+        return new.out
+
+
+def _owner_label(value: SSAValue) -> str:
+    owner = value.owner
+    return owner.label if isinstance(owner, ag.AscendOp) else "value"
+
+
+@dataclass(frozen=True)
+class FormatSelection(ModulePass):
+    """Choose each tensor's device format and insert TransData where formats meet."""
+
+    name = "format-selection"
+
+    soc: str = DEFAULT_SOC
+    """The SoC version (`--soc_version`): parts with a FIX pipe keep matmuls in ND."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        nd_matmul = socs.load(self.soc).fix_pipe
+        for graph in [g for g in op.walk() if isinstance(g, ag.GraphOp)]:
+            _Selector(graph, store_of(op), nd_matmul).run()
+
+
+# --------------------------------------------------------- TransData elimination
+
+
+class CancelTransData(FusionPattern):
+    """TransData A -> B -> C becomes A -> C, and nothing when C is A."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, outer: ag.TransDataOp, rewriter: PatternRewriter) -> None:
+        inner = outer.x.owner
+        if not isinstance(inner, ag.TransDataOp):
+            return
+        self.matched(outer)
+        source = inner.x
+        if source.type == outer.y.type:
+            rewriter.replace(outer, [], [source])
+        else:
+            props = {"src_format": inner.src_format, "dst_format": outer.dst_format}
+            try:
+                direct = ag.TransDataOp([source], props, outer.label)
+            except shapes.ShapeError:
+                return  # A -> C is no format change (e.g. NCHW to ND): keep both
+            rewriter.replace(outer, direct)
+        self.effected()
+
+
+@fusion_pass
+@dataclass(frozen=True)
+class TransdataTransdataPass(FusionPass):
+    """TransdataTransdataPass: two TransData in a row become one, or none when they cancel."""
+
+    name = "TransdataTransdataPass"
+    band = Band.MAIN
+
+    def patterns(self, counts: FusionCounts) -> Sequence[RewritePattern]:
+        return [CancelTransData(counts)]
+
+
+AFTER_FORMAT_SELECTION = (TransdataTransdataPass.name,)
+"""The fusion passes GE runs right after format selection (TransData/Cast elimination)."""

@@ -1,0 +1,213 @@
+"""lower-to-kernel: every kernel scope of the graph becomes one launch of one kernel.
+
+A kernel scope is a UB fusion scope (the ops sharing a `_fusion_scope`), or one
+compute op outside any scope; shape views (Reshape, Flatten, Squeeze, Unsqueeze,
+Identity), `_no_task` ops, data, const and net_output make no kernel and stay in
+the graph as they are (`passes.ub_fusion.makes_kernel`, which `kernel_scopes`
+counts by). Each scope is replaced by `ascend_kernel.launch @k(inputs)`, whose
+results are the scope's values used outside it and whose `names` are its ops' ONNX
+node names; `@k` is an `ascend_kernel.kernel` at module level holding the scope's
+ops (its `compute` region) and the tiled per-block program of `passes.tiling`.
+
+Scopes that are the same computation (the same ops, properties other than node
+names, types and wiring) share one kernel, as CANN reuses one kernel binary for
+every op of the same shape: the 12 layers of a BERT encoder make 12 launches of each
+of their kernels. The kernel's compute region keeps the node names of the first
+scope; each launch keeps its own.
+
+The launches are placed in a topological order that keeps the graph's order where
+it can (a scope's launch goes where its first op was, once its inputs exist), so
+the build can plan memory and emit tasks in list order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from dialects import ascend_graph as ag
+from dialects.ascend_kernel import ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp
+from ge import soc as socs
+from ge.errors import ModelError
+from passes.tiling import plan
+from passes.ub_fusion import DEFAULT_SOC, makes_kernel, scope_of
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The ops of one kernel (program order) and the values crossing its boundary."""
+
+    ops: tuple[Operation, ...]
+    inputs: tuple[SSAValue, ...]
+    outputs: tuple[SSAValue, ...]
+
+    @classmethod
+    def of(cls, ops: Sequence[Operation]) -> Scope:
+        members = set(ops)
+        inputs: dict[SSAValue, None] = {}
+        for op in ops:
+            for v in op.operands:
+                if v.owner not in members:
+                    inputs.setdefault(v)
+        outputs = [r for op in ops for r in op.results if any(u.operation not in members for u in r.uses)]
+        return cls(tuple(ops), tuple(inputs), tuple(outputs))
+
+    def key(self, soc: str) -> str:
+        """What makes two scopes the same kernel: all but the node names."""
+        index = {r: f"%{i}.{j}" for i, op in enumerate(self.ops) for j, r in enumerate(op.results)}
+        index.update({v: f"in{i}" for i, v in enumerate(self.inputs)})
+        parts = [soc, ",".join(str(v.type) for v in self.inputs)]
+        for op in self.ops:
+            props = sorted((k, str(v)) for k, v in op.properties.items() if k != "name")
+            mode = op.attributes.get("impl_mode")
+            operands = ",".join(index[v] for v in op.operands)
+            results = ",".join(str(r.type) for r in op.results)
+            parts.append(f"{op.name}({operands}){props}{mode}->{results}")
+        parts.append(",".join(index[v] for v in self.outputs))
+        return "\n".join(parts)
+
+
+def kernel_scopes_of(block: Block) -> list[list[Operation]]:
+    """The ops of the block's kernel scopes, in the order of their first ops."""
+    groups: dict[object, list[Operation]] = {}
+    for op in block.ops:
+        if not makes_kernel(op):
+            continue
+        scope = scope_of(op)
+        groups.setdefault(("scope", scope) if scope is not None else ("op", id(op)), []).append(op)
+    return list(groups.values())
+
+
+def _snake(op_type: str) -> str:
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", op_type).lower()
+
+
+class _Lowering:
+    """Lowers the scopes of one module, sharing kernels between equal scopes."""
+
+    def __init__(self, module: ModuleOp, soc: str):
+        self.module = module
+        self.soc = soc
+        self.profile = socs.load(soc)
+        self.kernels: dict[str, KernelOp] = {}
+        self.names = {op.sym_name.data for op in module.ops if isinstance(op, KernelOp)}
+
+    def lower(self, graph: ag.GraphOp) -> None:
+        block = graph.body.block
+        for ops in kernel_scopes_of(block):
+            scope = Scope.of(ops)  # after the launches before it replaced their scopes' values
+            kernel = self.kernel(scope)
+            names = [op.label if isinstance(op, ag.AscendOp) else op.name for op in scope.ops]
+            launch = LaunchOp(kernel.sym_name.data, scope.inputs, [v.type for v in scope.outputs], names)
+            block.insert_op_before(launch, scope.ops[0])
+            for old, new in zip(scope.outputs, launch.outputs):
+                old.replace_all_uses_with(new)
+            for op in reversed(scope.ops):
+                block.erase_op(op)
+        _topological(block)
+
+    def kernel(self, scope: Scope) -> KernelOp:
+        key = scope.key(self.soc)
+        if key in self.kernels:
+            return self.kernels[key]
+        planned = plan(self.profile, scope.ops, scope.inputs, scope.outputs)
+        compute = Block(arg_types=[v.type for v in scope.inputs])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(scope.inputs, compute.args))
+        for op in scope.ops:
+            compute.add_op(op.clone(value_mapper=mapping))
+        compute.add_op(YieldOp([mapping[v] for v in scope.outputs]))
+        gm_types = [BufferType("GM")] * (len(scope.inputs) + len(scope.outputs) + (planned.workspace > 0))
+        program = Block(arg_types=gm_types)
+        values = [*scope.inputs, *scope.outputs]
+        gm = dict(zip(values, program.args))
+        workspace = program.args[len(values)] if planned.workspace else None
+        program.add_ops(planned.program(gm, workspace))
+        op_types = list(dict.fromkeys(getattr(op, "OP_TYPE", op.name) for op in scope.ops))
+        args = [ArgAttr.of("input", _tensor(v)) for v in scope.inputs] + [ArgAttr.of("output", _tensor(v)) for v in scope.outputs]
+        kernel = KernelOp(
+            self.fresh_name(op_types),
+            op_types=op_types,
+            block_dim=planned.block_dim,
+            core_type=planned.core_type,
+            impl_mode=_impl_mode(scope.ops),
+            tiling=planned.tiling,
+            args=args,
+            soc=self.soc,
+            workspace=planned.workspace,
+            compute=Region(compute),
+            program=Region(program),
+        )
+        self.module.body.block.add_op(kernel)
+        self.kernels[key] = kernel
+        return kernel
+
+    def fresh_name(self, op_types: Sequence[str]) -> str:
+        stem = "te_" + "_".join(_snake(t) for t in op_types[:3])
+        n = 0
+        while f"{stem}_{n}" in self.names:
+            n += 1
+        self.names.add(f"{stem}_{n}")
+        return f"{stem}_{n}"
+
+
+def _tensor(value: SSAValue) -> TensorType:
+    assert isinstance(value.type, TensorType)
+    return value.type
+
+
+def _impl_mode(ops: Sequence[Operation]) -> str:
+    """high_precision when any op of the scope asks for it (precision selection sets
+    `impl_mode`), else high_performance, CANN's default for inference."""
+    modes = {getattr(op.attributes.get("impl_mode"), "data", None) for op in ops}
+    return "high_precision" if "high_precision" in modes else "high_performance"
+
+
+def _topological(block: Block) -> None:
+    """Reorder the block so every op follows its operands' producers, keeping the
+    current order wherever it already does (net_output stays last)."""
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    waiting = {op: {v.owner for v in op.operands if v.owner in position and v.owner is not op} for op in ops}
+    users: dict[Operation, list[Operation]] = {op: [] for op in ops}
+    for op, producers in waiting.items():
+        for p in producers:
+            users[p].append(op)  # type: ignore[index]
+    ready = [(position[op], op) for op in ops if not waiting[op]]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    while ready:
+        _, op = heapq.heappop(ready)
+        order.append(op)
+        for user in users[op]:
+            waiting[user].discard(op)
+            if not waiting[user]:
+                heapq.heappush(ready, (position[user], user))
+    if len(order) != len(ops):
+        raise ModelError("the kernel scopes form a cycle: a scope both feeds and reads another op's result")
+    if order == ops:
+        return
+    for op in ops:
+        block.detach_op(op)
+    block.add_ops(order)
+
+
+@dataclass(frozen=True)
+class LowerToKernel(ModulePass):
+    """Replace every kernel scope by a launch of a tiled ascend_kernel.kernel."""
+
+    name = "lower-to-kernel"
+
+    soc: str = DEFAULT_SOC
+    """The SoC version the kernels are tiled for (`--soc_version`)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lowering = _Lowering(op, self.soc)
+        for graph in [g for g in op.ops if isinstance(g, ag.GraphOp)]:
+            lowering.lower(graph)

@@ -1,0 +1,162 @@
+"""The ascend_kernel dialect: syntax, round trips, and what its verifier refuses.
+
+Each refusal starts from a kernel that verifies (`VALID`) and changes one thing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from dialects.ascend_kernel import CopyOp, KernelOp, VecOp, copy_pipe
+from ge.ir import parse, to_text
+
+T = "tensor<4x32xf16>"
+ARG = 'array<i64: 4, 32>, "ND">'
+UB = '!ascend_kernel.buffer<"UB">'
+GM = '!ascend_kernel.buffer<"GM">'
+
+KERNEL = f"""
+builtin.module {{
+  ascend_graph.graph @main {{
+    %x = ascend_graph.data {{index = 0 : i64, name = "x"}} : {T}
+    %y = ascend_kernel.launch @add({{LAUNCH_ARGS}}) {{names = ["add0"]}} : ({{LAUNCH_TYPES}}) -> {T}
+    ascend_graph.net_output %y {{names = ["y"]}} : {T}
+  }}
+  ascend_kernel.kernel @add attributes {{op_types = ["Add"], block_dim = 1 : i64, core_type = "AiCore",
+      impl_mode = "high_performance", tiling = {{tile = 128 : i64}}, soc = "{{SOC}}", workspace = 0 : i64,
+      args = [#ascend_kernel.arg<"input", f16, {ARG}, #ascend_kernel.arg<"input", f16, {ARG},
+              #ascend_kernel.arg<"output", f16, {ARG}]}} compute {{
+  ^bb0(%a: {T}, %b: {T}):
+    %s = ascend_graph.add %a, %b {{name = "add0"}} : ({T}, {T}) -> {T}
+    ascend_kernel.yield %s : {T}
+  }} program {{
+  ^bb0(%ga: {GM}, %gb: {GM}, %gy: {GM}):
+    %u0 = ascend_kernel.alloc 256 bytes at 0 : {UB}
+    %u1 = ascend_kernel.alloc {{SIZE}} bytes at {{OFFSET}} : {UB}
+    ascend_kernel.scalar 32 instrs
+    ascend_kernel.set_flag "V" -> "MTE2", 0
+    ascend_kernel.loop 2 times {{
+      ascend_kernel.wait_flag "V" -> "MTE2", 0
+      ascend_kernel.copy "MTE2" %ga -> %u0, 256 bytes : {GM} -> {UB}
+      ascend_kernel.copy "{{PIPE}}" %gb -> %u1, 256 bytes : {GM} -> {UB}
+      ascend_kernel.set_flag "MTE2" -> "V", {{EVENT}}
+      ascend_kernel.wait_flag "MTE2" -> "V", {{EVENT}}
+      ascend_kernel.vec "VADD" "FP16_FP16_FP16"(%u0, %u0, %u1) x 128 : {UB}, {UB}, {UB}
+      ascend_kernel.set_flag "V" -> "MTE3", 0
+      ascend_kernel.wait_flag "V" -> "MTE3", 0
+      ascend_kernel.copy "MTE3" %u0 -> %gy, 256 bytes : {UB} -> {GM}
+      {{LOOP_END}}
+    }}
+    {{AFTER}}
+  }}
+}}
+"""
+
+DEFAULTS = {
+    "LAUNCH_ARGS": "%x, %x",
+    "LAUNCH_TYPES": f"{T}, {T}",
+    "SOC": "Ascend910A",
+    "SIZE": "256",
+    "OFFSET": "256",
+    "PIPE": "MTE2",
+    "EVENT": "1",
+    "LOOP_END": 'ascend_kernel.set_flag "V" -> "MTE2", 0',
+    "AFTER": 'ascend_kernel.wait_flag "V" -> "MTE2", 0',
+}
+
+
+def kernel_text(**changes: str) -> str:
+    text = KERNEL
+    for key, value in {**DEFAULTS, **changes}.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def test_a_valid_kernel_parses_verifies_and_round_trips() -> None:
+    module = parse(kernel_text())
+    text = to_text(module)
+    assert to_text(parse(text)) == text
+    kernel = next(op for op in module.ops if isinstance(op, KernelOp))
+    assert [a.kind.data for a in kernel.args] == ["input", "input", "output"]
+    assert kernel.parameters == {"tile": 128}
+    copies = [op for op in kernel.program.walk() if isinstance(op, CopyOp)]
+    assert [c.path for c in copies] == ["GM_TO_UB", "GM_TO_UB", "UB_TO_GM"]
+    (add,) = [op for op in kernel.program.walk() if isinstance(op, VecOp)]
+    assert add.repeat(2) == 1 and add.pipe == "V"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"SIZE": str(256 * 1024)}, "overflows UB"),
+        ({"OFFSET": "100"}, "not 32-byte aligned"),
+        ({"OFFSET": "128"}, "overlap"),
+        ({"PIPE": "MTE3"}, "runs on MTE2, not MTE3"),
+        ({"EVENT": "4"}, "beyond Ascend910A's 4 ids"),
+        ({"LOOP_END": ""}, "leave the flags as it found them"),
+        ({"AFTER": ""}, "never waited for"),
+        ({"AFTER": 'ascend_kernel.wait_flag "V" -> "MTE2", 0\n ascend_kernel.wait_flag "V" -> "MTE2", 0'}, "no set_flag before it"),
+        ({"LOOP_END": 'ascend_kernel.set_flag "V" -> "MTE2", 0\n ascend_kernel.set_flag "V" -> "MTE2", 0'}, "already set"),
+        ({"SOC": "Ascend999"}, "unknown soc_version"),
+        ({"LAUNCH_ARGS": "%x", "LAUNCH_TYPES": T}, "do not match the kernel's arguments"),
+    ],
+)
+def test_the_verifier_refuses(changes, message) -> None:
+    with pytest.raises(VerifyException, match=message):
+        parse(kernel_text(**changes))
+
+
+def test_event_ids_follow_the_soc() -> None:
+    parse(kernel_text(SOC="Ascend910B1", EVENT="7"))
+    with pytest.raises(VerifyException, match="beyond Ascend910B1's 8 ids"):
+        parse(kernel_text(SOC="Ascend910B1", EVENT="8"))
+
+
+def test_paths_follow_the_soc() -> None:
+    assert copy_pipe("L0C", "GM", fix_pipe=True) == "FIX"
+    assert copy_pipe("L0C", "GM", fix_pipe=False) is None
+    assert copy_pipe("L0C", "UB", fix_pipe=False) == "V"
+    assert copy_pipe("L0C", "UB", fix_pipe=True) is None
+    fix = 'ascend_kernel.pipe_barrier "FIX"'
+    parse(kernel_text(SOC="Ascend910B1", LOOP_END=f'ascend_kernel.set_flag "V" -> "MTE2", 0\n {fix}'))
+    with pytest.raises(VerifyException, match="has no FIX pipe"):
+        parse(kernel_text(LOOP_END=f'ascend_kernel.set_flag "V" -> "MTE2", 0\n {fix}'))
+
+
+def test_buffers_of_sibling_loops_may_share_memory() -> None:
+    scoped = f"""
+    ascend_kernel.loop 1 times {{
+      %p = ascend_kernel.alloc 1024 bytes at 512 : {UB}
+    }}
+    ascend_kernel.loop 1 times {{
+      %q = ascend_kernel.alloc 2048 bytes at 512 : {UB}
+    }}"""
+    parse(kernel_text(AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0' + scoped))
+
+
+def test_ops_check_their_memories() -> None:
+    mmad = f'ascend_kernel.mmad %u0, %u0 -> %u1, 16 x 16 x 16, f16 : {UB}, {UB} -> {UB}'
+    with pytest.raises(VerifyException, match="mmad reads and writes L0A, L0B, L0C"):
+        parse(kernel_text(AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0\n' + mmad))
+    vec = f'ascend_kernel.vec "VADD" "FP16_FP16_FP16"(%ga) x 16 : {GM}'
+    with pytest.raises(VerifyException, match="works in UB, not GM"):
+        parse(kernel_text(AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0\n' + vec))
+    with pytest.raises(VerifyException, match="unknown memory level"):
+        parse(kernel_text(AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0\n %z = ascend_kernel.alloc 32 bytes at 0 : !ascend_kernel.buffer<"L3">'))
+
+
+def test_copy_modes_and_the_calibration_path_names() -> None:
+    trans = f'ascend_kernel.copy "MTE2" %ga -> %u1, 64 bytes mode "nd2nz" : {GM} -> {UB}'
+    module = parse(kernel_text(AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0\n' + trans))
+    (copy,) = [op for op in module.walk() if isinstance(op, CopyOp) and op.mode == "nd2nz"]
+    assert copy.path == "GM_TO_UB_TRANS"
+    with pytest.raises(VerifyException, match="copy mode 'sideways'"):
+        parse(kernel_text(AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0\n' + trans.replace("nd2nz", "sideways")))
+
+
+def test_a_kernel_lives_at_module_level_and_a_launch_needs_its_kernel() -> None:
+    with pytest.raises(VerifyException, match="no such ascend_kernel.kernel"):
+        parse(kernel_text().replace("launch @add(", "launch @missing("))
+    with pytest.raises((VerifyException, ParseError)):
+        parse(kernel_text().replace('^bb0(%a: tensor<4x32xf16>, %b: tensor<4x32xf16>):', '^bb0(%a: tensor<4x32xf16>, %b: tensor<4x32xf32>):'))
