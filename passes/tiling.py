@@ -1050,7 +1050,7 @@ def plan(profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValu
         return vector_plan(profile, ops, inputs, outputs, profile.ai_cores, "AiCore")
     cube = cubes[0]
     if len(cubes) > 1 or ops[0] is not cube:
-        raise ModelError(f"{_label(ops)}: a kernel holds one cube op, first; this scope has {len(cubes)}")
+        raise ModelError(f"{_label(ops)}: a kernel holds one cube op, its first; this scope has {len(cubes)}, after {ops[0].name}")
     if isinstance(cube, ag.MultiHeadAttentionOp):
         return attention_plan(profile, cube, inputs, outputs)
     gemm, n_logical = gemm_of(profile, cube)

@@ -84,8 +84,8 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Operation, SSAValue
 
 from dialects import ascend_graph as ag
-from dialects.formats import nbytes
-from dialects.shapes import DYN
+from dialects.formats import c0, nbytes
+from dialects.shapes import DYN, is_static
 from ge import soc as socs
 from passes.fusion import Band, FusionCounts, FusionKind, FusionPass, fusion_pass
 
@@ -124,9 +124,28 @@ def scope_of(op: Operation) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
+def is_view(op: Operation) -> bool:
+    """A shape view GE removes before the build, or a TransData that moves no byte.
+
+    NC1HWC0 <-> NCHW at H = W = 1 with C a multiple of C0 puts every element at the
+    same address ([N, C1, 1, 1, C0] and [N, C, 1, 1] are both n-major, then c), so
+    the build aliases it like a reshape instead of launching a copy kernel.
+    """
+    if isinstance(op, VIEW_OPS):
+        return True
+    if not isinstance(op, ag.TransDataOp):
+        return False
+    formats_ = {op.src_format.data, op.dst_format.data}
+    logical = ag.shape_of(op.x.type)
+    if formats_ != {"NC1HWC0", "NCHW"} or len(logical) != 4 or not is_static(logical):
+        return False
+    _, c, h, w = logical
+    return h == w == 1 and c % c0(ag.dtype_of(op.x.type)) == 0
+
+
 def makes_kernel(op: Operation) -> bool:
     """Whether the build makes a kernel for the op (alone or in its scope)."""
-    return not (isinstance(op, STRUCTURAL_OPS + VIEW_OPS) or is_no_task(op))
+    return not (isinstance(op, STRUCTURAL_OPS) or is_view(op) or is_no_task(op))
 
 
 def is_cube(op: Operation) -> bool:

@@ -372,7 +372,7 @@ def imported(name: str) -> ModuleOp:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("soc", SOCS)
-@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2", "bert_base"])
+@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2", "bert_base", "vit_b_16"])
 def test_real_models_lower(name, soc) -> None:
     from ge import pipeline
     from ge.options import CompileOptions
@@ -382,7 +382,8 @@ def test_real_models_lower(name, soc) -> None:
     module = imported(name).clone()
     pipeline.optimize(module, CompileOptions(soc_version=soc, export_compile_stat=0))
     scopes = kernel_scopes(module)
-    assert count_ops(module, ag.TransDataOp) <= 4  # at the model's ends, none between layers
+    if name != "vit_b_16":  # ViT's export reshapes and slices around its attention: TransData there
+        assert count_ops(module, ag.TransDataOp) <= 4  # at the model's ends, none between layers
     before = reference.run(module, model_inputs(model_path(name))) if (name, soc) == ("resnet50", "Ascend910A") else None
     LowerToKernel(soc=soc).apply(context(), module)
     module.verify()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
-from xdsl.dialects.builtin import BoolAttr, IntegerAttr, f16, f32, i64
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, f16, f32, i64
 from xdsl.ir import SSAValue
 
 from dialects.ascend_graph import (
@@ -404,3 +404,17 @@ def check_only_marks(case) -> None:
     got = reference.run(after, inputs, case.store)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name])
+
+
+@pytest.mark.parametrize("shape, view", [((1, 32, 1, 1), True), ((1, 24, 1, 1), False), ((1, 32, 2, 2), False)])
+def test_trans_data_that_moves_no_byte_is_a_view(shape, view):
+    """NC1HWC0 -> NCHW at H = W = 1 with C a multiple of C0 keeps every address."""
+    from xdsl.ir import Block
+
+    from dialects import ascend_graph as ag
+    from passes.ub_fusion import is_view, makes_kernel
+
+    block = Block(arg_types=[ag.device_tensor(f16, "NC1HWC0", "NCHW", shape)])
+    op = ag.TransDataOp([block.args[0]], {"src_format": StringAttr("NC1HWC0"), "dst_format": StringAttr("NCHW")}, "td")
+    assert is_view(op) is view
+    assert makes_kernel(op) is not view

@@ -176,7 +176,8 @@ def read(path: str | os.PathLike) -> Model:
                 _check_manifest(z, path)
                 _check_seal(f, z.comment, path)
                 entries = {name: z.read(name) for name in ENTRIES}
-        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as e:
+        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError, OSError) as e:
+            # damaged headers make zipfile fail in many ways: a bad seek, a bad length, a bad name
             raise OmError(f"'{path}' is truncated or corrupt: {e}") from e
     try:
         return _model(json.loads(entries[MODEL]), entries[KERNELS].decode(), entries[WEIGHTS])

@@ -35,7 +35,7 @@ from dialects import ascend_kernel as ak
 from dialects import formats
 from dialects.shapes import fmt, is_static, numel
 from ge.errors import ModelError
-from passes.ub_fusion import VIEW_OPS, is_no_task
+from passes.ub_fusion import is_no_task, is_view
 
 
 class Region(str, Enum):
@@ -179,7 +179,7 @@ class _Builder:
                 continue
             if isinstance(op, ag.ConstOp):
                 self.const(op)
-            elif isinstance(op, VIEW_OPS):
+            elif is_view(op):
                 self.view(op)
             elif is_no_task(op):
                 self.no_task(op)
