@@ -29,7 +29,7 @@ test-fast: $(VENV)/.test
 	$(PY) -m pytest -n 2 -q -m "not slow"
 
 bench: $(VENV)/.test
-	$(PY) benchmarks/import_and_print.py
+	for b in import_and_print fusion precision_accuracy compile simulate; do $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) tests/.cache
