@@ -12,8 +12,9 @@ It walks one `ascend_graph.graph` in block order (a topological order) and makes
   their H2D copy), outputs (every buffer a graph output aliases: never reused,
   read back by D2H), weights (consts, written when the model loads), and the
   feature map (everything else, the only region whose memory is reused);
-- a slice per SSA value: (buffer, byte offset, byte size). Shape views (reshape,
-  flatten, squeeze, unsqueeze, identity) are their input's slice; the outputs of a
+- a slice per SSA value: (buffer, byte offset, byte size). Views
+  (`passes.ub_fusion.is_view`: reshape, flatten, squeeze, unsqueeze, identity, and
+  a TransData that moves no byte) are their input's slice; the outputs of a
   `_no_task` SplitD/SplitVD are consecutive slices of their input (GE's
   `_output_reuse_input` on dim 0). Neither makes a node or owns memory.
 
