@@ -330,7 +330,7 @@ def test_what_the_model_cannot_price_is_an_error() -> None:
     with pytest.raises(CalibrationError, match="bytes or its fractal repeats"):
         costs.transfer_cycles("Ascend910B1", "GM_TO_L1", 1024, repeats=2)
     with pytest.raises(CalibrationError, match="no cube mode for float32"):
-        costs.mmad_cycles("Ascend910B1", 16, 16, 16, "float32")
+        costs.mmad_cycles("Ascend310P3", 16, 16, 16, "float32")
     with pytest.raises(CalibrationError, match="at least 1"):
         costs.mmad_cycles("Ascend910B1", 0, 16, 16)
     with pytest.raises(OptionError, match="unknown soc_version 'Ascend999'"):
@@ -398,7 +398,7 @@ def test_malformed_tables_are_named(tmp_path: Path) -> None:
 def test_rows_the_model_cannot_price_count_as_misses_and_are_named(tmp_path: Path) -> None:
     folder = _copy(tmp_path)
     _edit(folder, "mmad_throughput.csv", 6, "soc", "Ascend999")
-    _edit(folder, "mmad_throughput.csv", 7, "instr", "MMAD_FP32_FP32_FP32")
+    _edit(folder, "mmad_throughput.csv", 7, "instr", "MMAD_FP64_FP64_FP64")
     _edit(folder, "vector_throughput.csv", 2, "instr", "VFROB")
     _edit(folder, "vector_throughput.csv", 3, "dtypes", "FP8_FP8")
     tables = calibration.load(folder)
@@ -406,7 +406,7 @@ def test_rows_the_model_cannot_price_count_as_misses_and_are_named(tmp_path: Pat
     unpriced = reports["mmad_throughput.csv"].unpriced
     assert len(unpriced) == 2
     assert unpriced[0].startswith("mmad_throughput.csv line 6: unknown soc_version 'Ascend999'; known: Ascend310")
-    assert unpriced[1] == "mmad_throughput.csv line 7: Ascend910B1 has no cube mode for float32; it has float16, bfloat16, int8, int4"
+    assert unpriced[1] == "mmad_throughput.csv line 7: Ascend910B1 has no cube mode for fp64; it has float16, bfloat16, float32, int8, int4"
     assert [line.split(":")[0] for line in reports["vector_throughput.csv"].unpriced] == [
         "vector_throughput.csv line 2", "vector_throughput.csv line 3",
     ]  # fmt: skip
