@@ -95,7 +95,7 @@ def ge_atc(path: Path, soc: str, runs: int, workdir: Path) -> tuple[float, float
 
     wall = median_time(runs, counted)
     import ge
-    from ge.build.schedule import Region
+    from ge.om import Region
 
     model = ge.load_model(f"{output}.om")
     plan = model.memory

@@ -45,7 +45,7 @@ def __getattr__(name: str):
     if name == "reference":
         return importlib.import_module("ge.reference")
     if name == "Model":
-        return importlib.import_module("ge.build.om").Model
+        return importlib.import_module("ge.om").Model
     if name == "Session":
         return importlib.import_module("ge.session").Session
     if name == "RunConfig":

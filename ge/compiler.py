@@ -8,7 +8,7 @@ The phases, timed one by one (`Model.build["timings"]`): import, GE's graph
 optimisation (`ge.pipeline.optimize`: fusion, precision and format selection, UB
 fusion, Split no-task), lowering every kernel scope to a tiled `ascend_kernel`
 kernel (`lower-to-kernel`), then the build: streams, memory, tasks, weights and
-kernels (see `ge.build`).
+kernels (see `ge.backend`).
 
 A module passed in is compiled in place. fusion_result.json is written at the
 end of a successful compile when `export_compile_stat` is 1 (2 writes it right
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from xdsl.dialects.builtin import ModuleOp
 
-from ge.build.om import Model, OmError, TensorDesc, read
+from ge.om import Model, OmError, TensorDesc, read
 from ge.options import AICPU_ENGINE, CompileOptions, parse_stream_max_parallel_num
 
 __all__ = ["Model", "OmError", "TensorDesc", "compile", "load_model"]
@@ -37,7 +37,7 @@ def compile(
     model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapping[str, object] | None = None
 ) -> Model:
     """Compile an ONNX file or an imported `ascend_graph` module into an offline model."""
-    from ge import build, pipeline
+    from ge import backend, pipeline
 
     options = _options(options)
     timings: dict[str, float] = {}
@@ -54,13 +54,13 @@ def compile(
     started = time.perf_counter()
     _lower(module, options)
     timings["lowering"] = time.perf_counter() - started
-    settings = build.BuildOptions(
+    settings = backend.BuildOptions(
         soc_version=options.soc_version,
         max_streams=options.aicore_streams,
         reuse_memory=not options.disable_reuse_memory,
         options=_recorded(options),
     )
-    result = build.build(module, settings, timings)
+    result = backend.build(module, settings, timings)
     compilation.finish()
     return dataclasses.replace(result, build={**result.build, "timings": timings})
 

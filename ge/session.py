@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ge.build.om import Model, read
+from ge.om import Model, read
 from ge.errors import InputError
 from ge.options import RunConfig
 from ge.sim.profile import Profile

@@ -15,8 +15,8 @@ import pytest
 
 import ge
 from ge import soc
-from ge.build.schedule import Region
-from ge.build.verify import verify
+from ge.om import Region
+from ge.backend.verify import verify
 from ge.models import DEMO_MODELS
 
 BIN = Path(sys.executable).parent

@@ -1,4 +1,4 @@
-"""Memory planning (ge/build/memory.py) and the safety proof of task lists (ge/build/verify.py).
+"""Memory planning (ge/backend/memory.py) and the safety proof of task lists (ge/backend/verify.py).
 
 The proof walks a compiled model's task list: no two tensors sharing bytes are
 live at once, every read follows its write, events pair up. It runs on ResNet-50,
@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 
 import ge
 from dialects.ascend_graph import AddOp, ExpOp, ReluOp, ReshapeOp, SplitOp, TanhOp, bool_attr
-from ge.build import memory, streams
-from ge.build.memory import ALIGNMENT, BEST_FIT, BEST_FIT_LIFETIME, NO_REUSE, SIZE_CLASS
-from ge.build.schedule import Region, schedule_of
-from ge.build.tasks import EventRecordTask, EventWaitTask, KernelTask, ModelEndGraphTask
-from ge.build.verify import UnsafeModel, verify
+from ge.backend import memory, streams
+from ge.backend.memory import ALIGNMENT, BEST_FIT, BEST_FIT_LIFETIME, NO_REUSE, SIZE_CLASS
+from ge.backend.schedule import schedule_of
+from ge.om import Region
+from ge.om.tasks import EventRecordTask, EventWaitTask, KernelTask, ModelEndGraphTask
+from ge.backend.verify import UnsafeModel, verify
 from ge.models import DEMO_MODELS
 from ge.testing import GraphBuilder, graphs
 

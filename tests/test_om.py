@@ -1,4 +1,4 @@
-"""The offline model file (ge/build/om.py): round trip, atomic writes, and refusal of
+"""The offline model file (ge/om/model.py): round trip, atomic writes, and refusal of
 truncated, altered, foreign and newer files."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ge
-from ge.build import om
-from ge.build.om import OmError
-from ge.build.schedule import Region
-from ge.build.tasks import KernelTask, MemcpyTask, ModelEndGraphTask
+from ge.om import model as om
+from ge.om import OmError
+from ge.om import Region
+from ge.om.tasks import KernelTask, MemcpyTask, ModelEndGraphTask
 from ge.models import DEMO_MODELS
 
 QUIET = {"export_compile_stat": 0}

@@ -21,8 +21,8 @@ import pytest
 
 import ge
 from ge import reference
-from ge.build.om import OmError
-from ge.build.tasks import KernelTask, MemcpyTask
+from ge.om import OmError
+from ge.om.tasks import KernelTask, MemcpyTask
 from ge.errors import InputError, ModelError, OptionError
 from ge.models import DEMO_MODELS
 from ge.options import RunConfig
@@ -282,7 +282,7 @@ def test_an_argument_outside_device_memory_is_refused() -> None:
 
 def test_a_wait_without_a_record_deadlocks_with_a_clear_error() -> None:
     model = compile_demo(RESNET, "Ascend310P3").model
-    from ge.build.tasks import EventRecordTask
+    from ge.om.tasks import EventRecordTask
 
     tasks = [t for t in model.tasks if not isinstance(t, EventRecordTask)]
     with pytest.raises(ModelError, match="deadlocks"):

@@ -1,4 +1,4 @@
-"""Stream assignment and events (ge/build/streams.py), on graphs built by hand and drawn.
+"""Stream assignment and events (ge/backend/streams.py), on graphs built by hand and drawn.
 
 The schedule of an unlowered graph makes every compute op a kernel node, so the
 assignment is tested here without the lowering.
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from dialects.ascend_graph import AddOp, ExpOp, MulOp, ReluOp, ReshapeOp, SigmoidOp, TanhOp
-from ge.build import streams
-from ge.build.schedule import NodeKind, Schedule, schedule_of
+from ge.backend import streams
+from ge.backend.schedule import NodeKind, Schedule, schedule_of
 from ge.testing import GraphBuilder, graphs
 
 

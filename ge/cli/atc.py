@@ -140,7 +140,7 @@ def _convert(name: str, value: str, annotation: str) -> object:
 
 
 def _report(model: Path, output: Path, compiled, saved: float) -> None:
-    from ge.build.schedule import Region
+    from ge.om import Region
     from ge.cli.summary import human_bytes
 
     timings: dict[str, float] = {**compiled.build["timings"], "write .om": saved}

@@ -18,7 +18,7 @@ size, the weight blob at the weight region's base. A run then:
      recorded, and consumes the record. As on the device, an event id is one flag:
      a wait takes whichever record of its id is pending, so a task list that lets
      a later wait run before an earlier one of the same id pairs them wrongly (and
-     `ge.build.verify`, which pairs them in list order, cannot see it);
+     `ge.backend.verify`, which pairs them in list order, cannot see it);
    - MEMCPY_ASYNC D2H copies a graph output out of its buffer;
    - MODEL_END_GRAPH ends the model.
 3. returns the outputs in their logical layout, with every task's times.
@@ -45,9 +45,8 @@ import numpy as np
 from ml_dtypes import bfloat16
 
 from ge import soc as socs
-from ge.build.om import Model, TensorDesc
-from ge.build.schedule import Region
-from ge.build.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
+from ge.om import Model, Region, TensorDesc
+from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
 from ge.errors import InputError, ModelError, OptionError
 from ge.options import RunConfig
 from ge.sim import program, timing

@@ -22,7 +22,7 @@ from xdsl.utils.exceptions import ParseError
 from dialects import ascend_graph as ag
 from dialects.ascend_kernel import KernelOp, YieldOp
 from ge import ir, reference
-from ge.build.tasks import Arg
+from ge.om.tasks import Arg
 from ge.errors import ModelError
 from ge.sim.kernels import cube
 from ge.sim.kernels.layout import Layout

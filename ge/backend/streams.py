@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ge.build.schedule import Node, NodeKind, Schedule
+from ge.backend.schedule import Node, NodeKind, Schedule
 
 MAX_EVENT_IDS = 1024
 """Stream events one model may hold at once: our budget, applied because the SoC

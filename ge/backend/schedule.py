@@ -36,16 +36,8 @@ from dialects import ascend_kernel as ak
 from dialects import formats
 from dialects.shapes import fmt, is_static, numel
 from ge.errors import ModelError
+from ge.om.memory import Region
 from passes.ub_fusion import is_no_task, is_view
-
-
-class Region(str, Enum):
-    """Where a buffer lives; only the feature map is shared between buffers."""
-
-    FEATURE_MAP = "feature_map"
-    INPUT = "input"
-    OUTPUT = "output"
-    WEIGHT = "weight"
 
 
 class NodeKind(str, Enum):

@@ -21,9 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ge.build.memory import REGION_ORDER, MemoryPlan
-from ge.build.schedule import Region
-from ge.build.tasks import (
+from ge.om.memory import REGION_ORDER, MemoryPlan, Region
+from ge.om.tasks import (
     Arg,
     Direction,
     EventRecordTask,

@@ -1,4 +1,4 @@
-"""The build phase: a lowered graph becomes an offline model.
+"""The backend: a lowered graph becomes an offline model (`ge.om`).
 
     schedule  -> the tasks-to-be and the buffers they touch (views and no-task
                  splits alias their input)
@@ -7,10 +7,9 @@
     tasks     -> the runtime task list
     verify    -> an independent proof that no two live tensors share bytes and
                  that every read follows its write
-    om        -> the model, its weight blob and its kernels, as one `.om` file
 
-`build(module, ...)` runs them in that order and returns the `Model`. It never
-imports the simulator: the model is data the simulator reads.
+`build(module, ...)` runs them in that order and returns the `Model` (`ge.om`). It never
+imports passes or the simulator: the model is data the simulator reads.
 """
 
 from __future__ import annotations
@@ -28,10 +27,10 @@ from dialects import ascend_kernel as ak
 from dialects.ascend_graph import FormatAttr, WeightRefAttr
 from dialects.shapes import numel
 from ge import dtypes
-from ge.build import memory, streams, tasks
-from ge.build.om import Model, TensorDesc
-from ge.build.schedule import Port, Region, Schedule, schedule_of
-from ge.build.verify import verify
+from ge.backend import memory, streams, tasks
+from ge.backend.schedule import Port, Schedule, schedule_of
+from ge.backend.verify import verify
+from ge.om import MemoryPlan, Model, Region, TensorDesc
 from ge.errors import ModelError
 from ge.weights import store_of
 
@@ -86,7 +85,7 @@ def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | 
     )
 
 
-def weight_blob(sched: Schedule, plan: memory.MemoryPlan) -> memoryview:
+def weight_blob(sched: Schedule, plan: MemoryPlan) -> memoryview:
     """The weight region's bytes: every const's physical value at its offset, zeros between.
 
     A weight in a device format is stored in the weight store as laid out on the
@@ -121,7 +120,7 @@ def kernels_text(module: ModuleOp) -> str:
     return out.getvalue()
 
 
-def _desc(port: Port, plan: memory.MemoryPlan) -> TensorDesc:
+def _desc(port: Port, plan: MemoryPlan) -> TensorDesc:
     t = port.type
     assert isinstance(t, TensorType)
     shape = tuple(t.get_shape())
@@ -130,4 +129,4 @@ def _desc(port: Port, plan: memory.MemoryPlan) -> TensorDesc:
     else:
         fmt = origin = "NCHW" if len(shape) == 4 else "ND"
         origin_shape = shape
-    return TensorDesc(port.name, dtypes.name(t.element_type), shape, fmt, origin, origin_shape, port.slice.nbytes, plan.addr(port.slice))
+    return TensorDesc(port.name, dtypes.name(t.element_type), shape, fmt, origin, origin_shape, port.slice.nbytes, plan.addr(port.slice.buffer, port.slice.offset))

@@ -39,80 +39,16 @@ from math import ceil, log2
 
 import numpy as np
 
-from ge.build.schedule import Buffer, Region, Schedule, Slice
-from ge.build.streams import Streams
+from ge.backend.schedule import Buffer, Schedule, Slice
+from ge.backend.streams import Streams
+from ge.om.memory import ALIGNMENT, REGION_ORDER, MemoryPlan, Placement, Region, align
 
-ALIGNMENT = 512
-REGION_ORDER = (Region.FEATURE_MAP, Region.INPUT, Region.OUTPUT, Region.WEIGHT)
 CLASSES_PER_OCTAVE = 4
 
 SIZE_CLASS = "size-class"
 BEST_FIT = "best-fit"
 BEST_FIT_LIFETIME = "best-fit-lifetime"
 NO_REUSE = "no-reuse"
-
-
-def align(n: int) -> int:
-    return -(-n // ALIGNMENT) * ALIGNMENT
-
-
-@dataclass(frozen=True)
-class Placement:
-    """A buffer's place: `offset` within its region, `size` aligned to 512 bytes."""
-
-    name: str
-    region: Region
-    offset: int
-    size: int
-
-
-@dataclass(frozen=True)
-class MemoryPlan:
-    strategy: str
-    placements: tuple[Placement, ...]
-    """One per schedule buffer, in the schedule's buffer order."""
-    bases: dict[Region, int]
-    sizes: dict[Region, int]
-    feature_map_minimum: int
-    feature_map_no_reuse: int
-    candidates: dict[str, int]
-    """The feature-map size each assigner reached (the kept one is `strategy`)."""
-
-    @property
-    def total(self) -> int:
-        return sum(self.sizes.values())
-
-    def addr(self, s: Slice) -> int:
-        """The device address of a slice."""
-        p = self.placements[s.buffer]
-        return self.bases[p.region] + p.offset + s.offset
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "alignment": ALIGNMENT,
-            "strategy": self.strategy,
-            "total_size": self.total,
-            "regions": {r.value: {"base": self.bases[r], "size": self.sizes[r]} for r in REGION_ORDER},
-            "feature_map_minimum": self.feature_map_minimum,
-            "feature_map_no_reuse": self.feature_map_no_reuse,
-            "candidates": dict(self.candidates),
-            "tensors": [
-                {"name": p.name, "region": p.region.value, "offset": p.offset, "size": p.size} for p in self.placements
-            ],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> MemoryPlan:
-        regions = {Region(name): r for name, r in data["regions"].items()}
-        return cls(
-            data["strategy"],
-            tuple(Placement(t["name"], Region(t["region"]), t["offset"], t["size"]) for t in data["tensors"]),
-            {r: v["base"] for r, v in regions.items()},
-            {r: v["size"] for r, v in regions.items()},
-            data["feature_map_minimum"],
-            data["feature_map_no_reuse"],
-            dict(data["candidates"]),
-        )
 
 
 def plan(schedule: Schedule, streams: Streams, reuse: bool = True) -> MemoryPlan:

@@ -1,21 +1,13 @@
-"""Task generation: the runtime's task list, in GE's task kinds.
+"""The task list of an offline model, in GE's runtime task kinds.
 
-One list in issue order; each task names its stream, and a stream runs its tasks
-in list order. For each schedule node: the EVENT_WAITs of the events it consumes,
-its own tasks, then the EVENT_RECORDs of the events it produces. So:
-
-    MEMCPY_ASYNC  H2D, one per graph input, into the input region (stream 0)
-    KERNEL        kernel, block_dim, argument addresses: inputs, outputs, workspace
+    MEMCPY_ASYNC     H2D or D2H: a copy between a graph input/output and the device
+    KERNEL           kernel, block_dim, argument addresses: inputs, outputs, workspace
     EVENT_RECORD / EVENT_WAIT   event id; a wait consumes its record
-    MEMCPY_ASYNC  D2H, one per graph output, out of its buffer (stream 0)
-    MODEL_END_GRAPH             last, on stream 0, after every stream has finished
+    MODEL_END_GRAPH  last, on stream 0, after every stream has finished
 
 An argument is (tensor, addr, size): `tensor` indexes the memory plan's tensors,
-`addr` is the device address the kernel reads or writes (a view or a no-task
-split's slice points inside its buffer), `size` the bytes it covers. Shape views
-and `_no_task` ops emit nothing. LABEL_* and STREAM_ACTIVE are never emitted: a
-graph without control flow needs no labels, and every stream of a static model is
-active from the start.
+`addr` is the device address the kernel reads or writes, `size` the bytes it covers.
+The backend generates the list (`ge.backend.tasks`); the simulator runs it.
 """
 
 from __future__ import annotations
@@ -24,11 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import ClassVar
-
-from ge.build.memory import MemoryPlan
-from ge.build.schedule import Node, NodeKind, Schedule, Slice
-from ge.build.streams import Streams
-from ge.errors import ModelError
 
 
 class Direction(str, Enum):
@@ -135,46 +122,3 @@ class ModelEndGraphTask(Task):
 TASK_KINDS: dict[str, type[Task]] = {
     cls.KIND: cls for cls in (KernelTask, EventRecordTask, EventWaitTask, MemcpyTask, ModelEndGraphTask)
 }
-
-
-def generate(schedule: Schedule, streams: Streams, plan: MemoryPlan) -> list[Task]:
-    """The task list of a planned, stream-assigned schedule."""
-    waits: dict[int, list[int]] = {}
-    records: dict[int, list[int]] = {}
-    for e in streams.events:
-        waits.setdefault(e.consumer, []).append(e.id)
-        records.setdefault(e.producer, []).append(e.id)
-    tasks: list[Task] = []
-    for node in schedule.nodes:
-        s = streams.stream[node.index]
-        tasks += [EventWaitTask(s, i) for i in waits.get(node.index, ())]
-        tasks += _node_tasks(node, s, plan)
-        tasks += [EventRecordTask(s, i) for i in records.get(node.index, ())]
-    return tasks
-
-
-def _arg(s: Slice, plan: MemoryPlan) -> Arg:
-    return Arg(s.buffer, plan.addr(s), s.nbytes)
-
-
-def _node_tasks(node: Node, stream: int, plan: MemoryPlan) -> list[Task]:
-    if node.kind is NodeKind.H2D:
-        return [MemcpyTask(stream, Direction.H2D, i, _arg(s, plan)) for i, s in enumerate(node.outputs)]
-    if node.kind is NodeKind.D2H:
-        return [MemcpyTask(stream, Direction.D2H, i, _arg(s, plan)) for i, s in enumerate(node.inputs)]
-    if node.kind is NodeKind.END:
-        return [ModelEndGraphTask(stream)]
-    if node.kernel is None:
-        op = node.op.name if node.op is not None else "op"
-        raise ModelError(f"{op} '{node.name}' is not lowered to a kernel; run lower-to-kernel before task generation")
-    return [
-        KernelTask(
-            stream,
-            node.kernel,
-            node.name,
-            node.block_dim,
-            tuple(_arg(s, plan) for s in node.inputs),
-            tuple(_arg(s, plan) for s in node.outputs),
-            tuple(_arg(s, plan) for s in node.workspace),
-        )
-    ]

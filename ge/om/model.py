@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
-from ge.build.memory import MemoryPlan
-from ge.build.tasks import Task
+from ge.om.memory import MemoryPlan, Region
+from ge.om.tasks import Task
 from ge.errors import ModelError
 
 if TYPE_CHECKING:
@@ -229,8 +229,6 @@ def _check_seal(f: BinaryIO, comment: bytes, path: str) -> None:
 
 
 def _model(d: dict, kernels: str, weights: bytes) -> Model:
-    from ge.build.schedule import Region
-
     memory = MemoryPlan.from_json(d["memory"])
     if len(weights) != memory.sizes[Region.WEIGHT]:
         raise ValueError(f"the weight blob has {len(weights)} bytes, the plan's weight region {memory.sizes[Region.WEIGHT]}")
