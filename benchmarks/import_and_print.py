@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import ge  # noqa: E402
-from ge.ir import to_text  # noqa: E402
+from ge.core.ir import to_text  # noqa: E402
 from models import CACHE_DIR, model_path  # noqa: E402
 
 SYNTHETIC_SIZES = (2_500, 5_000, 10_000)

@@ -550,8 +550,8 @@ class KernelOp(IRDLOperation, _Props):
         return last
 
     def verify_(self) -> None:
-        from ge import soc as socs
-        from ge.errors import OptionError
+        from ge.core import soc as socs
+        from ge.core.errors import OptionError
 
         where = f"kernel @{self.sym_name.data}"
         kinds = [a.kind.data for a in self.args]

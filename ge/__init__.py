@@ -13,7 +13,7 @@ Submodules load on first use, so that `ge --help` starts fast.
 
 import importlib
 
-from ge.errors import GEError, ModelError, OptionError
+from ge.core.errors import GEError, ModelError, OptionError
 
 __all__ = [
     "GEError", "Model", "ModelError", "OptionError", "RunConfig", "Session", "compile", "load_model", "load_onnx", "reference",
@@ -43,7 +43,7 @@ def load_model(path):
 
 def __getattr__(name: str):
     if name == "reference":
-        return importlib.import_module("ge.reference")
+        return importlib.import_module("ge.core.reference")
     if name == "Model":
         return importlib.import_module("ge.om").Model
     if name == "Session":

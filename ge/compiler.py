@@ -92,7 +92,7 @@ def _recorded(options: CompileOptions) -> dict[str, object]:
 
 def _lower(module: ModuleOp, options: CompileOptions) -> None:
     """Replace every kernel scope by a launch of a kernel tiled for the SoC."""
-    from ge import ir
+    from ge.core import ir
     from passes.lower_to_kernel import LowerToKernel
 
     LowerToKernel(soc=options.soc_version).apply(ir.context(), module)

@@ -18,7 +18,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-from ge.errors import OptionError
+from ge.core.errors import OptionError
 from passes.fusion import FUSION_PASSES, FusionKind, builtin_fusion_passes
 
 log = logging.getLogger("ge")

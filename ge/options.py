@@ -11,10 +11,10 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ge import soc
-from ge import precision_files
-from ge.errors import OptionError
-from ge.precision_files import PrecisionSettings
+from ge.core import soc
+from ge.core import precision_files
+from ge.core.errors import OptionError
+from ge.core.precision_files import PrecisionSettings
 
 EXPORT_COMPILE_STAT = (0, 1, 2)
 AICORE_ENGINE = "AIcoreEngine"
@@ -50,7 +50,7 @@ class CompileOptions:
     export_compile_stat: int = 1
     """fusion_result.json: 0 never, 1 when the compile ends normally, 2 right after the graph is built."""
     soc_version: str = "Ascend310P3"
-    """The SoC compiled for (a profile in `ge/soc/`); UB fusion sizes its scopes to its UB."""
+    """The SoC compiled for (a profile in `ge/core/soc/`); UB fusion sizes its scopes to its UB."""
     disable_reuse_memory: int = 0
     """1 gives every feature-map tensor its own memory (to rule out a reuse bug); 0 reuses memory by lifetime."""
     enable_single_stream: bool = False
@@ -94,7 +94,7 @@ class CompileOptions:
         self.precision_settings()
 
     def precision_settings(self) -> PrecisionSettings:
-        """The precision options checked and their files read (`ge/precision_files.py`)."""
+        """The precision options checked and their files read (`ge/core/precision_files.py`)."""
         return precision_files.resolve(
             self.precision_mode, self.precision_mode_v2, self.modify_mixlist, self.keep_dtype,
             self.customize_dtypes, self.op_precision_mode, self.op_select_implmode, self.optypelist_for_implmode,

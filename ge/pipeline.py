@@ -27,8 +27,10 @@ from dataclasses import dataclass, field, fields
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from ge import fusion_switch, ir
-from ge.errors import OptionError
+from ge import fusion_switch
+
+from ge.core import ir
+from ge.core.errors import OptionError
 from ge.options import CompileOptions
 from passes.fusion import FusionKind, FusionPass, FusionStatistics, builtin_fusion_passes, collect_statistics, ordered
 from passes.format import AFTER_FORMAT_SELECTION, FormatSelection
@@ -110,7 +112,7 @@ class GraphDumper:
         with open(path, "w") as f:
             f.write(self._text(module))
         if self.mode == "1":
-            from ge.weights import store_of
+            from ge.core.weights import store_of
 
             store_of(module).save(path + ".npz")
         self.written.append(path)

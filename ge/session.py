@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ge.om import Model, read
-from ge.errors import InputError
+from ge.core.errors import InputError
 from ge.options import RunConfig
 from ge.sim.profile import Profile
 from ge.sim.runtime import Runtime

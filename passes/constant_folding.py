@@ -10,7 +10,7 @@ computes depends on a graph input), it is `Pure`, its results have static shapes
 and folding does not grow the constants much: each result has at most
 `max_elements` elements, or no more than its operands have together (a Cast or
 Transpose of a weight always folds; an Expand of a scalar to a large tensor does
-not). The values come from the reference interpreter (`ge.reference.evaluate_op`),
+not). The values come from the reference interpreter (`ge.core.reference.evaluate_op`),
 so a folded graph computes what the unfolded one did, bit for bit. An op the
 interpreter refuses (an index out of range, say) is left for run time to report.
 
@@ -38,10 +38,10 @@ from xdsl.traits import Pure
 
 from dialects import shapes
 from dialects.ascend_graph import AscendOp, ConstOp, DataOp, NetOutputOp, tensor
-from ge import dtypes
-from ge.errors import GEError
-from ge.reference import const_value, evaluate_op
-from ge.weights import WeightStore, store_of
+from ge.core import dtypes
+from ge.core.errors import GEError
+from ge.core.reference import const_value, evaluate_op
+from ge.core.weights import WeightStore, store_of
 
 INLINE_LIMIT = 64
 """Constants with at most this many elements stay inline (the importer's limit)."""

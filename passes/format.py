@@ -55,9 +55,9 @@ from xdsl.rewriter import Rewriter
 
 from dialects import ascend_graph as ag
 from dialects import formats, shapes
-from ge import soc as socs
-from ge.reference import const_value
-from ge.weights import WeightStore, store_of
+from ge.core import soc as socs
+from ge.core.reference import const_value
+from ge.core.weights import WeightStore, store_of
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
 
 DEFAULT_SOC = "Ascend310P3"

@@ -20,8 +20,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from dialects import shapes
 from dialects.ascend_graph import AscendOp, ConstOp, DivOp, MulOp, is_float, shape_of
-from ge import dtypes
-from ge.weights import WeightError, store_of
+from ge.core import dtypes
+from ge.core.weights import WeightError, store_of
 
 OpT = TypeVar("OpT", bound=Operation)
 

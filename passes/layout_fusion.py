@@ -44,7 +44,7 @@ from dialects.ascend_graph import (
     shape_of,
 )
 from dialects.shapes import DYN
-from ge import dtypes
+from ge.core import dtypes
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
 
 RESHAPES = (ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp)

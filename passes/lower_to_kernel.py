@@ -34,8 +34,8 @@ from xdsl.passes import ModulePass
 
 from dialects import ascend_graph as ag
 from dialects.ascend_kernel import ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp
-from ge import soc as socs
-from ge.errors import ModelError
+from ge.core import soc as socs
+from ge.core.errors import ModelError
 from passes.tiling import plan
 from passes.ub_fusion import DEFAULT_SOC, makes_kernel, scope_of
 

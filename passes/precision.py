@@ -4,7 +4,7 @@ GE runs it in "optimize original graph", after graph fusion and before format
 selection, so tensors are in their origin formats (dump `AfterPrecision`). For
 each op, in topological order, it picks the dtypes of its inputs and outputs by
 the rules below, checks them against the op information of the SoC
-(`ge/opinfo`) and falls back to AI CPU where AI Core has no kernel; then it makes
+(`ge/core/opinfo`) and falls back to AI CPU where AI Core has no kernel; then it makes
 the graph agree: a constant is converted in the weight store, any other value
 gets one Cast per dtype it is needed in, and graph inputs and outputs keep their
 dtypes. Cast pairs that cancel are removed at the end.
@@ -17,7 +17,7 @@ the ops it names. A cube op whose result is wider than its inputs carries the
 `dtype` property (float16 in, float32 out).
 
 The precision_mode policies, for an op whose original float dtype is `o`
-(precision_mode_v2 values map onto them, see `ge/precision_files.py`):
+(precision_mode_v2 values map onto them, see `ge/core/precision_files.py`):
 
 - must_keep_origin_dtype: `o`. Where AI Core lacks it: float16 runs in float32
   if AI Core has float32, else on AI CPU in float16; float32 runs on AI CPU;
@@ -61,12 +61,12 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dialects import ascend_graph as ag
-from ge import dtypes, opinfo
-from ge.errors import ModelError, OptionError
-from ge.opinfo import OpInfo, OpInfoLibrary, Support
-from ge.precision_files import BF16_MODES, DtypeRule, PrecisionSettings, resolve
-from ge.reference import const_value
-from ge.weights import store_of
+from ge.core import dtypes, opinfo
+from ge.core.errors import ModelError, OptionError
+from ge.core.opinfo import OpInfo, OpInfoLibrary, Support
+from ge.core.precision_files import BF16_MODES, DtypeRule, PrecisionSettings, resolve
+from ge.core.reference import const_value
+from ge.core.weights import store_of
 
 log = logging.getLogger("ge")
 

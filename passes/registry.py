@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from xdsl.passes import ModulePass
 
-from ge.errors import OptionError
+from ge.core.errors import OptionError
 
 PassFactory = Callable[[], type[ModulePass]]
 P = TypeVar("P", bound=type[ModulePass])

@@ -81,9 +81,9 @@ from dialects.ascend_kernel import (
     WaitFlagOp,
     copy_pipe,
 )
-from ge import dtypes
-from ge.errors import ModelError, OptionError
-from ge.soc import SocProfile
+from ge.core import dtypes
+from ge.core.errors import ModelError, OptionError
+from ge.core.soc import SocProfile
 
 FRACTAL = formats.FRACTAL_ROWS
 FRACTAL_BYTES = 512

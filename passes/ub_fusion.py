@@ -86,7 +86,7 @@ from xdsl.ir import Operation, SSAValue
 from dialects import ascend_graph as ag
 from dialects.formats import c0, nbytes
 from dialects.shapes import DYN, is_static
-from ge import soc as socs
+from ge.core import soc as socs
 from passes.fusion import Band, FusionCounts, FusionKind, FusionPass, fusion_pass
 
 SCOPE_ATTR = "_fusion_scope"

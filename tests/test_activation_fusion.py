@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import bf16, f16, f32, f64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dialects.ascend_graph import AddOp, DivOp, ErfOp, GeluOp, MulOp, PowOp, TanhOp
-from ge import ir
+from ge.core import ir
 from ge.testing import (
     GraphBuilder,
     GraphCase,

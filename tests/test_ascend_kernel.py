@@ -9,7 +9,7 @@ import pytest
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from dialects.ascend_kernel import CopyOp, KernelOp, VecOp, copy_pipe
-from ge.ir import parse, to_text
+from ge.core.ir import parse, to_text
 
 T = "tensor<4x32xf16>"
 ARG = 'array<i64: 4, 32>, "ND">'

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import ge
-from ge import soc
+from ge.core import soc
 from ge.om import Region
 from ge.backend.verify import verify
 from ge.models import DEMO_MODELS

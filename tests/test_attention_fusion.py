@@ -46,7 +46,7 @@ from dialects.ascend_graph import (
     int_attr,
 )
 from dialects.shapes import ShapeError
-from ge import dtypes, ir
+from ge.core import dtypes, ir
 from ge.testing import (
     GraphBuilder,
     GraphCase,

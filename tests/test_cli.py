@@ -28,8 +28,8 @@ from dialects.ascend_graph import (
     ReluOp,
     tensor,
 )
-from ge import ir, weights
-from ge.errors import OptionError
+from ge.core import ir, weights
+from ge.core.errors import OptionError
 from ge.models import DEMO_MODELS
 from passes import registry
 
@@ -242,7 +242,7 @@ from dataclasses import dataclass
 from xdsl.passes import ModulePass
 
 from dialects.ascend_graph import ConstOp, WeightRefAttr
-from ge import weights
+from ge.core import weights
 from passes.registry import register_pass
 
 

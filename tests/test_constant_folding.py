@@ -19,7 +19,7 @@ from dialects.ascend_graph import (
     TransposeOp,
     WeightRefAttr,
 )
-from ge import ir, reference
+from ge.core import ir, reference
 from ge.testing import GraphBuilder, GraphCase, assert_equivalent, clone, constant_subgraph, count_ops, graphs, run_pass
 from passes.constant_folding import ConstantFoldingPass
 from passes.registry import get_pass

@@ -33,7 +33,7 @@ from dialects.ascend_graph import (
     int_attr,
 )
 from dialects.shapes import ShapeError
-from ge import ir
+from ge.core import ir
 from ge.testing import (
     GraphBuilder,
     GraphCase,

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ge.errors import CalibrationError, OptionError
+from ge.core.errors import CalibrationError, OptionError
 from ge.sim import calibration, costs
 from ge.sim.calibration import Tables
 
@@ -300,7 +300,7 @@ def test_measured_parts_borrow_what_they_were_not_measured_on() -> None:
 
 
 def test_parts_without_measurements_derive_from_their_profile() -> None:
-    from ge import soc
+    from ge.core import soc
 
     b1 = costs.for_soc("Ascend910B1")
     for name in DERIVED:

@@ -10,7 +10,7 @@ import pytest
 import ge
 from ge.models import DEMO_MODELS, SEQ_LEN, VOCAB_SIZE, DemoModel
 from ge.models.build import BUILDERS
-from ge.weights import WEIGHTS_ATTR
+from ge.core.weights import WEIGHTS_ATTR
 
 models = pytest.mark.parametrize("model", DEMO_MODELS, ids=lambda m: m.name)
 

@@ -19,10 +19,10 @@ from xdsl.utils.exceptions import VerifyException
 from dialects import ascend_graph as ag
 from dialects import formats
 from dialects.shapes import ShapeError
-from ge import reference
-from ge.ir import parse, to_text
+from ge.core import reference
+from ge.core.ir import parse, to_text
 from ge.testing import GraphBuilder, assert_equivalent, count_ops, graphs, run_pass
-from ge.weights import store_of
+from ge.core.weights import store_of
 from passes.fusion import FUSION_PASSES, FusionKind, collect_statistics
 
 NUMPY = {f16: np.float16, f32: np.float32, i8: np.int8}

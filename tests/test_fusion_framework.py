@@ -27,8 +27,9 @@ from dialects.ascend_graph import (
     SplitOp,
     TanhOp,
 )
-from ge import fusion_switch, ir
-from ge.errors import OptionError
+from ge import fusion_switch
+from ge.core import ir
+from ge.core.errors import OptionError
 from ge.options import CompileOptions
 from ge.pipeline import PHASES, optimize
 from ge.testing import GraphBuilder, clone
@@ -411,7 +412,7 @@ def _optimised(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switc
 def _close_to_onnxruntime(name: str, module) -> None:
     from models import model_inputs, model_path, onnxruntime_outputs
 
-    from ge import reference
+    from ge.core import reference
 
     feeds = model_inputs(model_path(name))
     want = onnxruntime_outputs(model_path(name), feeds)

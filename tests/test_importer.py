@@ -20,11 +20,11 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 import ge
 from dialects import ascend_graph as ag
 from dialects.shapes import DYN
-from ge.errors import ModelError, OptionError
+from ge.core.errors import ModelError, OptionError
 from ge.frontend import load_onnx
 from ge.frontend.onnx_ops import CONVERTERS
-from ge.ir import parse, to_text
-from ge.weights import WeightStore
+from ge.core.ir import parse, to_text
+from ge.core.weights import WeightStore
 
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64

@@ -22,7 +22,7 @@ from dialects.ascend_graph import (
     bool_attr,
     ints,
 )
-from ge import dtypes, ir, reference
+from ge.core import dtypes, ir, reference
 from ge.testing import (
     GraphBuilder,
     GraphCase,

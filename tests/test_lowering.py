@@ -39,10 +39,10 @@ from dialects.ascend_kernel import (
     VecOp,
     WaitFlagOp,
 )
-from ge import reference
-from ge import soc as socs
-from ge.errors import ModelError
-from ge.ir import parse, to_text
+from ge.core import reference
+from ge.core import soc as socs
+from ge.core.errors import ModelError
+from ge.core.ir import parse, to_text
 from ge.models import DEMO_MODELS
 from ge.testing import GraphBuilder, assert_equivalent, count_ops, graphs, run_pass
 from passes.tiling import FRACTAL, cube_k
@@ -376,7 +376,7 @@ def imported(name: str) -> ModuleOp:
 def test_real_models_lower(name, soc) -> None:
     from ge import pipeline
     from ge.options import CompileOptions
-    from ge.ir import context
+    from ge.core.ir import context
     from passes.lower_to_kernel import LowerToKernel
 
     module = imported(name).clone()

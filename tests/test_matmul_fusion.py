@@ -8,7 +8,7 @@ from xdsl.dialects.builtin import bf16, f16, f32
 from xdsl.ir import Operation
 
 from dialects.ascend_graph import AddOp, BatchMatMulOp, GemmOp, MatMulV2Op
-from ge import ir
+from ge.core import ir
 from ge.testing import (
     GraphBuilder,
     GraphCase,

@@ -30,7 +30,7 @@ from dialects.ascend_graph import (
     SqrtOp,
     SubOp,
 )
-from ge import ir, reference
+from ge.core import ir, reference
 from ge.testing import (
     GraphBuilder,
     GraphCase,

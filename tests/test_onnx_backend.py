@@ -42,7 +42,7 @@ from models import BACKEND_REPORT
 from onnx import numpy_helper
 
 import ge
-from ge.errors import ModelError
+from ge.core.errors import ModelError
 from ge.frontend.onnx_importer import OPSET_MIN
 from ge.frontend.onnx_ops import CONVERTERS
 from ge.frontend.tensors import element_type

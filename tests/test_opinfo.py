@@ -8,9 +8,9 @@ import json
 import pytest
 
 from dialects.ascend_graph import AscendGraph, AscendOp, CubeOp
-from ge import opinfo
-from ge.errors import OptionError
-from ge.opinfo import OpInfoError
+from ge.core import opinfo
+from ge.core.errors import OptionError
+from ge.core.opinfo import OpInfoError
 
 SOCS = ("Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1")
 CUBE = ("Conv2D", "MatMulV2", "BatchMatMulV2", "GEMM", "FullyConnection", "MultiHeadAttention")

@@ -35,11 +35,11 @@ from dialects.ascend_graph import (
     SoftmaxOp,
     dtype_of,
 )
-from ge import dtypes, opinfo, reference
-from ge.errors import ModelError, OptionError
-from ge.precision_files import resolve
+from ge.core import dtypes, opinfo, reference
+from ge.core.errors import ModelError, OptionError
+from ge.core.precision_files import resolve
 from ge.testing import GraphBuilder, GraphCase, count_ops
-from ge.weights import store_of
+from ge.core.weights import store_of
 from passes.precision import AICPU_ENGINE, ENGINE, IMPL_MODE, REASON, select_precision
 
 LAYERS = ("conv", "relu", "flat", "matmul", "softmax", "add", "sigmoid", "mul")

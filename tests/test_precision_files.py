@@ -14,10 +14,10 @@ import pytest
 import ge
 from dialects.ascend_graph import Conv2DOp, dtype_of
 from ge import pipeline
-from ge.errors import OptionError
+from ge.core.errors import OptionError
 from ge.models import DEMO_MODELS
 from ge.options import CompileOptions
-from ge.precision_files import (
+from ge.core.precision_files import (
     read_customize_dtypes,
     read_keep_dtype,
     read_mixlist,

@@ -31,8 +31,8 @@ from dialects.ascend_graph import (
     tensor,
 )
 from dialects.shapes import ShapeError
-from ge import reference
-from ge.reference import _exp, _fast_gelu, _rec_estimate, _refined, _rsqrt, _rsqrt_estimate, erfc
+from ge.core import reference
+from ge.core.reference import _exp, _fast_gelu, _rec_estimate, _refined, _rsqrt, _rsqrt_estimate, erfc
 from ge.testing import GraphBuilder
 
 RNG = np.random.default_rng(7)

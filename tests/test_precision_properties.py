@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from dialects.ascend_graph import AscendOp, CastOp, ConstOp, CubeOp, DataOp, NetOutputOp, dtype_of, is_float
-from ge import dtypes, opinfo
-from ge.precision_files import resolve
+from ge.core import dtypes, opinfo
+from ge.core.precision_files import resolve
 from ge.testing import GraphCase, assert_equivalent, graphs
 from passes.precision import _LOSSLESS, REASON, select_precision
 

@@ -26,7 +26,7 @@ from onnx import numpy_helper
 
 import ge
 from dialects.ascend_graph import BatchNormOp, Conv2DOp
-from ge.ir import parse, to_text
+from ge.core.ir import parse, to_text
 
 RTOL = 1e-4
 NORMAL_MAGNITUDE = (1e-2, 1e3)

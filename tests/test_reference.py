@@ -34,9 +34,9 @@ from dialects.ascend_graph import (
     float_attr, int_attr, ints, tensor,
 )
 from dialects.shapes import DYN
-from ge import dtypes, reference
-from ge.errors import GEError, InputError, ModelError
-from ge.weights import WeightStore, attach
+from ge.core import dtypes, reference
+from ge.core.errors import GEError, InputError, ModelError
+from ge.core.weights import WeightStore, attach
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ge
-from ge.errors import ModelError
+from ge.core.errors import ModelError
 from ge.session import Session
 from models import model_inputs, model_path, onnxruntime_outputs
 

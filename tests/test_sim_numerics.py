@@ -13,8 +13,8 @@ import ge
 from dialects import ascend_graph as ag
 from dialects import ascend_kernel as ak
 from dialects import formats
-from ge import reference
-from ge.errors import ModelError
+from ge.core import reference
+from ge.core.errors import ModelError
 from ge.sim.kernels import Layout, cube
 
 

@@ -13,8 +13,8 @@ from xdsl.ir import Operation
 
 import ge
 from dialects import ascend_kernel as ak
-from ge import dtypes
-from ge.errors import ModelError
+from ge.core import dtypes
+from ge.core.errors import ModelError
 from ge.models import DEMO_MODELS
 from ge.sim import costs, program
 from ge.sim.program import BARRIER, LOOP, PIPE, RUN, SET, SYNC_ALL, WAIT

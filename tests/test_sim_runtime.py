@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 import ge
-from ge import reference
+from ge.core import reference
 from ge.om import OmError
 from ge.om.tasks import KernelTask, MemcpyTask
-from ge.errors import InputError, ModelError, OptionError
+from ge.core.errors import InputError, ModelError, OptionError
 from ge.models import DEMO_MODELS
 from ge.options import RunConfig
 from ge.session import Session

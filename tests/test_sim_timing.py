@@ -18,7 +18,7 @@ from onnx import TensorProto, helper
 
 import ge
 from dialects import ascend_kernel as ak
-from ge import soc as socs
+from ge.core import soc as socs
 from ge.models import DEMO_MODELS
 from ge.options import RunConfig
 from ge.session import Session

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ge import soc
-from ge.errors import OptionError
+from ge.core import soc
+from ge.core.errors import OptionError
 from ge.options import CompileOptions
 
 PARTS = ("Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1")

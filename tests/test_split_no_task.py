@@ -15,8 +15,8 @@ from xdsl.dialects.builtin import f16, f32
 from xdsl.irdl import irdl_op_definition
 
 from dialects.ascend_graph import ReluOp, ReshapeOp, SplitBase, SplitOp, SplitVOp, TanhOp, UnaryOp
-from ge import reference
-from ge.ir import parse, to_text
+from ge.core import reference
+from ge.core.ir import parse, to_text
 from ge.testing import GraphBuilder, GraphState, graphs, run_pass
 from passes.fusion import FusionKind, collect_statistics
 from passes.split_no_task import MARKS, FusionVirtualOpSetSwitch, qualifies, split_axis

@@ -38,8 +38,8 @@ from dialects.ascend_graph import (
     TanhOp,
     UnaryOp,
 )
-from ge import ir, reference
-from ge.errors import OptionError
+from ge.core import ir, reference
+from ge.core.errors import OptionError
 from ge.testing import (
     ELEMENTWISE_OPS,
     GraphBuilder,

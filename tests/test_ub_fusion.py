@@ -33,8 +33,8 @@ from dialects.ascend_graph import (
     SplitOp,
     TanhOp,
 )
-from ge import reference, soc
-from ge.ir import parse, to_text
+from ge.core import reference, soc
+from ge.core.ir import parse, to_text
 from ge.testing import GraphBuilder, clone, graphs, run_pass
 from passes.fusion import FusionKind, collect_statistics, ordered
 from passes.registry import get_pass
@@ -281,7 +281,7 @@ def test_scope_must_fit_the_socs_unified_buffer(part: str, fused: bool) -> None:
 
 
 def test_an_unknown_soc_option_is_an_option_error() -> None:
-    from ge.errors import OptionError
+    from ge.core.errors import OptionError
 
     with pytest.raises(OptionError, match="unknown soc_version"):
         run_pass(_row_softmax(16), AutomaticUbFusion(soc="Ascend1"))

@@ -26,13 +26,13 @@ from xdsl.printer import Printer
 from dialects import ascend_kernel as ak
 from dialects.ascend_graph import FormatAttr, WeightRefAttr
 from dialects.shapes import numel
-from ge import dtypes
+from ge.core import dtypes
 from ge.backend import memory, streams, tasks
 from ge.backend.schedule import Port, Schedule, schedule_of
 from ge.backend.verify import verify
 from ge.om import MemoryPlan, Model, Region, TensorDesc
-from ge.errors import ModelError
-from ge.weights import store_of
+from ge.core.errors import ModelError
+from ge.core.weights import store_of
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def weight_blob(sched: Schedule, plan: MemoryPlan) -> memoryview:
     A weight in a device format is stored in the weight store as laid out on the
     device, so its bytes are copied as they are (never through its logical value).
     """
-    from ge.reference import const_value
+    from ge.core.reference import const_value
 
     blob = bytearray(plan.sizes[Region.WEIGHT])
     store = store_of(sched.graph.get_toplevel_object())  # type: ignore[arg-type]
@@ -110,7 +110,7 @@ def weight_blob(sched: Schedule, plan: MemoryPlan) -> memoryview:
 
 
 def kernels_text(module: ModuleOp) -> str:
-    """The module's kernels as IR text that `ge.ir.parse` reads back."""
+    """The module's kernels as IR text that `ge.core.ir.parse` reads back."""
     out = StringIO()
     printer = Printer(stream=out)
     for op in module.ops:

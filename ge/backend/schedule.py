@@ -35,7 +35,7 @@ from dialects import ascend_graph as ag
 from dialects import ascend_kernel as ak
 from dialects import formats
 from dialects.shapes import fmt, is_static, numel
-from ge.errors import ModelError
+from ge.core.errors import ModelError
 from ge.om.memory import Region
 from passes.ub_fusion import is_no_task, is_view
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ge.backend.schedule import Node, NodeKind, Schedule, Slice
 from ge.backend.streams import Streams
-from ge.errors import ModelError
+from ge.core.errors import ModelError
 from ge.om.memory import MemoryPlan
 from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask, Task
 

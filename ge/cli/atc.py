@@ -28,7 +28,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ge.errors import OptionError
+from ge.core.errors import OptionError
 
 console = Console()
 log = logging.getLogger("ge")

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ge.errors import CalibrationError, OptionError
+from ge.core.errors import CalibrationError, OptionError
 
 if TYPE_CHECKING:
     from ge.sim.calibration import Errors, TableReport

@@ -18,7 +18,7 @@ from xdsl.utils.exceptions import (
     VerifyException,
 )
 
-from ge.errors import GEError
+from ge.core.errors import GEError
 
 LOG_LEVELS: dict[str, int] = {
     "debug": logging.DEBUG,

@@ -60,7 +60,7 @@ def options(
 def demo(seed: Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")] = 0) -> None:
     """Import every bundled demo model and run it on the reference interpreter."""
     import ge.frontend  # noqa: F401  (loaded before the clock starts,
-    import ge.reference  # noqa: F401  so that the times show work, not imports)
+    import ge.core.reference  # noqa: F401  so that the times show work, not imports)
     from ge.models import DEMO_MODELS
 
     started = time.perf_counter()
@@ -73,7 +73,7 @@ def _demo_panel(model: DemoModel, seed: int) -> Panel:
     import numpy as np
 
     import ge
-    from ge import ir, reference
+    from ge.core import ir, reference
     from ge.cli.summary import GraphSummary, human_bytes
 
     started = time.perf_counter()

@@ -35,9 +35,9 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from dialects.ascend_graph import AscendGraph, WeightRefAttr
 from dialects.ascend_kernel import AscendKernel
-from ge import weights
+from ge.core import weights
 from ge.cli.errors import DEFAULT_LOG, LOG_LEVELS, configure_logging, log_level_in, reporting
-from ge.errors import OptionError
+from ge.core.errors import OptionError
 from passes import registry
 
 DIALECTS: dict[str, Callable[[], Dialect]] = {
@@ -180,7 +180,7 @@ class GEOptMain(xDSLOptMain):
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         self._place_new_weights(prog)
-        # One final newline, as `ge.ir.to_text`: both write the same bytes for a module.
+        # One final newline, as `ge.core.ir.to_text`: both write the same bytes for a module.
         return super().output_resulting_program(prog).rstrip("\n") + "\n"
 
     def _place_new_weights(self, module: ModuleOp) -> None:

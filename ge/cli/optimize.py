@@ -129,7 +129,7 @@ def _no_task_splits(module: ModuleOp) -> str:
 
 def _write_ir(module: ModuleOp, output: Path, input_refs: set[WeightRefAttr]) -> None:
     """The IR, and the weights the passes created beside it, written atomically."""
-    from ge import ir, weights
+    from ge.core import ir, weights
     from ge.cli.opt import weight_refs
 
     refs = weight_refs(module)

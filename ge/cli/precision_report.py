@@ -30,14 +30,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ge.errors import InputError, OptionError
+from ge.core.errors import InputError, OptionError
 
 if TYPE_CHECKING:
     import numpy as np
     from xdsl.dialects.builtin import ModuleOp
 
     from ge.options import CompileOptions
-    from ge.weights import WeightStore
+    from ge.core.weights import WeightStore
 
 WIDE = 240
 """Columns of the table when the output is not a terminal (a file keeps every row on one line)."""
@@ -104,7 +104,7 @@ def random_inputs(module: ModuleOp, seed: int) -> dict[str, np.ndarray]:
     import numpy as np
 
     from dialects.ascend_graph import DataOp, dtype_of, shape_of
-    from ge import dtypes
+    from ge.core import dtypes
 
     rng = np.random.default_rng(seed)
     feeds = {}
@@ -130,7 +130,7 @@ def trace(
 
     from dialects import shapes
     from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputOp, dtype_of, shape_of
-    from ge import dtypes, reference
+    from ge.core import dtypes, reference
 
     graph = next(op for op in module.ops if isinstance(op, GraphOp))
     values = {}
@@ -166,7 +166,7 @@ def _compare(
     from xdsl.dialects.builtin import StringAttr
 
     from dialects.ascend_graph import AscendOp, CastOp, ConstOp, DataOp, NetOutputOp, dtype_of
-    from ge import dtypes
+    from ge.core import dtypes
     from passes.precision import BOUNDARY, ENGINE, IMPL_MODE, REASON
 
     values, outputs = trace(compiled, feeds, store)

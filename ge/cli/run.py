@@ -29,7 +29,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ge.errors import InputError, OptionError
+from ge.core.errors import InputError, OptionError
 
 if TYPE_CHECKING:
     import numpy as np

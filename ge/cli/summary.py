@@ -10,7 +10,7 @@ from xdsl.ir import Attribute
 
 from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputOp, WeightRefAttr
 from dialects.shapes import fmt, numel
-from ge import dtypes
+from ge.core import dtypes
 
 
 @dataclass(frozen=True)

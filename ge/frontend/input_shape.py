@@ -13,7 +13,7 @@ import operator
 from collections.abc import Mapping, Sequence
 
 from dialects.shapes import DYN, Shape
-from ge.errors import OptionError
+from ge.core.errors import OptionError
 
 
 def _listing(inputs: Mapping[str, Shape | None]) -> str:

@@ -16,7 +16,7 @@ Decisions worth knowing:
   (`value_floats`, `sparse_value`, sparse initializers, folded results, `Range`,
   `EyeLike`) are always inline for that reason.
 - Folding: an op whose operands are all constants and whose result has at most
-  `INLINE_LIMIT` elements is evaluated with `ge.reference.evaluate_op` and becomes a
+  `INLINE_LIMIT` elements is evaluated with `ge.core.reference.evaluate_op` and becomes a
   constant. This resolves shape subgraphs (Shape -> Gather -> Concat -> Reshape)
   that feed the inputs our ops need as constants.
 - Nodes that no graph output depends on are not imported (after the whole graph
@@ -51,12 +51,12 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputOp
 from dialects.shapes import DYN, Shape, ShapeError, compatible, fmt, is_static, numel
-from ge import dtypes
-from ge.errors import GEError, ModelError
+from ge.core import dtypes
+from ge.core.errors import GEError, ModelError
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_ops import CONVERTERS, Node
 from ge.frontend.tensors import INLINE_LIMIT, dense, element_type, sparse_array, tensor_array, value_info_type
-from ge.weights import WeightStore, attach, store_for
+from ge.core.weights import WeightStore, attach, store_for
 
 OPSET_MIN, OPSET_MAX = 11, 21
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -404,7 +404,7 @@ class Importer:
         if not op.operands or not small or any(a is None for a in inputs):
             self.block.add_op(op)
             return list(op.results)
-        from ge.reference import evaluate_op
+        from ge.core.reference import evaluate_op
 
         outputs = evaluate_op(op, inputs)
         types = [r.type for r in op.results]

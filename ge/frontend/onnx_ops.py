@@ -41,8 +41,8 @@ from xdsl.ir import Attribute, SSAValue
 from dialects import ascend_graph as ag
 from dialects.ascend_graph import bool_attr, float_attr, int_attr, ints
 from dialects.shapes import DYN, Shape, fmt, is_static, norm_axes, norm_axis, numel
-from ge import dtypes
-from ge.errors import ModelError
+from ge.core import dtypes
+from ge.core.errors import ModelError
 from ge.frontend.tensors import INLINE_LIMIT, element_type, sparse_array, tensor_array
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorTyp
 from xdsl.ir import Attribute
 
 from dialects.shapes import DYN, Shape
-from ge import dtypes
-from ge.errors import ModelError
+from ge.core import dtypes
+from ge.core.errors import ModelError
 
 INLINE_LIMIT = 64
 """Constants with at most this many elements stay inline in the IR."""

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from ge.om.memory import MemoryPlan, Region
 from ge.om.tasks import Task
-from ge.errors import ModelError
+from ge.core.errors import ModelError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -120,7 +120,7 @@ class Model:
 
     def kernel_module(self) -> ModuleOp:
         """The kernels parsed back into IR."""
-        from ge import ir
+        from ge.core import ir
 
         return ir.parse(self.kernels, KERNELS)
 

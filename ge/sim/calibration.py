@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ge import soc as soc_profiles
-from ge.errors import CalibrationError, GEError
+from ge.core import soc as soc_profiles
+from ge.core.errors import CalibrationError, GEError
 from ge.sim.costs import (
     FRACTAL_BYTES,
     REFERENCE_SOC,

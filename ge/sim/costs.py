@@ -44,9 +44,9 @@ from functools import cache
 from pathlib import Path
 from statistics import median
 
-from ge import soc as soc_profiles
-from ge.errors import CalibrationError
-from ge.soc import SocProfile
+from ge.core import soc as soc_profiles
+from ge.core.errors import CalibrationError
+from ge.core.soc import SocProfile
 
 MODEL_FILE = Path(__file__).resolve().parent / "cost_model.json"
 

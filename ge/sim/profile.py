@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from dialects.ascend_kernel import PIPES
 from ge.sim import timing
-from ge.soc import SocProfile
+from ge.core.soc import SocProfile
 
 RATIO_COLUMNS = {"M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1": "mte1_ratio", "MTE2": "mte2_ratio", "MTE3": "mte3_ratio", "FIX": "fixpipe_ratio"}
 """The per-pipe busy ratios, named as msprof names them."""

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from dialects.ascend_kernel import PIPES
-from ge.errors import CalibrationError, ModelError
+from ge.core.errors import CalibrationError, ModelError
 from ge.sim import costs
 
 RUN, SET, WAIT, BARRIER, SYNC_ALL, LOOP = range(6)

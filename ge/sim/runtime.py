@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from ml_dtypes import bfloat16
 
-from ge import soc as socs
+from ge.core import soc as socs
 from ge.om import Model, Region, TensorDesc
 from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
-from ge.errors import InputError, ModelError, OptionError
+from ge.core.errors import InputError, ModelError, OptionError
 from ge.options import RunConfig
 from ge.sim import program, timing
 from ge.sim.kernels import Layout, Numerics

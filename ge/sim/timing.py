@@ -49,7 +49,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ge.sim.program import BARRIER, LOOP, PIPE, RUN, S_PIPE, SET, SYNC_ALL, WAIT
-from ge.soc import SocProfile
+from ge.core.soc import SocProfile
 
 log = logging.getLogger("ge.sim")
 

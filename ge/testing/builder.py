@@ -38,8 +38,8 @@ from dialects.ascend_graph import (
     shape_of,
     tensor,
 )
-from ge import dtypes, ir
-from ge.weights import WeightStore, attach
+from ge.core import dtypes, ir
+from ge.core.weights import WeightStore, attach
 
 _store_keys = itertools.count()
 

@@ -28,9 +28,9 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 
-from ge import ir, reference
+from ge.core import ir, reference
 from ge.testing.builder import GraphCase, InputSpec, PatternSite, input_specs, random_inputs
-from ge.weights import WeightStore
+from ge.core.weights import WeightStore
 
 RTOL: dict[np.dtype, float] = {
     np.dtype(np.float64): 1e-9,

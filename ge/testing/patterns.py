@@ -62,7 +62,7 @@ from dialects.ascend_graph import (
     TransposeOp,
     UnsqueezeOp,
 )
-from ge import dtypes
+from ge.core import dtypes
 from ge.testing.strategies import (
     GraphState,
     Pattern,

@@ -6,7 +6,7 @@ than one per kernel). The ops run in order on the values each argument's bytes
 hold in the dtype and format its type declares: a convolution whose input and
 filter are in NC1HWC0 and FRACTAL_Z as the cube's product on those layouts
 (`cube`), every other op with the reference interpreter's kernel
-(`ge.reference.evaluate_op`).
+(`ge.core.reference.evaluate_op`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from xdsl.utils.exceptions import ParseError
 
 from dialects import ascend_graph as ag
 from dialects.ascend_kernel import KernelOp, YieldOp
-from ge import ir, reference
+from ge.core import ir, reference
 from ge.om.tasks import Arg
-from ge.errors import ModelError
+from ge.core.errors import ModelError
 from ge.sim.kernels import cube
 from ge.sim.kernels.layout import Layout
 from ge.sim.program import KernelText

@@ -24,7 +24,7 @@ import numpy as np
 
 from dialects import ascend_graph as ag
 from dialects import shapes
-from ge import dtypes
+from ge.core import dtypes
 
 LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 """Input dtypes the cube multiplies exactly into a float32 accumulator."""

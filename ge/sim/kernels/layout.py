@@ -18,8 +18,8 @@ from xdsl.dialects.builtin import TensorType
 
 from dialects import formats
 from dialects.ascend_graph import FormatAttr
-from ge import dtypes
-from ge.errors import ModelError
+from ge.core import dtypes
+from ge.core.errors import ModelError
 
 
 @dataclass(frozen=True)

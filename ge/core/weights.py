@@ -21,7 +21,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from dialects.ascend_graph import WeightRefAttr
-from ge.errors import ModelError
+from ge.core.errors import ModelError
 
 WEIGHTS_ATTR = "ascend_graph.weights"
 

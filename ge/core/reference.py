@@ -36,9 +36,9 @@ from xdsl.traits import SymbolTable
 from dialects import ascend_graph as ag
 from dialects import ascend_kernel as ak
 from dialects import formats, shapes
-from ge import dtypes
-from ge.errors import InputError, ModelError
-from ge.weights import WEIGHTS_ATTR, WeightError, WeightStore, store_of
+from ge.core import dtypes
+from ge.core.errors import InputError, ModelError
+from ge.core.weights import WEIGHTS_ATTR, WeightError, WeightStore, store_of
 
 Kernel = Callable[[Any, list[np.ndarray]], "np.ndarray | list[np.ndarray]"]
 

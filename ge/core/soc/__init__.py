@@ -1,6 +1,6 @@
 """SoC profiles: the numbers of each Ascend part, kept as JSON data files beside this module.
 
-    from ge import soc
+    from ge.core import soc
     profile = soc.load("Ascend310P3")        # a frozen SocProfile
     profile.ub_bytes, profile.align("ub", 100) == 128
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ge.errors import OptionError
+from ge.core.errors import OptionError
 
 _DIR = Path(__file__).resolve().parent
 

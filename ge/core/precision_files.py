@@ -39,7 +39,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ge.errors import OptionError
+from ge.core.errors import OptionError
 
 PRECISION_MODES = (
     "force_fp16",

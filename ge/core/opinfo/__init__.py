@@ -1,6 +1,6 @@
 """The op information library: what each op type supports on each SoC, as JSON data.
 
-    from ge import opinfo
+    from ge.core import opinfo
     library = opinfo.load("Ascend910B1")
     conv = library.op("Conv2D")
     conv.unit, conv.precision_reduce             # "cube", True (the trust list)
@@ -48,7 +48,7 @@ The values are this project's model of the parts, not copied from CANN:
   super_performance; SoftmaxV2 and LayerNorm add keep_fp16; LogSoftmaxV2 offers
   the two; GatherV2 and GatherElements offer support_out_of_bound_index. The
   compatibility lists hold AvgPoolV2, Gelu, LayerNorm, LogSoftmaxV2 and SoftmaxV2.
-  `ge/reference.py` says what each mode computes.
+  `ge/core/reference.py` says what each mode computes.
 
 Structural ops (Data, Const, NetOutput) belong to GE itself, not to an engine,
 and have no entry.
@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ge.errors import OptionError
+from ge.core.errors import OptionError
 
 _DIR = Path(__file__).resolve().parent
 
