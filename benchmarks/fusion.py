@@ -3,7 +3,7 @@
 For each model, on the same ONNX file and in the same run:
 - ours: `ge.pipeline.optimize` on a freshly imported module (the import is timed
   apart), all passes on, `--soc_version` Ascend310P3; the kernels the build would
-  make before and after (`passes.ub_fusion.kernel_scopes`);
+  make before and after (`dialects.kernel_boundary.kernel_scopes`);
 - onnxruntime: creating an InferenceSession (CPU provider, one thread) with
   ORT_ENABLE_ALL and with ORT_DISABLE_ALL; their difference is the time its graph
   optimisation takes. Its kernels are the nodes of the optimised model, saved
@@ -39,7 +39,7 @@ import ge  # noqa: E402
 from ge.options import CompileOptions  # noqa: E402
 from ge.pipeline import optimize  # noqa: E402
 from models import model_path  # noqa: E402
-from passes.ub_fusion import kernel_scopes  # noqa: E402
+from dialects.kernel_boundary import kernel_scopes  # noqa: E402
 
 README = ROOT / "benchmarks" / "README.md"
 BEGIN, END = "<!-- fusion.py results -->", "<!-- end fusion.py results -->"

@@ -24,19 +24,22 @@ module level and carries what the build and the simulator need:
 In the graph, `ascend_kernel.launch @k(%args)` stands for the scope it replaces: its
 results are the scope's outputs, `names` keeps the ONNX node names of the scope.
 
-The kernel verifier checks the program against its SoC: every buffer lies inside
-its memory at the memory's alignment without overlapping another buffer live at
-the same time (a buffer lives to the end of its block), each copy runs on
-the pipe of its path, every event id is below the SoC's count, and every
-`wait_flag` waits for a pending `set_flag` of the same pipes and id (a loop body
-leaves the flags as it found them; none is pending at the end).
+The kernel verifier checks what holds on any SoC: the arguments, the compute
+region, one GM buffer per argument, and that every `wait_flag` waits for a pending
+`set_flag` of the same pipes and id (a loop body leaves the flags as it found them;
+none is pending at the end). Whether a kernel fits its SoC is `verify_fits(kernel,
+target)`, called by the lowering and the backend with the SoC profile (the dialect
+loads no SoC data): every buffer lies inside its memory at the memory's alignment
+without overlapping another buffer live at the same time (a buffer lives to the end
+of its block), each copy runs on the pipe of its path, and every event id is below
+the SoC's count.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -550,9 +553,6 @@ class KernelOp(IRDLOperation, _Props):
         return last
 
     def verify_(self) -> None:
-        from ge.core import soc as socs
-        from ge.core.errors import OptionError
-
         where = f"kernel @{self.sym_name.data}"
         kinds = [a.kind.data for a in self.args]
         if kinds != sorted(kinds):  # "input" < "output"
@@ -567,11 +567,7 @@ class KernelOp(IRDLOperation, _Props):
             if not isinstance(value, IntegerAttr):
                 raise VerifyException(f"{where}: tiling parameter {key} is {value}, not an integer")
         self._verify_compute(where)
-        try:
-            profile = socs.load(self.soc.data)
-        except OptionError as e:
-            raise VerifyException(f"{where}: {e}") from e
-        self._verify_program(where, profile)
+        self._verify_program(where)
 
     def _verify_compute(self, where: str) -> None:
         block = self.compute.block
@@ -593,7 +589,7 @@ class KernelOp(IRDLOperation, _Props):
             for i, r in enumerate(op.results):
                 verify_layout(r.type, f"{where}: {op.name} result {i}")
 
-    def _verify_program(self, where: str, profile) -> None:
+    def _verify_program(self, where: str) -> None:
         block = self.program.block
         buffers = len(self.args) + (self.int_prop("workspace") > 0)
         if len(block.args) != buffers or any(_level(a) != "GM" for a in block.args):
@@ -601,59 +597,10 @@ class KernelOp(IRDLOperation, _Props):
                 f"{where}: the program takes one GM buffer per argument ({len(self.args)}), then one for the "
                 f"workspace if it has one; it takes {len(block.args)}"
             )
-        capacity = {
-            "L1": profile.l1_bytes, "L0A": profile.l0a_bytes, "L0B": profile.l0b_bytes,
-            "L0C": profile.l0c_bytes, "UB": profile.ub_bytes,
-        }
-        if profile.fix_pipe:
-            capacity["BT"] = BIAS_TABLE_BYTES
-        alignment = {level.upper(): unit for level, unit in profile.alignment}
-        self._place_all(where, block.ops, capacity, alignment, {})
-        for op in walk_program(block.ops):
-            if isinstance(op, CopyOp):
-                want = copy_pipe(_level(op.src), _level(op.dst), profile.fix_pipe)
-                if want is None:
-                    raise VerifyException(f"{where}: {profile.name} has no path {op.path}")
-                if op.pipe != want:
-                    raise VerifyException(f"{where}: copy {op.path} runs on {want}, not {op.pipe}")
-            elif isinstance(op, FlagOp) and op.int_prop("event") >= profile.event_ids:
-                raise VerifyException(
-                    f"{where}: event id {op.int_prop('event')} is beyond {profile.name}'s {profile.event_ids} ids"
-                )
-            if not profile.fix_pipe and isinstance(op, ProgramOp) and "FIX" in _pipes_of(op):
-                raise VerifyException(f"{where}: {profile.name} has no FIX pipe")
         pending = _flags_after(block.ops, frozenset(), where)
         if pending:
             left = ", ".join(f"{s} -> {d} #{e}" for s, d, e in sorted(pending))
             raise VerifyException(f"{where}: the program ends with flags set and never waited for: {left}")
-
-    def _place_all(self, where: str, ops, capacity: dict[str, int], alignment: dict[str, int], outer: dict) -> None:
-        """A buffer lives from its alloc to the end of its block: the buffers of one
-        block, and of the blocks around it, must not overlap."""
-        placed = {level: list(spans) for level, spans in outer.items()}
-        for op in ops:
-            if isinstance(op, AllocOp):
-                self._place(where, op, capacity, alignment, placed)
-            elif isinstance(op, LoopOp):
-                self._place_all(where, op.body.block.ops, capacity, alignment, placed)
-
-    @staticmethod
-    def _place(where: str, op: AllocOp, capacity: dict[str, int], alignment: dict[str, int], placed: dict) -> None:
-        level, offset, size = op.level, op.int_prop("offset"), op.int_prop("bytes")
-        if level not in capacity:
-            raise VerifyException(f"{where}: the SoC has no {level} memory")
-        unit = alignment.get(level, 32)
-        if offset % unit or size % unit:
-            raise VerifyException(f"{where}: {level} buffer at {offset} of {size} bytes is not {unit}-byte aligned")
-        if offset + size > capacity[level]:
-            raise VerifyException(
-                f"{where}: {level} buffer at {offset} of {size} bytes overflows {level}'s {capacity[level]} bytes"
-            )
-        for start, end in placed.setdefault(level, []):
-            if offset < end and start < offset + size:
-                raise VerifyException(f"{where}: {level} buffers [{start}, {end}) and [{offset}, {offset + size}) overlap")
-        placed[level].append((offset, offset + size))
-
 
 def _pipes_of(op: ProgramOp) -> tuple[str, ...]:
     """The pipes an op names: both ends of a flag, else the one it runs on."""
@@ -679,6 +626,77 @@ def _flags_after(ops: Iterator[Operation] | Sequence[Operation], pending: frozen
                 changed = ", ".join(f"{s} -> {d} #{e}" for s, d, e in sorted(after ^ pending))
                 raise VerifyException(f"{where}: a loop body must leave the flags as it found them; it changes {changed}")
     return pending
+
+
+class KernelTarget(Protocol):
+    """What `verify_fits` needs of a SoC (`ge.core.soc.SocProfile` is one)."""
+
+    name: str
+    l1_bytes: int
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    ub_bytes: int
+    fix_pipe: bool
+    event_ids: int
+    alignment: tuple[tuple[str, int], ...]
+
+
+def verify_fits(kernel: KernelOp, target: KernelTarget) -> None:
+    """Raise a `VerifyException` unless the kernel's program fits `target`: buffers
+    inside their memories, aligned and not overlapping, copies on their path's pipe,
+    event ids below the SoC's count, and no FIX pipe on a part without one."""
+    where = f"kernel @{kernel.sym_name.data}"
+    capacity = {
+        "L1": target.l1_bytes, "L0A": target.l0a_bytes, "L0B": target.l0b_bytes,
+        "L0C": target.l0c_bytes, "UB": target.ub_bytes,
+    }
+    if target.fix_pipe:
+        capacity["BT"] = BIAS_TABLE_BYTES
+    alignment = {level.upper(): unit for level, unit in target.alignment}
+    ops = kernel.program.block.ops
+    _place_all(where, ops, capacity, alignment, {})
+    for op in walk_program(ops):
+        if isinstance(op, CopyOp):
+            want = copy_pipe(_level(op.src), _level(op.dst), target.fix_pipe)
+            if want is None:
+                raise VerifyException(f"{where}: {target.name} has no path {op.path}")
+            if op.pipe != want:
+                raise VerifyException(f"{where}: copy {op.path} runs on {want}, not {op.pipe}")
+        elif isinstance(op, FlagOp) and op.int_prop("event") >= target.event_ids:
+            raise VerifyException(
+                f"{where}: event id {op.int_prop('event')} is beyond {target.name}'s {target.event_ids} ids"
+            )
+        if not target.fix_pipe and isinstance(op, ProgramOp) and "FIX" in _pipes_of(op):
+            raise VerifyException(f"{where}: {target.name} has no FIX pipe")
+
+
+def _place_all(where: str, ops, capacity: dict[str, int], alignment: dict[str, int], outer: dict) -> None:
+    """A buffer lives from its alloc to the end of its block: the buffers of one
+    block, and of the blocks around it, must not overlap."""
+    placed = {level: list(spans) for level, spans in outer.items()}
+    for op in ops:
+        if isinstance(op, AllocOp):
+            _place(where, op, capacity, alignment, placed)
+        elif isinstance(op, LoopOp):
+            _place_all(where, op.body.block.ops, capacity, alignment, placed)
+
+
+def _place(where: str, op: AllocOp, capacity: dict[str, int], alignment: dict[str, int], placed: dict) -> None:
+    level, offset, size = op.level, op.int_prop("offset"), op.int_prop("bytes")
+    if level not in capacity:
+        raise VerifyException(f"{where}: the SoC has no {level} memory")
+    unit = alignment.get(level, 32)
+    if offset % unit or size % unit:
+        raise VerifyException(f"{where}: {level} buffer at {offset} of {size} bytes is not {unit}-byte aligned")
+    if offset + size > capacity[level]:
+        raise VerifyException(
+            f"{where}: {level} buffer at {offset} of {size} bytes overflows {level}'s {capacity[level]} bytes"
+        )
+    for start, end in placed.setdefault(level, []):
+        if offset < end and start < offset + size:
+            raise VerifyException(f"{where}: {level} buffers [{start}, {end}) and [{offset}, {offset + size}) overlap")
+    placed[level].append((offset, offset + size))
 
 
 class LaunchSymbolUser(SymbolUserOpInterface):

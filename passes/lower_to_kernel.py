@@ -3,7 +3,7 @@
 A kernel scope is a UB fusion scope (the ops sharing a `_fusion_scope`), or one
 compute op outside any scope; shape views (Reshape, Flatten, Squeeze, Unsqueeze,
 Identity), `_no_task` ops, data, const and net_output make no kernel and stay in
-the graph as they are (`passes.ub_fusion.makes_kernel`, which `kernel_scopes`
+the graph as they are (`dialects.kernel_boundary.makes_kernel`, which `kernel_scopes`
 counts by). Each scope is replaced by `ascend_kernel.launch @k(inputs)`, whose
 results are the scope's values used outside it and whose `names` are its ops' ONNX
 node names; `@k` is an `ascend_kernel.kernel` at module level holding the scope's
@@ -33,11 +33,12 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dialects import ascend_graph as ag
-from dialects.ascend_kernel import ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp
+from dialects.ascend_kernel import ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
 from ge.core import soc as socs
 from ge.core.errors import ModelError
 from passes.tiling import plan
-from passes.ub_fusion import DEFAULT_SOC, makes_kernel, scope_of
+from dialects.kernel_boundary import makes_kernel, scope_of
+from passes.ub_fusion import DEFAULT_SOC
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,7 @@ class _Lowering:
             compute=Region(compute),
             program=Region(program),
         )
+        verify_fits(kernel, self.profile)
         self.module.body.block.add_op(kernel)
         self.kernels[key] = kernel
         return kernel

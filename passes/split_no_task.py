@@ -57,7 +57,7 @@ from dialects import ascend_graph as ag
 from dialects.formats import c0
 from dialects.shapes import DYN
 from passes.fusion import FusionCounts, FusionKind, FusionPass, fusion_pass
-from passes.ub_fusion import NO_TASK_ATTR, is_no_task, op_type
+from dialects.kernel_boundary import NO_TASK_ATTR, is_no_task, op_type
 
 RT_MEMORY_L1 = 65536
 RT_MEMORY_L2 = 131072

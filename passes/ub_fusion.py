@@ -67,11 +67,8 @@ inside from its producer to its last use, or to the end of the tile if it leaves
 the scope; values loaded from or written to global memory count twice (double
 buffering). A cube op's own operands go through L1/L0A/L0B, not the UB.
 
-`kernel_scopes(module)` is the number of kernels the build will make: one per
-scope, one per other compute op, and none for data, const and net_output, for
-`_no_task` ops, and for the shape views GE deletes before the build (Reshape,
-Flatten, Squeeze, Unsqueeze: their output is their input's memory with another
-shape; Identity: a copy of a value the consumer can read in place).
+Which ops make a kernel at all (views, `_no_task` ops and structural ops do not)
+is the IR's kernel-boundary vocabulary, `dialects.kernel_boundary`.
 """
 
 from __future__ import annotations
@@ -84,22 +81,18 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Operation, SSAValue
 
 from dialects import ascend_graph as ag
-from dialects.formats import c0, nbytes
-from dialects.shapes import DYN, is_static
+from dialects.formats import nbytes
+from dialects.kernel_boundary import SCOPE_ATTR, is_no_task, op_type, scope_of
+from dialects.shapes import DYN
 from ge.core import soc as socs
 from passes.fusion import Band, FusionCounts, FusionKind, FusionPass, fusion_pass
 
-SCOPE_ATTR = "_fusion_scope"
-NO_TASK_ATTR = "_no_task"
 DEFAULT_SOC = "Ascend310P3"
 MAX_SCOPE_OPS = 10
 """GE's limit on the ops of one buffer-fusion pattern."""
 FRACTAL = 16
 BLOCK_BYTES = 32
 
-VIEW_OPS: tuple[type[Operation], ...] = (ag.ReshapeOp, ag.FlattenOp, ag.SqueezeOp, ag.UnsqueezeOp, ag.IdentityOp)
-"""Pure shape views: GE removes them before the build."""
-STRUCTURAL_OPS: tuple[type[Operation], ...] = (ModuleOp, ag.GraphOp, ag.DataOp, ag.ConstOp, ag.NetOutputOp)
 CONV_TYPES = frozenset({"Conv2D"})
 MATMUL_TYPES = frozenset({"MatMulV2", "GEMM", "FullyConnection"})
 BATCH_MATMUL_TYPES = frozenset({"BatchMatMulV2"})
@@ -108,44 +101,6 @@ DOUBLE_IN_FORMATS = frozenset({"NCHW", "NHWC", "HWCN"})
 
 
 # ------------------------------------------------------------------ op classes
-
-
-def op_type(op: Operation) -> str:
-    return getattr(op, "OP_TYPE", op.name)
-
-
-def is_no_task(op: Operation) -> bool:
-    attr = op.attributes.get(NO_TASK_ATTR)
-    return isinstance(attr, IntegerAttr) and bool(attr.value.data)
-
-
-def scope_of(op: Operation) -> int | None:
-    attr = op.attributes.get(SCOPE_ATTR)
-    return attr.value.data if isinstance(attr, IntegerAttr) else None
-
-
-def is_view(op: Operation) -> bool:
-    """A shape view GE removes before the build, or a TransData that moves no byte.
-
-    NC1HWC0 <-> NCHW at H = W = 1 with C a multiple of C0 puts every element at the
-    same address ([N, C1, 1, 1, C0] and [N, C, 1, 1] are both n-major, then c), so
-    the build aliases it like a reshape instead of launching a copy kernel.
-    """
-    if isinstance(op, VIEW_OPS):
-        return True
-    if not isinstance(op, ag.TransDataOp):
-        return False
-    formats_ = {op.src_format.data, op.dst_format.data}
-    logical = ag.shape_of(op.x.type)
-    if formats_ != {"NC1HWC0", "NCHW"} or len(logical) != 4 or not is_static(logical):
-        return False
-    _, c, h, w = logical
-    return h == w == 1 and c % c0(ag.dtype_of(op.x.type)) == 0
-
-
-def makes_kernel(op: Operation) -> bool:
-    """Whether the build makes a kernel for the op (alone or in its scope)."""
-    return not (isinstance(op, STRUCTURAL_OPS) or is_view(op) or is_no_task(op))
 
 
 def is_cube(op: Operation) -> bool:
@@ -163,21 +118,6 @@ def is_elementwise(op: Operation) -> bool:
 def is_row_reduction(op: Operation) -> bool:
     """A reduction that keeps its axes, so that its result broadcasts back."""
     return isinstance(op, ag.ReduceOp) and op.props.bool("keep_dims")
-
-
-def kernel_scopes(module: ModuleOp) -> int:
-    """The number of kernels the build makes of `module` (see the module docstring)."""
-    scopes: set[int] = set()
-    others = 0
-    for op in module.walk():
-        if not makes_kernel(op):
-            continue
-        scope = scope_of(op)
-        if scope is None:
-            others += 1
-        else:
-            scopes.add(scope)
-    return others + len(scopes)
 
 
 # ------------------------------------------------------------------- the graph

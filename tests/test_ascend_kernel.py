@@ -1,6 +1,7 @@
-"""The ascend_kernel dialect: syntax, round trips, and what its verifier refuses.
+"""The ascend_kernel dialect: syntax, round trips, what its verifier refuses, and
+what `verify_fits` refuses of a kernel on its SoC.
 
-Each refusal starts from a kernel that verifies (`VALID`) and changes one thing.
+Each refusal starts from a kernel that verifies and fits and changes one thing.
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 import pytest
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from dialects.ascend_kernel import CopyOp, KernelOp, VecOp, copy_pipe
+from dialects.ascend_kernel import CopyOp, KernelOp, VecOp, copy_pipe, verify_fits
+from ge.core import soc as socs
+from ge.core.errors import OptionError
 from ge.core.ir import parse, to_text
 
 T = "tensor<4x32xf16>"
@@ -73,8 +76,16 @@ def kernel_text(**changes: str) -> str:
     return text
 
 
-def test_a_valid_kernel_parses_verifies_and_round_trips() -> None:
-    module = parse(kernel_text())
+def fitted(text: str):
+    """Parse and verify the module, then check its kernel against its SoC."""
+    module = parse(text)
+    kernel = next(op for op in module.ops if isinstance(op, KernelOp))
+    verify_fits(kernel, socs.load(kernel.soc.data))
+    return module
+
+
+def test_a_valid_kernel_parses_verifies_fits_and_round_trips() -> None:
+    module = fitted(kernel_text())
     text = to_text(module)
     assert to_text(parse(text)) == text
     kernel = next(op for op in module.ops if isinstance(op, KernelOp))
@@ -94,11 +105,27 @@ def test_a_valid_kernel_parses_verifies_and_round_trips() -> None:
         ({"OFFSET": "128"}, "overlap"),
         ({"PIPE": "MTE3"}, "runs on MTE2, not MTE3"),
         ({"EVENT": "4"}, "beyond Ascend910A's 4 ids"),
+    ],
+)
+def test_verify_fits_refuses(changes, message) -> None:
+    text = kernel_text(**changes)
+    parse(text)  # the dialect's verifier knows no SoC
+    with pytest.raises(VerifyException, match=message):
+        fitted(text)
+
+
+def test_a_kernel_for_an_unknown_soc_parses_but_cannot_be_fitted() -> None:
+    with pytest.raises(OptionError, match="unknown soc_version"):
+        fitted(kernel_text(SOC="Ascend999"))
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
         ({"LOOP_END": ""}, "leave the flags as it found them"),
         ({"AFTER": ""}, "never waited for"),
         ({"AFTER": 'ascend_kernel.wait_flag "V" -> "MTE2", 0\n ascend_kernel.wait_flag "V" -> "MTE2", 0'}, "no set_flag before it"),
         ({"LOOP_END": 'ascend_kernel.set_flag "V" -> "MTE2", 0\n ascend_kernel.set_flag "V" -> "MTE2", 0'}, "already set"),
-        ({"SOC": "Ascend999"}, "unknown soc_version"),
         ({"LAUNCH_ARGS": "%x", "LAUNCH_TYPES": T}, "do not match the kernel's arguments"),
     ],
 )
@@ -108,9 +135,9 @@ def test_the_verifier_refuses(changes, message) -> None:
 
 
 def test_event_ids_follow_the_soc() -> None:
-    parse(kernel_text(SOC="Ascend910B1", EVENT="7"))
+    fitted(kernel_text(SOC="Ascend910B1", EVENT="7"))
     with pytest.raises(VerifyException, match="beyond Ascend910B1's 8 ids"):
-        parse(kernel_text(SOC="Ascend910B1", EVENT="8"))
+        fitted(kernel_text(SOC="Ascend910B1", EVENT="8"))
 
 
 def test_paths_follow_the_soc() -> None:
@@ -119,9 +146,9 @@ def test_paths_follow_the_soc() -> None:
     assert copy_pipe("L0C", "UB", fix_pipe=False) == "V"
     assert copy_pipe("L0C", "UB", fix_pipe=True) is None
     fix = 'ascend_kernel.pipe_barrier "FIX"'
-    parse(kernel_text(SOC="Ascend910B1", LOOP_END=f'ascend_kernel.set_flag "V" -> "MTE2", 0\n {fix}'))
+    fitted(kernel_text(SOC="Ascend910B1", LOOP_END=f'ascend_kernel.set_flag "V" -> "MTE2", 0\n {fix}'))
     with pytest.raises(VerifyException, match="has no FIX pipe"):
-        parse(kernel_text(LOOP_END=f'ascend_kernel.set_flag "V" -> "MTE2", 0\n {fix}'))
+        fitted(kernel_text(LOOP_END=f'ascend_kernel.set_flag "V" -> "MTE2", 0\n {fix}'))
 
 
 def test_buffers_of_sibling_loops_may_share_memory() -> None:
@@ -132,7 +159,7 @@ def test_buffers_of_sibling_loops_may_share_memory() -> None:
     ascend_kernel.loop 1 times {{
       %q = ascend_kernel.alloc 2048 bytes at 512 : {UB}
     }}"""
-    parse(kernel_text(AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0' + scoped))
+    fitted(kernel_text(AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0' + scoped))
 
 
 def test_ops_check_their_memories() -> None:

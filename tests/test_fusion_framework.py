@@ -43,7 +43,7 @@ from passes.fusion import (
     builtin_fusion_passes,
     ordered,
 )
-from passes.ub_fusion import is_no_task, kernel_scopes
+from dialects.kernel_boundary import is_no_task, kernel_scopes
 
 BIN = Path(sys.executable).parent
 TINY_RESNET = Path(__file__).resolve().parents[1] / "ge" / "models" / "tiny_resnet.onnx"
@@ -282,7 +282,7 @@ def test_ub_fusion_follows_the_soc_version(part: str, fused: bool) -> None:
     """tanh(x) * sum(tanh(x)) over rows of 40000 float16: a 240 KB working set, inside
     the 256 KB UB of a 310P3, beyond the 192 KB of a 910B1."""
     from dialects.ascend_graph import ReduceSumOp
-    from passes.ub_fusion import scope_of
+    from dialects.kernel_boundary import scope_of
 
     b = GraphBuilder(0, dtype="float16")
     t = b.op(TanhOp, [b.input([1, 40000])])

@@ -46,7 +46,7 @@ from ge.core.ir import parse, to_text
 from ge.models import DEMO_MODELS
 from ge.testing import GraphBuilder, assert_equivalent, count_ops, graphs, run_pass
 from passes.tiling import FRACTAL, cube_k
-from passes.ub_fusion import SCOPE_ATTR, kernel_scopes, makes_kernel
+from dialects.kernel_boundary import SCOPE_ATTR, kernel_scopes, makes_kernel
 
 SOCS = ["Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1"]
 LEVELS = {"L1": "l1_bytes", "L0A": "l0a_bytes", "L0B": "l0b_bytes", "L0C": "l0c_bytes", "UB": "ub_bytes"}

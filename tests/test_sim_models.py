@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import ge
-from ge.core.errors import ModelError
 from ge.session import Session
 from models import model_inputs, model_path, onnxruntime_outputs
 

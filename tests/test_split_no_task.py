@@ -20,7 +20,7 @@ from ge.core.ir import parse, to_text
 from ge.testing import GraphBuilder, GraphState, graphs, run_pass
 from passes.fusion import FusionKind, collect_statistics
 from passes.split_no_task import MARKS, FusionVirtualOpSetSwitch, qualifies, split_axis
-from passes.ub_fusion import is_no_task, kernel_scopes
+from dialects.kernel_boundary import is_no_task, kernel_scopes
 
 PASS = "FusionVirtualOpSetSwitch"
 

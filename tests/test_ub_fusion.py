@@ -38,14 +38,8 @@ from ge.core.ir import parse, to_text
 from ge.testing import GraphBuilder, clone, graphs, run_pass
 from passes.fusion import FusionKind, collect_statistics, ordered
 from passes.registry import get_pass
-from passes.ub_fusion import (
-    SCOPE_ATTR,
-    AutomaticUbFusion,
-    kernel_scopes,
-    scope_of,
-    scope_violations,
-    working_set,
-)
+from dialects.kernel_boundary import SCOPE_ATTR, kernel_scopes, scope_of
+from passes.ub_fusion import AutomaticUbFusion, scope_violations, working_set
 
 UB_PASSES = (
     "TbeConvDoubleInFusionPass",
@@ -412,7 +406,7 @@ def test_trans_data_that_moves_no_byte_is_a_view(shape, view):
     from xdsl.ir import Block
 
     from dialects import ascend_graph as ag
-    from passes.ub_fusion import is_view, makes_kernel
+    from dialects.kernel_boundary import is_view, makes_kernel
 
     block = Block(arg_types=[ag.device_tensor(f16, "NC1HWC0", "NCHW", shape)])
     op = ag.TransDataOp([block.args[0]], {"src_format": StringAttr("NC1HWC0"), "dst_format": StringAttr("NCHW")}, "td")

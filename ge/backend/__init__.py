@@ -22,6 +22,7 @@ from io import StringIO
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from dialects import ascend_kernel as ak
 from dialects.ascend_graph import FormatAttr, WeightRefAttr
@@ -31,6 +32,7 @@ from ge.backend import memory, streams, tasks
 from ge.backend.schedule import Port, Schedule, schedule_of
 from ge.backend.verify import verify
 from ge.om import MemoryPlan, Model, Region, TensorDesc
+from ge.core import soc as socs
 from ge.core.errors import ModelError
 from ge.core.weights import store_of
 
@@ -56,6 +58,7 @@ def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | 
         return now
 
     t = time.perf_counter()
+    check_kernels(module)
     sched = schedule_of(module)
     assigned = streams.assign(sched, settings.max_streams, streams.MAX_EVENT_IDS)
     t = timed("streams", t)
@@ -83,6 +86,16 @@ def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | 
         weights=blob,
         build={"kernels": kernel_count, "tasks": len(task_list)},
     )
+
+
+def check_kernels(module: ModuleOp) -> None:
+    """Every kernel fits the SoC it was tiled for (the dialect's verifier cannot load SoC data)."""
+    for op in module.ops:
+        if isinstance(op, ak.KernelOp):
+            try:
+                ak.verify_fits(op, socs.load(op.soc.data))
+            except VerifyException as e:
+                raise ModelError(f"the kernel does not fit its SoC: {e}") from e
 
 
 def weight_blob(sched: Schedule, plan: MemoryPlan) -> memoryview:

@@ -34,12 +34,11 @@ debugging a suspected reuse bug.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from math import ceil, log2
 
 import numpy as np
 
-from ge.backend.schedule import Buffer, Schedule, Slice
+from ge.backend.schedule import Buffer, Schedule
 from ge.backend.streams import Streams
 from ge.om.memory import ALIGNMENT, REGION_ORDER, MemoryPlan, Placement, Region, align
 

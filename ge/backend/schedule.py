@@ -13,7 +13,7 @@ It walks one `ascend_graph.graph` in block order (a topological order) and makes
   read back by D2H), weights (consts, written when the model loads), and the
   feature map (everything else, the only region whose memory is reused);
 - a slice per SSA value: (buffer, byte offset, byte size). Views
-  (`passes.ub_fusion.is_view`: reshape, flatten, squeeze, unsqueeze, identity, and
+  (`dialects.kernel_boundary.is_view`: reshape, flatten, squeeze, unsqueeze, identity, and
   a TransData that moves no byte) are their input's slice; the outputs of a
   `_no_task` SplitD/SplitVD are consecutive slices of their input (GE's
   `_output_reuse_input` on dim 0). Neither makes a node or owns memory.
@@ -37,7 +37,7 @@ from dialects import formats
 from dialects.shapes import fmt, is_static, numel
 from ge.core.errors import ModelError
 from ge.om.memory import Region
-from passes.ub_fusion import is_no_task, is_view
+from dialects.kernel_boundary import is_no_task, is_view
 
 
 class NodeKind(str, Enum):

@@ -2,7 +2,7 @@
 
 It imports the model, runs `ge.pipeline.optimize` with ATC's options, and prints
 the time of each phase, the kernels the build would make before and after (see
-`passes.ub_fusion.kernel_scopes`) and every fusion pass with its match and effect
+`dialects.kernel_boundary.kernel_scopes`) and every fusion pass with its match and effect
 counts, as fusion_result.json counts them. fusion_result.json is written as
 `--export_compile_stat` says: 2 right after the graph is optimised, 1 when the
 command ends normally, 0 never. `--output=FILE.mlir` writes the optimised IR; when
@@ -59,7 +59,7 @@ def optimize(
     from ge import pipeline
     from ge.cli.opt import weight_refs
     from ge.options import CompileOptions
-    from passes.ub_fusion import kernel_scopes
+    from dialects.kernel_boundary import kernel_scopes
 
     options = CompileOptions(
         input_shape=input_shape,
@@ -121,7 +121,7 @@ def _passes(compilation: Compilation) -> Table:
 
 def _no_task_splits(module: ModuleOp) -> str:
     from dialects.ascend_graph import SplitBase
-    from passes.ub_fusion import is_no_task
+    from dialects.kernel_boundary import is_no_task
 
     splits = [op for op in module.walk() if isinstance(op, SplitBase)]
     return f"{sum(map(is_no_task, splits))} of {len(splits)} splits no-task"

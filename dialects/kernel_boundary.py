@@ -1,0 +1,83 @@
+"""The kernel boundary: which graph ops the build turns into kernels, and which into none.
+
+This is IR knowledge shared by the passes that mark scopes and no-task ops, the
+lowering that makes kernels of them, and the backend that schedules them:
+
+- `_fusion_scope = <id> : i64` (GE's UB fusion scope): every op of a scope becomes
+  one kernel;
+- `_no_task = true` (GE's attribute): the op launches nothing (a Split whose outputs
+  are slices of its input);
+- views: the shape ops GE deletes before the build (Reshape, Flatten, Squeeze,
+  Unsqueeze: their output is their input's memory with another shape; Identity: a
+  copy the consumer can read in place), and a TransData that moves no byte;
+- structural ops (module, graph, data, const, net_output) make no kernel.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import Operation
+
+from dialects import ascend_graph as ag
+from dialects.formats import c0
+from dialects.shapes import is_static
+
+SCOPE_ATTR = "_fusion_scope"
+NO_TASK_ATTR = "_no_task"
+
+VIEW_OPS: tuple[type[Operation], ...] = (ag.ReshapeOp, ag.FlattenOp, ag.SqueezeOp, ag.UnsqueezeOp, ag.IdentityOp)
+"""Pure shape views: GE removes them before the build."""
+STRUCTURAL_OPS: tuple[type[Operation], ...] = (ModuleOp, ag.GraphOp, ag.DataOp, ag.ConstOp, ag.NetOutputOp)
+
+
+def op_type(op: Operation) -> str:
+    return getattr(op, "OP_TYPE", op.name)
+
+
+def is_no_task(op: Operation) -> bool:
+    attr = op.attributes.get(NO_TASK_ATTR)
+    return isinstance(attr, IntegerAttr) and bool(attr.value.data)
+
+
+def scope_of(op: Operation) -> int | None:
+    attr = op.attributes.get(SCOPE_ATTR)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def is_view(op: Operation) -> bool:
+    """A shape view GE removes before the build, or a TransData that moves no byte.
+
+    NC1HWC0 <-> NCHW at H = W = 1 with C a multiple of C0 puts every element at the
+    same address ([N, C1, 1, 1, C0] and [N, C, 1, 1] are both n-major, then c), so
+    the build aliases it like a reshape instead of launching a copy kernel.
+    """
+    if isinstance(op, VIEW_OPS):
+        return True
+    if not isinstance(op, ag.TransDataOp):
+        return False
+    formats_ = {op.src_format.data, op.dst_format.data}
+    logical = ag.shape_of(op.x.type)
+    if formats_ != {"NC1HWC0", "NCHW"} or len(logical) != 4 or not is_static(logical):
+        return False
+    _, c, h, w = logical
+    return h == w == 1 and c % c0(ag.dtype_of(op.x.type)) == 0
+
+
+def makes_kernel(op: Operation) -> bool:
+    """Whether the build makes a kernel for the op (alone or in its scope)."""
+    return not (isinstance(op, STRUCTURAL_OPS) or is_view(op) or is_no_task(op))
+
+
+def kernel_scopes(module: ModuleOp) -> int:
+    """The number of kernels the build makes of `module` (one per scope, one per other op that makes a kernel)."""
+    scopes: set[int] = set()
+    others = 0
+    for op in module.walk():
+        if not makes_kernel(op):
+            continue
+        scope = scope_of(op)
+        if scope is None:
+            others += 1
+        else:
+            scopes.add(scope)
+    return others + len(scopes)
