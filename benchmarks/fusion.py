@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import ge  # noqa: E402
-from ge.options import CompileOptions  # noqa: E402
+from ge.core.options import CompileOptions  # noqa: E402
 from ge.pipeline import optimize  # noqa: E402
 from models import model_path  # noqa: E402
 from dialects.kernel_boundary import kernel_scopes  # noqa: E402

@@ -37,8 +37,8 @@ import ge  # noqa: E402
 from dialects.ascend_graph import AscendOp, CubeOp, dtype_of, is_float  # noqa: E402
 from ge import pipeline, reference  # noqa: E402
 from ge.core import dtypes
-from ge.options import CompileOptions  # noqa: E402
-from ge.core.precision_files import PRECISION_MODES  # noqa: E402
+from ge.core.options import CompileOptions  # noqa: E402
+from ge.core.options import PRECISION_MODES  # noqa: E402
 from models import model_inputs, model_path, onnxruntime_outputs  # noqa: E402
 
 SOC = "Ascend910B1"

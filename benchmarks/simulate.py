@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import ge  # noqa: E402
-from ge.options import RunConfig  # noqa: E402
+from ge.sim.config import RunConfig  # noqa: E402
 from ge.session import Session  # noqa: E402
 from models import model_inputs, model_path  # noqa: E402
 

@@ -49,5 +49,5 @@ def __getattr__(name: str):
     if name == "Session":
         return importlib.import_module("ge.session").Session
     if name == "RunConfig":
-        return importlib.import_module("ge.options").RunConfig
+        return importlib.import_module("ge.sim.config").RunConfig
     raise AttributeError(f"module 'ge' has no attribute {name!r}")

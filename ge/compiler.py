@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from xdsl.dialects.builtin import ModuleOp
 
 from ge.om import Model, OmError, TensorDesc, read
-from ge.options import AICPU_ENGINE, CompileOptions, parse_stream_max_parallel_num
+from ge.core.options import AICPU_ENGINE, CompileOptions, parse_stream_max_parallel_num
 
 __all__ = ["Model", "OmError", "TensorDesc", "compile", "load_model"]
 
@@ -50,15 +50,16 @@ def compile(
         module, _ = load_onnx(os.fspath(model), input_shape=options.input_shape)
     timings["import"] = time.perf_counter() - started
     compilation = pipeline.optimize(module, options)
+    if not isinstance(model, ModuleOp):
+        shape = f" --input_shape='{options.input_shape}'" if options.input_shape else ""
+        log.info("the same compile in ge-opt: ge-opt %s%s -p '%s'", os.fspath(model), shape, compilation.pipeline)
+    compilation.lower()
     timings.update(compilation.timings)
-    started = time.perf_counter()
-    _lower(module, options)
-    timings["lowering"] = time.perf_counter() - started
     settings = backend.BuildOptions(
         soc_version=options.soc_version,
         max_streams=options.aicore_streams,
         reuse_memory=not options.disable_reuse_memory,
-        options=_recorded(options),
+        options=options.given(),
     )
     result = backend.build(module, settings, timings)
     compilation.finish()
@@ -78,22 +79,3 @@ def _options(options: CompileOptions | Mapping[str, object] | None) -> CompileOp
     if options.stream_max_parallel_num and AICPU_ENGINE in parse_stream_max_parallel_num(options.stream_max_parallel_num):
         log.warning("stream_max_parallel_num: %s has no effect here: every kernel runs on the AI Core", AICPU_ENGINE)
     return options
-
-
-def _recorded(options: CompileOptions) -> dict[str, object]:
-    """The options that differ from their defaults, as the model file records them."""
-    defaults = CompileOptions()
-    return {
-        f.name: getattr(options, f.name)
-        for f in dataclasses.fields(options)
-        if getattr(options, f.name) != getattr(defaults, f.name) or f.name == "soc_version"
-    }
-
-
-def _lower(module: ModuleOp, options: CompileOptions) -> None:
-    """Replace every kernel scope by a launch of a kernel tiled for the SoC."""
-    from ge.core import ir
-    from passes.lower_to_kernel import LowerToKernel
-
-    LowerToKernel(soc=options.soc_version).apply(ir.context(), module)
-    module.verify()

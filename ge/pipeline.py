@@ -8,12 +8,17 @@
 |                         | format selection, then TransdataTransdataPass     | AfterFormat |
 | optimize subgraph       | UB fusion passes (named, then automatic)         | AfterUBFusion |
 | before build            | FusionVirtualOpSetSwitch (Split no-task)         | PreRunAfterOptimizeGraphBeforeBuild |
+| lowering                | lower-to-kernel (run by `Compilation.lower`)      | |
+
+Every pass is configured one way (`configured`): its fields named after compile
+options take those options' values. The phases are therefore one `ge-opt -p`
+pipeline (`pipeline_spec`, logged at info level): `ge-opt MODEL.onnx -p '...'`
+with it gives the IR the compile lowers.
 
 Fusion passes run only when the fusion switch file leaves them on; their counts go
 to a `FusionStatistics` that becomes fusion_result.json per `export_compile_stat`:
 2 writes it as soon as the graph is optimised, 1 when the caller ends the compile
-normally (`Compilation.finish()`), 0 never. UB fusion passes are configured with
-`--soc_version`, whose Unified Buffer their scopes must fit.
+normally (`Compilation.finish()`), 0 never.
 """
 
 from __future__ import annotations
@@ -21,25 +26,28 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 from ge import fusion_switch
 
 from ge.core import ir
 from ge.core.errors import OptionError
-from ge.options import CompileOptions
-from passes.fusion import FusionKind, FusionPass, FusionStatistics, builtin_fusion_passes, collect_statistics, ordered
+from ge.core.options import CompileOptions
 from passes.format import AFTER_FORMAT_SELECTION, FormatSelection
+from passes.fusion import FusionKind, FusionStatistics, builtin_fusion_passes, collect_statistics, ordered
+from passes.lower_to_kernel import LowerToKernel
 from passes.precision import PrecisionSelection
 from passes.registry import get_pass
 
 log = logging.getLogger("ge")
 
 DUMP_MODES = ("1", "2", "3")
+LOWERING = "lowering"
 SPLIT_NO_TASK = "FusionVirtualOpSetSwitch"
 """Switched under UBFusion, but GE runs it just before the build, after UB fusion."""
 PHASES = (
@@ -125,6 +133,15 @@ def _op_line(op) -> str:
     return f"{op.name} {label} {marks}".rstrip()
 
 
+@dataclass(frozen=True)
+class Phase:
+    """One phase of the compile: its passes, in order, and the dumps after it."""
+
+    name: str
+    dumps: tuple[str, ...]
+    passes: tuple[ModulePass, ...]
+
+
 @dataclass
 class Compilation:
     """What the graph optimisation produced and what it observed."""
@@ -136,6 +153,21 @@ class Compilation:
     dumps: list[str] = field(default_factory=list)
     result_file: str | None = None
     """The fusion_result.json written, if any."""
+    phases: tuple[Phase, ...] = ()
+    """Every phase with its configured passes; the last, lowering, runs in `lower`."""
+
+    @property
+    def pipeline(self) -> str:
+        """The whole compile as a `ge-opt -p` pipeline."""
+        return pipeline_spec(self.phases)
+
+    def lower(self, ctx: Context | None = None) -> None:
+        """Replace every kernel scope by a launch of a kernel tiled for the SoC."""
+        started = time.perf_counter()
+        for p in self.phases[-1].passes:
+            p.apply(ctx or ir.context(), self.module)
+        self.module.verify()
+        self.timings[LOWERING] = time.perf_counter() - started
 
     def finish(self) -> str | None:
         """End the compile normally: with export_compile_stat=1, write fusion_result.json now.
@@ -150,56 +182,66 @@ class Compilation:
         return self.result_file
 
 
-def optimize(module: ModuleOp, options: CompileOptions, ctx: Context | None = None) -> Compilation:
-    """Run GE's optimisation phases on an imported module, in place."""
-    ctx = ctx or ir.context()
+def phases(options: CompileOptions, switches: fusion_switch.FusionSwitches | None = None) -> tuple[Phase, ...]:
+    """GE's phases with their passes configured from the options (closed fusion passes left
+    out), ending with the lowering to kernels, which runs after `optimize`."""
     builtin_fusion_passes()
+    switches = switches or fusion_switch.FusionSwitches()
+
+    def fusion(kind: FusionKind, before_build: bool, after_format: bool = False) -> tuple[ModulePass, ...]:
+        chosen = []
+        for cls in ordered(kind):
+            if (cls.name == SPLIT_NO_TASK) != before_build or (cls.name in AFTER_FORMAT_SELECTION) != after_format:
+                continue
+            if switches.enabled(cls.name):
+                chosen.append(configured(cls, options))
+            else:
+                log.info("fusion pass %s is switched off", cls.name)
+        return tuple(chosen)
+
+    return (
+        Phase("prepare", ("AfterInferShape",), (configured(get_pass("constant-folding"), options),)),
+        Phase("optimize original graph", ("OptimizeOriginalGraph",), fusion(FusionKind.GRAPH, False)),
+        Phase("precision selection", ("AfterPrecision",), (configured(PrecisionSelection, options),)),
+        Phase("format selection", ("AfterFormat",), (configured(FormatSelection, options), *fusion(FusionKind.GRAPH, False, True))),
+        Phase("optimize subgraph", ("AfterUBFusion",), fusion(FusionKind.UB, False)),
+        Phase("before build", ("PreRunAfterOptimizeGraphBeforeBuild",), fusion(FusionKind.UB, True)),
+        Phase(LOWERING, (), (configured(LowerToKernel, options),)),
+    )
+
+
+def configured(cls: type[ModulePass], options: CompileOptions) -> ModulePass:
+    """The one way a pass is configured: its fields named after compile options take
+    their values (`soc_version`, `precision_mode`, ...); the others keep their defaults."""
+    given = {f.name for f in fields(options)}
+    return cls(**{f.name: getattr(options, f.name) for f in fields(cls) if f.init and f.name in given})  # type: ignore[call-arg]
+
+
+def pipeline_spec(stages: Sequence[Phase]) -> str:
+    """The passes as a `ge-opt -p` pipeline that gives the same IR."""
+    return ",".join(str(p) for phase in stages for p in phase.passes)
+
+
+def optimize(module: ModuleOp, options: CompileOptions, ctx: Context | None = None) -> Compilation:
+    """Run GE's optimisation phases (all but the lowering) on an imported module, in place."""
+    ctx = ctx or ir.context()
     switches = fusion_switch.load(options.fusion_switch_file) if options.fusion_switch_file else fusion_switch.FusionSwitches()
+    stages = phases(options, switches)
     dumper = GraphDumper.from_env(options.graph_id)
     stats = FusionStatistics(options.session_id, options.graph_id)
-    result = Compilation(module, options, stats)
-
-    def phase(name: str, dump_as: tuple[str, ...], run: Callable[[], None]) -> None:
-        started = time.perf_counter()
-        run()
-        result.timings[name] = time.perf_counter() - started
-        for dump in dump_as:
-            dumper.dump(module, dump)
-
-    def fusion(kind: FusionKind, before_build: bool, after_format: bool = False) -> Callable[[], None]:
-        def run() -> None:
-            for cls in ordered(kind):
-                if (cls.name == SPLIT_NO_TASK) != before_build or (cls.name in AFTER_FORMAT_SELECTION) != after_format:
-                    continue
-                if switches.enabled(cls.name):
-                    _instance(cls, options).apply(ctx, module)
-                else:
-                    log.info("fusion pass %s is switched off", cls.name)
-
-        return run
-
-    def select_formats() -> None:
-        FormatSelection(soc=options.soc_version).apply(ctx, module)
-        fusion(FusionKind.GRAPH, False, after_format=True)()
-
+    result = Compilation(module, options, stats, phases=stages)
     dumper.dump(module, "PreRunBegin")
     with collect_statistics(stats):
-        phase("prepare", ("AfterInferShape",), lambda: get_pass("constant-folding")().apply(ctx, module))
-        phase("optimize original graph", ("OptimizeOriginalGraph",), fusion(FusionKind.GRAPH, False))
-        phase("precision selection", ("AfterPrecision",), lambda: PrecisionSelection.from_options(options).apply(ctx, module))
-        phase("format selection", ("AfterFormat",), select_formats)
-        phase("optimize subgraph", ("AfterUBFusion",), fusion(FusionKind.UB, False))
-        phase("before build", ("PreRunAfterOptimizeGraphBeforeBuild",), fusion(FusionKind.UB, True))
+        for stage in stages[:-1]:
+            started = time.perf_counter()
+            for p in stage.passes:
+                p.apply(ctx, module)
+            result.timings[stage.name] = time.perf_counter() - started
+            for dump in stage.dumps:
+                dumper.dump(module, dump)
     module.verify()
     if options.export_compile_stat == 2:
         result.result_file = stats.write()
     dumper.finish(module)
     result.dumps = dumper.written
     return result
-
-
-def _instance(cls: type[FusionPass], options: CompileOptions) -> FusionPass:
-    """The pass configured from the options: UB fusion passes take the SoC."""
-    if "soc" in {f.name for f in fields(cls)}:
-        return cls(soc=options.soc_version)  # type: ignore[call-arg]
-    return cls()

@@ -19,7 +19,7 @@ import numpy as np
 
 from ge.om import Model, read
 from ge.core.errors import InputError
-from ge.options import RunConfig
+from ge.sim.config import RunConfig
 from ge.sim.profile import Profile
 from ge.sim.runtime import Runtime
 

@@ -56,11 +56,11 @@ from xdsl.rewriter import Rewriter
 from dialects import ascend_graph as ag
 from dialects import formats, shapes
 from ge.core import soc as socs
+from ge.core.options import check_fields, option_field
 from ge.core.reference import const_value
 from ge.core.weights import WeightStore, store_of
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
 
-DEFAULT_SOC = "Ascend310P3"
 
 NC1HWC0 = "NC1HWC0"
 FRACTAL_Z = "FRACTAL_Z"
@@ -253,11 +253,12 @@ class FormatSelection(ModulePass):
 
     name = "format-selection"
 
-    soc: str = DEFAULT_SOC
-    """The SoC version (`--soc_version`): parts with a FIX pipe keep matmuls in ND."""
+    soc_version: str = option_field("soc_version")
+    """Parts with a FIX pipe keep matmuls in ND."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        nd_matmul = socs.load(self.soc).fix_pipe
+        check_fields(self)
+        nd_matmul = socs.load(self.soc_version).fix_pipe
         for graph in [g for g in op.walk() if isinstance(g, ag.GraphOp)]:
             _Selector(graph, store_of(op), nd_matmul).run()
 

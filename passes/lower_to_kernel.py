@@ -35,10 +35,10 @@ from xdsl.passes import ModulePass
 from dialects import ascend_graph as ag
 from dialects.ascend_kernel import ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
 from ge.core import soc as socs
+from ge.core.options import check_fields, option_field
 from ge.core.errors import ModelError
 from passes.tiling import plan
 from dialects.kernel_boundary import makes_kernel, scope_of
-from passes.ub_fusion import DEFAULT_SOC
 
 
 @dataclass(frozen=True)
@@ -206,10 +206,11 @@ class LowerToKernel(ModulePass):
 
     name = "lower-to-kernel"
 
-    soc: str = DEFAULT_SOC
-    """The SoC version the kernels are tiled for (`--soc_version`)."""
+    soc_version: str = option_field("soc_version")
+    """The SoC the kernels are tiled for."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lowering = _Lowering(op, self.soc)
+        check_fields(self)
+        lowering = _Lowering(op, self.soc_version)
         for graph in [g for g in op.ops if isinstance(g, ag.GraphOp)]:
             lowering.lower(graph)

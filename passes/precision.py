@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import ml_dtypes
 import numpy as np
@@ -64,6 +64,7 @@ from dialects import ascend_graph as ag
 from ge.core import dtypes, opinfo
 from ge.core.errors import ModelError, OptionError
 from ge.core.opinfo import OpInfo, OpInfoLibrary, Support
+from ge.core.options import AICPU_ENGINE, check_fields, option_field
 from ge.core.precision_files import BF16_MODES, DtypeRule, PrecisionSettings, resolve
 from ge.core.reference import const_value
 from ge.core.weights import store_of
@@ -72,7 +73,6 @@ log = logging.getLogger("ge")
 
 F16, F32, BF16, F64 = "float16", "float32", "bfloat16", "float64"
 AICORE, AICPU = "AI Core", "AI CPU"
-AICPU_ENGINE = "DNN_VM_AICPU"
 """GE's name of the AI CPU engine: the value of `_engine` on an op that runs there."""
 REASON = "_precision_reason"
 ENGINE = "_engine"
@@ -116,22 +116,18 @@ class PrecisionSelection(ModulePass):
 
     name = "precision-selection"
 
-    soc_version: str = "Ascend310P3"
-    precision_mode: str | None = None
-    precision_mode_v2: str | None = None
-    modify_mixlist: str | None = None
-    keep_dtype: str | None = None
-    customize_dtypes: str | None = None
-    op_precision_mode: str | None = None
-    op_select_implmode: str | None = None
-    optypelist_for_implmode: str | None = None
-
-    @classmethod
-    def from_options(cls, options: object) -> PrecisionSelection:
-        """The pass configured by the same-named fields of `CompileOptions`."""
-        return cls(**{f.name: getattr(options, f.name) for f in fields(cls)})
+    soc_version: str = option_field("soc_version")
+    precision_mode: str | None = option_field("precision_mode")
+    precision_mode_v2: str | None = option_field("precision_mode_v2")
+    modify_mixlist: str | None = option_field("modify_mixlist")
+    keep_dtype: str | None = option_field("keep_dtype")
+    customize_dtypes: str | None = option_field("customize_dtypes")
+    op_precision_mode: str | None = option_field("op_precision_mode")
+    op_select_implmode: str | None = option_field("op_select_implmode")
+    optypelist_for_implmode: str | None = option_field("optypelist_for_implmode")
 
     def settings(self) -> PrecisionSettings:
+        check_fields(self)
         return resolve(
             self.precision_mode,
             self.precision_mode_v2,

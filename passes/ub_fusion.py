@@ -41,7 +41,7 @@ UB where a pair cannot), when the merged scope
 - reduces, if at all, one set of axes of one shape, and every other tensor of it
   broadcasts into that shape (a tile then holds whole rows; a reduction feeding
   elementwise ops, or fed by them, needs nothing else, as TBE's reduce schedules);
-- fits the Unified Buffer of the pass's `soc` (see `working_set`).
+- fits the Unified Buffer of the pass's `soc_version` (see `working_set`).
 A scope may have several outputs (GE's multi-output UB fusion).
 
 `MatmulTransdataFusionPass` lets a matmul write its result in ND itself (MTE3
@@ -85,9 +85,9 @@ from dialects.formats import nbytes
 from dialects.kernel_boundary import SCOPE_ATTR, is_no_task, op_type, scope_of
 from dialects.shapes import DYN
 from ge.core import soc as socs
+from ge.core.options import DEFAULT_SOC_VERSION, check_fields, option_field
 from passes.fusion import Band, FusionCounts, FusionKind, FusionPass, fusion_pass
 
-DEFAULT_SOC = "Ascend310P3"
 MAX_SCOPE_OPS = 10
 """GE's limit on the ops of one buffer-fusion pattern."""
 FRACTAL = 16
@@ -309,7 +309,7 @@ def fits(ops: Sequence[Operation], soc: socs.SocProfile) -> bool:
     return size is not None and size <= soc.ub_bytes
 
 
-def scope_violations(module: ModuleOp, soc: str = DEFAULT_SOC) -> list[str]:
+def scope_violations(module: ModuleOp, soc: str = DEFAULT_SOC_VERSION) -> list[str]:
     """What is wrong with the module's scopes: a scope that is not convex (the
     kernels would depend on each other in a cycle) or that does not fit the UB."""
     profile = socs.load(soc)
@@ -338,11 +338,12 @@ class UbFusionPass(FusionPass):
     """Base of the UB fusion passes: find scopes graph by graph, mark them."""
 
     kind: ClassVar[FusionKind] = FusionKind.UB
-    soc: str = DEFAULT_SOC
-    """The SoC whose Unified Buffer the scopes must fit (`--soc_version`)."""
+    soc_version: str = option_field("soc_version")
+    """The SoC whose Unified Buffer the scopes must fit."""
 
     def fuse(self, module: ModuleOp, counts: FusionCounts) -> None:
-        profile = socs.load(self.soc)
+        check_fields(self)
+        profile = socs.load(self.soc_version)
         next_id = _next_scope(module)
         for graph in ScopeGraph.of(module):
             for ops in self.scopes(graph, profile, counts):
@@ -554,7 +555,7 @@ class MatmulTransdataFusionPass(UbFusionPass):
     band = Band.DOWN
 
     def fuse(self, module: ModuleOp, counts: FusionCounts) -> None:
-        profile = socs.load(self.soc)
+        profile = socs.load(self.soc_version)
         next_id = _next_scope(module)
         for graph in ScopeGraph.of(module):
             for op in graph.ops:

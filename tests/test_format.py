@@ -146,7 +146,7 @@ def test_reference_reads_a_device_format_weight_as_laid_out() -> None:
     x = b.input([1, 3, 5, 5])
     conv(b, x, 4, 3)
     case = b.finish()
-    after = run_pass(case, "format-selection{soc=Ascend910A}")
+    after = run_pass(case, "format-selection{soc_version=Ascend910A}")
     (weight,) = [op for op in after.walk() if isinstance(op, ag.ConstOp) and ag.format_of(op.out.type) == "FRACTAL_Z"]
     assert store_of(after).get(weight.value).shape == tuple(weight.out.type.get_shape()) == (9, 1, 16, 16)
     assert reference.const_value(weight).shape == (4, 3, 3, 3)
@@ -172,7 +172,7 @@ def resnet_block(dtype=f16) -> GraphBuilder:
 @pytest.mark.parametrize("soc", ["Ascend910A", "Ascend910B1"])
 def test_a_residual_block_stays_in_nc1hwc0(soc) -> None:
     case = resnet_block().finish()
-    after = run_pass(case, f"format-selection{{soc={soc}}}")
+    after = run_pass(case, f"format-selection{{soc_version={soc}}}")
     assert count_ops(after, ag.TransDataOp) == 2  # the graph input in, the result out
     assert set(formats_of(after, ag.Conv2DOp)) == {"NC1HWC0"}
     assert set(formats_of(after, ag.ReluOp) + formats_of(after, ag.AddOp) + formats_of(after, ag.MulOp)) == {"NC1HWC0"}
@@ -188,7 +188,7 @@ def test_a_cast_that_changes_c0_computes_in_nd() -> None:
     x = b.input([1, 8, 4, 4])
     b.op(ag.CastOp, [conv(b, x, 16).y], dst_type=f32)
     case = b.finish()
-    after = run_pass(case, "format-selection{soc=Ascend910A}")
+    after = run_pass(case, "format-selection{soc_version=Ascend910A}")
     assert formats_of(after, ag.CastOp) == [None]
     assert_equivalent(case, after, rtol=0, atol=0)
 
@@ -199,7 +199,7 @@ def test_a_broadcast_along_channels_keeps_nd() -> None:
     y = conv(b, x, 16)
     b.op(ag.AddOp, [y.y, b.random_weight([1, 1, 4, 4])])  # varies over H, W: not per channel
     case = b.finish()
-    after = run_pass(case, "format-selection{soc=Ascend910A}")
+    after = run_pass(case, "format-selection{soc_version=Ascend910A}")
     assert formats_of(after, ag.AddOp) == [None]
     assert_equivalent(case, after, rtol=0, atol=0)
 
@@ -220,7 +220,7 @@ def bert_like(dtype=f16) -> GraphBuilder:
 
 def test_matmuls_and_their_elementwise_tails_stay_in_fractal_nz() -> None:
     case = bert_like().finish()
-    after = run_pass(case, "format-selection{soc=Ascend910A}")
+    after = run_pass(case, "format-selection{soc_version=Ascend910A}")
     assert set(formats_of(after, ag.MatMulV2Op)) == {"FRACTAL_NZ"}
     assert set(formats_of(after, ag.AddOp) + formats_of(after, ag.LayerNormOp) + formats_of(after, ag.SoftmaxOp)) == {"FRACTAL_NZ"}
     assert count_ops(after, ag.TransDataOp) == 2
@@ -229,7 +229,7 @@ def test_matmuls_and_their_elementwise_tails_stay_in_fractal_nz() -> None:
 
 def test_parts_with_a_fix_pipe_keep_matmuls_in_nd() -> None:
     case = bert_like().finish()
-    after = run_pass(case, "format-selection{soc=Ascend910B1}")
+    after = run_pass(case, "format-selection{soc_version=Ascend910B1}")
     assert set(formats_of(after, ag.MatMulV2Op)) == {None}
     assert count_ops(after, ag.TransDataOp) == 0
 
@@ -240,7 +240,7 @@ def test_nz_to_nc1hwc0_goes_through_the_origin_format() -> None:
     m = b.op(ag.BatchMatMulOp, [x, x], adj_x1=False, adj_x2=False)
     b.op(ag.GlobalAveragePoolOp, [m.y])
     case = b.finish()
-    after = run_pass(case, "format-selection{soc=Ascend910A}")
+    after = run_pass(case, "format-selection{soc_version=Ascend910A}")
     chain = [(op.props.str("src_format"), op.props.str("dst_format")) for op in after.walk() if isinstance(op, ag.TransDataOp)]
     assert ("FRACTAL_NZ", "ND") in chain and ("NCHW", "NC1HWC0") in chain
     assert_equivalent(case, after, rtol=0, atol=0)
@@ -249,7 +249,7 @@ def test_nz_to_nc1hwc0_goes_through_the_origin_format() -> None:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=graphs(dtypes=(f32, f16), max_ops=8), soc=st.sampled_from(["Ascend910A", "Ascend910B1"]))
 def test_format_selection_changes_no_value(case, soc) -> None:
-    after = run_pass(case, f"format-selection{{soc={soc}}}")
+    after = run_pass(case, f"format-selection{{soc_version={soc}}}")
     assert_equivalent(case, after, rtol=0, atol=0)
     text = to_text(after)
     assert to_text(parse(text)) == text
@@ -279,7 +279,7 @@ def test_transdata_pairs_cancel_and_chains_shorten() -> None:
 
 def test_pipeline_selects_formats_after_precision() -> None:
     from ge import pipeline
-    from ge.options import CompileOptions
+    from ge.core.options import CompileOptions
 
     case = resnet_block(f32).finish()
     module = case.module.clone()

@@ -154,7 +154,7 @@ def check_kernel(kernel: KernelOp) -> None:
 
 
 def lowered(case, soc: str, fusion: str = "AutomaticUbFusion") -> ModuleOp:
-    after = run_pass(case, f"format-selection{{soc={soc}}},{fusion}{{soc={soc}}},lower-to-kernel{{soc={soc}}}")
+    after = run_pass(case, f"format-selection{{soc_version={soc}}},{fusion}{{soc_version={soc}}},lower-to-kernel{{soc_version={soc}}}")
     for kernel in after.ops:
         if isinstance(kernel, KernelOp):
             check_kernel(kernel)
@@ -209,7 +209,7 @@ def encoder() -> GraphBuilder:
 @pytest.mark.parametrize("build", [residual_block, encoder], ids=["residual_block", "encoder"])
 def test_small_graphs_lower_for_every_soc(build, soc) -> None:
     case = build().finish()
-    fused = run_pass(case, f"format-selection{{soc={soc}}},AutomaticUbFusion{{soc={soc}}}")
+    fused = run_pass(case, f"format-selection{{soc_version={soc}}},AutomaticUbFusion{{soc_version={soc}}}")
     after = lowered(case, soc)
     assert len(launches_of(after)) == kernel_scopes(fused)
     graph = after.body.block.first_op.body.block
@@ -223,7 +223,7 @@ def test_every_launch_keeps_its_scope_names_and_types() -> None:
     c = conv(b, x, 16)
     b.op(ag.ReluOp, [b.op(ag.AddOp, [c.y, x]).y])
     case = b.finish()
-    after = run_pass(case, "format-selection{soc=Ascend910A},TbeConvDoubleInFusionPass{soc=Ascend910A},lower-to-kernel{soc=Ascend910A}")
+    after = run_pass(case, "format-selection{soc_version=Ascend910A},TbeConvDoubleInFusionPass{soc_version=Ascend910A},lower-to-kernel{soc_version=Ascend910A}")
     (launch,) = [op for op in launches_of(after) if "Conv2D_0" in op.label]
     assert [n.data for n in launch.names] == ["Conv2D_0", "Add_0", "Relu_0"]
     kernel = kernels_of(after)[launch.kernel.root_reference.data]
@@ -244,9 +244,9 @@ def test_the_result_leaves_l0c_as_the_soc_allows() -> None:
     x = b.input([1, 16, 8, 8])
     b.op(ag.ReluOp, [conv(b, x, 16).y])
     case = b.finish()
-    fused = "TbeCommonRules0FusionPass{soc=%s}"
-    on_a = run_pass(case, "format-selection{soc=Ascend910A}," + fused % "Ascend910A" + ",lower-to-kernel{soc=Ascend910A}")
-    on_b = run_pass(case, "format-selection{soc=Ascend910B1}," + fused % "Ascend910B1" + ",lower-to-kernel{soc=Ascend910B1}")
+    fused = "TbeCommonRules0FusionPass{soc_version=%s}"
+    on_a = run_pass(case, "format-selection{soc_version=Ascend910A}," + fused % "Ascend910A" + ",lower-to-kernel{soc_version=Ascend910A}")
+    on_b = run_pass(case, "format-selection{soc_version=Ascend910B1}," + fused % "Ascend910B1" + ",lower-to-kernel{soc_version=Ascend910B1}")
     assert epilogue_copies(on_a) == {"L0C_TO_UB@V"}
     assert epilogue_copies(on_b) == {"L0C_TO_GM@FIX"}  # FIX applies the ReLU on the way out
     conv_b = next(k for k in kernels_of(on_b).values() if "Conv2D" in [t.data for t in k.op_types])
@@ -304,7 +304,7 @@ def test_launches_follow_their_inputs() -> None:
     for op in (a, c):
         op.attributes[SCOPE_ATTR] = IntegerAttr(7, i64)
     case = b.finish()
-    after = run_pass(case, "lower-to-kernel{soc=Ascend910A}")
+    after = run_pass(case, "lower-to-kernel{soc_version=Ascend910A}")
     order = [op for op in after.body.block.first_op.body.block.ops]
     seen = set()
     for op in order:
@@ -319,7 +319,7 @@ def test_a_float32_matmul_needs_a_cube_dtype() -> None:
     x = b.input([16, 16])
     b.op(ag.MatMulV2Op, [x, x], transpose_x1=False, transpose_x2=False)
     with pytest.raises(ModelError, match="precision-selection"):
-        run_pass(b.finish(), "format-selection{soc=Ascend910A},lower-to-kernel{soc=Ascend910A}")
+        run_pass(b.finish(), "format-selection{soc_version=Ascend910A},lower-to-kernel{soc_version=Ascend910A}")
 
 
 def test_vector_kernels_use_the_vector_cores_of_split_parts() -> None:
@@ -351,7 +351,7 @@ def test_generated_graphs_lower(case, soc) -> None:
 def test_ge_opt_prints_kernels(tmp_path: Path) -> None:
     tool = Path(sys.executable).parent / "ge-opt"
     model = DEMO_MODELS[0].path
-    pipeline = "precision-selection{soc_version=Ascend910A},format-selection{soc=Ascend910A},lower-to-kernel{soc=Ascend910A}"
+    pipeline = "precision-selection{soc_version=Ascend910A},format-selection{soc_version=Ascend910A},lower-to-kernel{soc_version=Ascend910A}"
     result = subprocess.run([str(tool), str(model), "-p", pipeline, "-o", str(tmp_path / "k.mlir")], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     text = (tmp_path / "k.mlir").read_text()
@@ -375,7 +375,7 @@ def imported(name: str) -> ModuleOp:
 @pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2", "bert_base", "vit_b_16"])
 def test_real_models_lower(name, soc) -> None:
     from ge import pipeline
-    from ge.options import CompileOptions
+    from ge.core.options import CompileOptions
     from ge.core.ir import context
     from passes.lower_to_kernel import LowerToKernel
 
@@ -385,7 +385,7 @@ def test_real_models_lower(name, soc) -> None:
     if name != "vit_b_16":  # ViT's export reshapes and slices around its attention: TransData there
         assert count_ops(module, ag.TransDataOp) <= 4  # at the model's ends, none between layers
     before = reference.run(module, model_inputs(model_path(name))) if (name, soc) == ("resnet50", "Ascend910A") else None
-    LowerToKernel(soc=soc).apply(context(), module)
+    LowerToKernel(soc_version=soc).apply(context(), module)
     module.verify()
     assert len(launches_of(module)) == scopes
     kernels = ModuleOp([k.clone() for k in kernels_of(module).values()])
@@ -405,8 +405,8 @@ def test_a_matmul_scope_that_writes_nd_stores_its_rows() -> None:
     h = b.op(ag.MatMulV2Op, [x, b.random_weight([32, 96]), b.random_weight([96])], transpose_x1=False, transpose_x2=False)
     b.op(ag.ReshapeOp, [b.op(ag.GeluOp, [h.y], approximate="tanh").y], shape=[64, 96, 1])
     case = b.finish()
-    passes = "TbeMatmulElemwiseFusionPass{soc=Ascend910A},MatmulTransdataFusionPass{soc=Ascend910A}"
-    after = run_pass(case, f"format-selection{{soc=Ascend910A}},{passes},lower-to-kernel{{soc=Ascend910A}}")
+    passes = "TbeMatmulElemwiseFusionPass{soc_version=Ascend910A},MatmulTransdataFusionPass{soc_version=Ascend910A}"
+    after = run_pass(case, f"format-selection{{soc_version=Ascend910A}},{passes},lower-to-kernel{{soc_version=Ascend910A}}")
     kernel = next(k for k in kernels_of(after).values() if "MatMulV2" in [t.data for t in k.op_types])
     assert [t.data for t in kernel.op_types] == ["MatMulV2", "Gelu", "TransData"]
     stores = [op for op in kernel.program.walk() if isinstance(op, CopyOp) and op.path == "UB_TO_GM"]

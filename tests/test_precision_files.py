@@ -16,13 +16,12 @@ from dialects.ascend_graph import Conv2DOp, dtype_of
 from ge import pipeline
 from ge.core.errors import OptionError
 from ge.models import DEMO_MODELS
-from ge.options import CompileOptions
+from ge.core.options import CompileOptions
 from ge.core.precision_files import (
     read_customize_dtypes,
     read_keep_dtype,
     read_mixlist,
     read_op_precision_mode,
-    resolve,
 )
 
 BIN = Path(sys.executable).parent
@@ -40,11 +39,11 @@ def write(tmp_path: Path, name: str, text: str) -> str:
 
 def test_unknown_modes_list_the_allowed_values() -> None:
     with pytest.raises(OptionError, match="precision_mode 'fp16' is not allowed; use one of force_fp16, allow_fp32_to_fp16, "):
-        resolve(precision_mode="fp16")
+        CompileOptions(precision_mode="fp16")
     with pytest.raises(OptionError, match="precision_mode_v2 'force_fp16' is not allowed; use one of fp16, origin, "):
-        resolve(precision_mode_v2="force_fp16")
+        CompileOptions(precision_mode_v2="force_fp16")
     with pytest.raises(OptionError, match="op_select_implmode 'fast' is not allowed; use one of high_precision, "):
-        resolve(op_select_implmode="fast")
+        CompileOptions(op_select_implmode="fast")
 
 
 def test_precision_mode_with_precision_mode_v2_is_one_error() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 import ge
 from ge.models import DEMO_MODELS
-from ge.options import RunConfig
+from ge.sim.config import RunConfig
 from ge.session import Session
 
 BIN = Path(sys.executable).parent

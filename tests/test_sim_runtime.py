@@ -25,7 +25,7 @@ from ge.om import OmError
 from ge.om.tasks import KernelTask, MemcpyTask
 from ge.core.errors import InputError, ModelError, OptionError
 from ge.models import DEMO_MODELS
-from ge.options import RunConfig
+from ge.sim.config import RunConfig
 from ge.session import Session
 from ge.sim import timing
 from ge.sim.profile import CSV_COLUMNS

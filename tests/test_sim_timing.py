@@ -20,7 +20,7 @@ import ge
 from dialects import ascend_kernel as ak
 from ge.core import soc as socs
 from ge.models import DEMO_MODELS
-from ge.options import RunConfig
+from ge.sim.config import RunConfig
 from ge.session import Session
 from ge.sim import costs, program, timing
 from ge.sim.program import LOOP, PIPE

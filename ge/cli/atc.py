@@ -4,12 +4,11 @@
 
 Arguments are spelled as ATC spells them, `--name=value`. `--model`, `--framework`
 (5: ONNX, the only framework imported here), `--output` (`.om` is appended) and
-`--soc_version` are required. Every other name is a `CompileOptions` field
-(`--input_shape`, `--fusion_switch_file`, `--precision_mode`, ...) and is validated
-there; an unknown name lists the known ones. `--log` is read wherever it stands.
-
-Some ATC options are accepted so that existing command lines run, but have no
-effect on a simulated part (`NO_EFFECT` says why); each one given is warned about.
+`--soc_version` are required. Every other name is a compile option of the option
+table (`ge.core.options`: `--input_shape`, `--fusion_switch_file`,
+`--precision_mode`, ...), parsed and checked there; an unknown name lists the known
+ones. `--log` is read wherever it stands. Options the table marks as having no
+effect here are accepted, so that existing command lines run, and warned about.
 
 The command prints the phases with their times, the kernels, tasks, streams and
 events, and the memory plan (feature map beside its theoretical minimum and the
@@ -19,7 +18,6 @@ whole compile succeeded, and atomically.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -29,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ge.core.errors import OptionError
+from ge.core.options import ATC
 
 console = Console()
 log = logging.getLogger("ge")
@@ -37,17 +36,6 @@ FRAMEWORKS = {"0": "Caffe", "1": "MindSpore", "3": "TensorFlow", "5": "ONNX"}
 ONNX = "5"
 REQUIRED = ("model", "framework", "output", "soc_version")
 
-NO_EFFECT: dict[str, str] = {
-    "host_env_os": "the model runs on the simulator, whatever the host's operating system",
-    "host_env_cpu": "the model runs on the simulator, whatever the host's CPU architecture",
-    "op_compiler_cache_mode": "kernels are generated in every compile; there is no operator compile cache",
-    "op_compiler_cache_dir": "kernels are generated in every compile; there is no operator compile cache",
-    "debug_dir": "no operator debug files (.o, .json, .cce) exist to be written",
-    "op_debug_level": "there is no operator binary to build with debug information",
-    "status_check": "there is no operator binary to instrument with overflow checks",
-}
-"""ATC options accepted for compatibility only, and why they cannot do anything here."""
-
 CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": ["--help", "-h"]}
 
 
@@ -55,14 +43,7 @@ def atc(ctx: typer.Context) -> None:
     """Compile an ONNX model into NAME.om, with ATC's --name=value options.
 
     Required: --model=FILE.onnx --framework=5 --output=NAME --soc_version=SOC.
-
-    Also every compile option by its ATC name, e.g. --input_shape="input:1,3,224,224",
-    --fusion_switch_file=FILE, --disable_reuse_memory=1, --enable_single_stream=true,
-    --stream_max_parallel_num="AIcoreEngine:2"; an unknown name lists them all.
-
-    Accepted without effect, with a warning: --host_env_os, --host_env_cpu,
-    --op_compiler_cache_mode, --op_compiler_cache_dir, --debug_dir, --op_debug_level,
-    --status_check.
+    The compile options (from the option table) follow.
     """
     flags = parse_flags(ctx.args)
     for name in REQUIRED:
@@ -73,12 +54,9 @@ def atc(ctx: typer.Context) -> None:
         known = FRAMEWORKS.get(framework)
         what = f"{known} is not supported here" if known else "is not an ATC framework"
         raise OptionError(f"--framework={framework}: {what}; use --framework={ONNX} (ONNX)")
-    for name in [n for n in flags if n in NO_EFFECT]:
-        log.warning("--%s has no effect: %s", name, NO_EFFECT[name])
-        del flags[name]
     model = Path(flags.pop("model"))
     output = om_path(flags.pop("output"))
-    options = compile_options(flags)
+    options = compile_options(flags, extra=REQUIRED)
     if not model.is_file():
         raise OptionError(f"--model={model}: no such file")
     if not output.parent.is_dir():
@@ -92,14 +70,26 @@ def atc(ctx: typer.Context) -> None:
     _report(model, output, compiled, time.perf_counter() - started)
 
 
+def options_help(tool: str = ATC) -> str:
+    """The options of a command, one paragraph each, from the option table."""
+    from ge.core.options import help_lines
+
+    return "\n\n".join(help_lines(tool))
+
+
 def parse_flags(args: list[str]) -> dict[str, str]:
-    """`--name=value` arguments as {name: value}; anything else is refused."""
+    """`--name=value` (or `--name value`) arguments as {name: value}; `-` in a name reads
+    as `_`; anything else is refused."""
     flags: dict[str, str] = {}
-    for arg in args:
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
         name, eq, value = arg.partition("=")
+        if not eq and name.startswith("--") and rest and not rest[0].startswith("--"):
+            value, eq = rest.pop(0), "="
         if not name.startswith("--") or not eq or len(name) < 3:
             raise OptionError(f"argument '{arg}' is not --name=value (ATC's spelling, e.g. --model=resnet50.onnx)")
-        name = name[2:]
+        name = name[2:].replace("-", "_")
         if name in flags:
             raise OptionError(f"--{name} is given twice")
         flags[name] = value
@@ -113,30 +103,17 @@ def om_path(output: str) -> Path:
     return Path(output if output.endswith(".om") else f"{output}.om")
 
 
-def compile_options(flags: dict[str, str]):
-    """CompileOptions from string flags, each converted to its field's type."""
-    from ge.options import CompileOptions
+def compile_options(flags: dict[str, str], extra: tuple[str, ...] = (), **fixed: object):
+    """CompileOptions from string flags, each parsed by its option in the table; an
+    unknown name lists the command's options (and `extra`, its own arguments). `fixed`
+    are options the command sets itself, which the user may not give."""
+    from ge.core.options import OPTION, CompileOptions, options_of
 
-    types = {f.name: str(f.type) for f in dataclasses.fields(CompileOptions)}
-    unknown = sorted(set(flags) - set(types))
+    unknown = sorted(name for name in flags if name not in OPTION or ATC not in OPTION[name].tools or name in fixed)
     if unknown:
-        known = sorted({*REQUIRED, *types, *NO_EFFECT} - {"session_id", "graph_id"})
+        known = sorted({*extra, *(o.name for o in options_of(ATC))})
         raise OptionError(f"unknown option --{unknown[0]}; known: {', '.join('--' + k for k in known)}")
-    return CompileOptions.from_flags(**{name: _convert(name, value, types[name]) for name, value in flags.items()})
-
-
-def _convert(name: str, value: str, annotation: str) -> object:
-    kind = annotation.split("|")[0].strip()
-    if kind == "int":
-        try:
-            return int(value)
-        except ValueError:
-            raise OptionError(f"--{name}={value}: not an integer") from None
-    if kind == "bool":
-        if value.lower() not in ("true", "false", "1", "0"):
-            raise OptionError(f"--{name}={value}: use true or false")
-        return value.lower() in ("true", "1")
-    return value
+    return CompileOptions.from_flags(**{name: OPTION[name].parse(value) for name, value in flags.items()}, **fixed)
 
 
 def _report(model: Path, output: Path, compiled, saved: float) -> None:

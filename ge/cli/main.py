@@ -158,25 +158,25 @@ def inspect(
     console.print(weights)
 
 
+# ------------------------------------------------------------------------------- atc
+
+from ge.cli.atc import CONTEXT, atc, options_help  # noqa: E402  (its heavy imports happen inside)
+
+app.command(name="atc", context_settings=CONTEXT, epilog=options_help())(atc)
+
+
 # -------------------------------------------------------------------------- optimize
 
 from ge.cli.optimize import optimize  # noqa: E402  (its heavy imports happen inside)
 
-app.command(name="optimize")(optimize)
-
-
-# ------------------------------------------------------------------------------- atc
-
-from ge.cli.atc import CONTEXT, atc  # noqa: E402  (its heavy imports happen inside)
-
-app.command(name="atc", context_settings=CONTEXT)(atc)
+app.command(name="optimize", context_settings=CONTEXT, epilog=options_help())(optimize)
 
 
 # -------------------------------------------------------------------- precision-report
 
 from ge.cli.precision_report import precision_report  # noqa: E402  (its heavy imports happen inside)
 
-app.command(name="precision-report")(precision_report)
+app.command(name="precision-report", context_settings=CONTEXT, epilog=options_help())(precision_report)
 
 
 # ------------------------------------------------------------------------- calibrate

@@ -31,42 +31,24 @@ console = Console()
 
 
 def optimize(
+    ctx: typer.Context,
     model: Annotated[Path, typer.Argument(help="An ONNX model.", show_default=False)],
-    input_shape: Annotated[
-        str | None,
-        typer.Option("--input_shape", "--input-shape", help="Input shapes, as ATC: 'input:1,3,224,224;mask:1,128'."),
-    ] = None,
-    fusion_switch_file: Annotated[
-        str | None,
-        typer.Option("--fusion_switch_file", "--fusion-switch-file", help="GE fusion switch file (JSON or 'Pass:off' lines)."),
-    ] = None,
-    export_compile_stat: Annotated[
-        int,
-        typer.Option(
-            "--export_compile_stat", "--export-compile-stat",
-            help="fusion_result.json: 0 never, 1 at the normal end, 2 right after the graph is optimised.",
-        ),
-    ] = 1,
-    soc_version: Annotated[
-        str, typer.Option("--soc_version", "--soc-version", help="The SoC to compile for (its UB sizes UB fusion).")
-    ] = "Ascend310P3",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the optimised IR here (.mlir).", show_default=False)
     ] = None,
 ) -> None:
-    """Run the graph optimisation (graph fusion, UB fusion, Split no-task) and report it."""
+    """Run the graph optimisation (graph fusion, UB fusion, Split no-task) and report it.
+
+    Every compile option of `ge atc` is taken as --name=value (listed below).
+    """
     import ge
     from ge import pipeline
+    from ge.cli.atc import compile_options, parse_flags
     from ge.cli.opt import weight_refs
-    from ge.options import CompileOptions
     from dialects.kernel_boundary import kernel_scopes
 
-    options = CompileOptions(
-        input_shape=input_shape,
-        fusion_switch_file=fusion_switch_file,
-        export_compile_stat=export_compile_stat,
-        soc_version=soc_version,
-    )
+    options = compile_options(parse_flags(ctx.args), extra=("output",))
+    input_shape, soc_version = options.input_shape, options.soc_version
     if output is not None and not output.parent.is_dir():
         raise ge.OptionError(f"--output {output}: directory '{output.parent}' does not exist")
     started = time.perf_counter()

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import numpy as np
     from xdsl.dialects.builtin import ModuleOp
 
-    from ge.options import CompileOptions
+    from ge.core.options import CompileOptions
     from ge.core.weights import WeightStore
 
 WIDE = 240
@@ -224,42 +224,26 @@ def _opt(*names: str, help: str):
 
 
 def precision_report(
+    ctx: typer.Context,
     model: Annotated[Path, typer.Argument(help="An ONNX model.", show_default=False)],
-    precision_mode: Annotated[str | None, _opt("--precision_mode", "--precision-mode", help="ATC's precision_mode (default force_fp16).")] = None,
-    precision_mode_v2: Annotated[str | None, _opt("--precision_mode_v2", "--precision-mode-v2", help="fp16, origin, cube_fp16in_fp32out, mixed_float16, mixed_bfloat16.")] = None,
-    modify_mixlist: Annotated[str | None, _opt("--modify_mixlist", "--modify-mixlist", help="JSON moving op types between the black, white and gray lists.")] = None,
-    keep_dtype: Annotated[str | None, _opt("--keep_dtype", "--keep-dtype", help="File of node names / OpType::Type keeping their dtype.")] = None,
-    customize_dtypes: Annotated[str | None, _opt("--customize_dtypes", "--customize-dtypes", help="File of Name::InputDtype:...,OutputDtype:... lines.")] = None,
-    op_precision_mode: Annotated[str | None, _opt("--op_precision_mode", "--op-precision-mode", help="ini of implementation modes ([ByOpType], [ByNodeName]).")] = None,
-    op_select_implmode: Annotated[str | None, _opt("--op_select_implmode", "--op-select-implmode", help="high_precision, high_performance or either *_for_all.")] = None,
-    optypelist_for_implmode: Annotated[str | None, _opt("--optypelist_for_implmode", "--optypelist-for-implmode", help="Op types op_select_implmode applies to.")] = None,
-    soc_version: Annotated[str, typer.Option("--soc_version", "--soc-version", help="The SoC (its op information decides what is supported).")] = "Ascend310P3",
-    input_shape: Annotated[str | None, _opt("--input_shape", "--input-shape", help="Input shapes, as ATC: 'input:1,3,224,224'.")] = None,
     input: Annotated[list[str] | None, _opt("--input", help="NAME=FILE.npy for a graph input (repeat); the others are random.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")] = 0,
     top: Annotated[int | None, _opt("--top", help="Show only the N layers with the largest relative error.")] = None,
     csv_file: Annotated[Path | None, _opt("--csv", help="Write every layer's row to this CSV file.")] = None,
 ) -> None:
-    """Per layer: the dtype precision selection chose, why, and its error against float32."""
+    """Per layer: the dtype precision selection chose, why, and its error against float32.
+
+    Every compile option of `ge atc` is taken as --name=value (listed below), the
+    precision options among them.
+    """
     import numpy as np
 
-    from ge.options import CompileOptions
+    from ge.cli.atc import compile_options, parse_flags
 
     if top is not None and top < 1:
         raise OptionError(f"--top {top} is not allowed; give a count >= 1")
-    options = CompileOptions(
-        soc_version=soc_version,
-        input_shape=input_shape,
-        export_compile_stat=0,
-        precision_mode=precision_mode,
-        precision_mode_v2=precision_mode_v2,
-        modify_mixlist=modify_mixlist,
-        keep_dtype=keep_dtype,
-        customize_dtypes=customize_dtypes,
-        op_precision_mode=op_precision_mode,
-        op_select_implmode=op_select_implmode,
-        optypelist_for_implmode=optypelist_for_implmode,
-    )
+    options = compile_options(parse_flags(ctx.args), extra=("input", "seed", "top", "csv"), export_compile_stat=0)
+    soc_version = options.soc_version
     report = build_report(model, options, _given_inputs(input or []), seed)
     rows = report.rows
     if top is not None:

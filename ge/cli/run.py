@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ge.core.errors import InputError, OptionError
+from ge.core.options import OPTION
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,6 +42,11 @@ console = Console(soft_wrap=True)  # long lines stay whole in logs and pipes
 TOP_OPS = 10
 
 
+def _run_option(name: str, *spellings: str):
+    """A typer option whose help is the option table's doc."""
+    return typer.Option(*spellings, help=OPTION[name].doc)
+
+
 def run(
     model: Annotated[Path, typer.Argument(help="A .om model (from ge atc).", show_default=False)],
     inputs: Annotated[
@@ -49,22 +55,14 @@ def run(
     ] = None,
     output: Annotated[Path | None, typer.Option("--output", help="Directory for <output name>.npy per output.")] = None,
     profile: Annotated[Path | None, typer.Option("--profile", help="Directory for op_summary.csv and trace.json.")] = None,
-    profile_level: Annotated[
-        str, typer.Option("--profile-level", "--profile_level", help="task: streams and cores; pipe: also every pipe of every core.")
-    ] = "task",
-    timing_only: Annotated[
-        bool, typer.Option("--timing-only", "--timing_only", help="Time the model without computing its values.")
-    ] = False,
-    aicore_num: Annotated[
-        int | None, typer.Option("--aicore_num", "--aicore-num", help="Run on this many AI cores (default: all of the SoC's).")
-    ] = None,
-    input_fusion_size: Annotated[
-        int, typer.Option("--input_fusion_size", "--input-fusion-size", help="Inputs of at most this many bytes go in one fused copy (0: none).")
-    ] = 131072,
+    profile_level: Annotated[str, _run_option("profile_level", "--profile-level", "--profile_level")] = OPTION["profile_level"].default,  # type: ignore[assignment]
+    timing_only: Annotated[bool, _run_option("timing_only", "--timing-only", "--timing_only")] = OPTION["timing_only"].default,  # type: ignore[assignment]
+    aicore_num: Annotated[int | None, _run_option("aicore_num", "--aicore_num", "--aicore-num")] = OPTION["aicore_num"].default,  # type: ignore[assignment]
+    input_fusion_size: Annotated[int, _run_option("input_fusion_size", "--input_fusion_size", "--input-fusion-size")] = OPTION["input_fusion_size"].default,  # type: ignore[assignment]
 ) -> None:
     """Run a .om model on the simulated device: outputs, latency, utilisation, profile."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads (see the module docstring)
-    from ge.options import RunConfig
+    from ge.sim.config import RunConfig
     from ge.session import Session
 
     config = RunConfig(

@@ -40,33 +40,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ge.core.errors import OptionError
+from ge.core.options import DEFAULT_OP_SELECT_IMPLMODE, DEFAULT_PRECISION_MODE, PRECISION_MODES_V2
 
-PRECISION_MODES = (
-    "force_fp16",
-    "allow_fp32_to_fp16",
-    "cube_fp16in_fp32out",
-    "force_fp32",
-    "must_keep_origin_dtype",
-    "allow_mix_precision",
-    "allow_mix_precision_fp16",
-    "allow_mix_precision_bf16",
-    "allow_fp32_to_bf16",
-    "force_lowerprecision",
-)
-PRECISION_MODES_V2: dict[str, str] = {
-    "fp16": "force_fp16",
-    "origin": "must_keep_origin_dtype",
-    "cube_fp16in_fp32out": "cube_fp16in_fp32out",
-    "mixed_float16": "allow_mix_precision_fp16",
-    "mixed_bfloat16": "allow_mix_precision_bf16",
-}
-"""Each precision_mode_v2 value and the precision_mode policy it selects."""
-DEFAULT_PRECISION_MODE = "force_fp16"
 MIXED_MODES = ("allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16")
 BF16_MODES = ("allow_mix_precision_bf16", "allow_fp32_to_bf16")
 
-OP_SELECT_IMPLMODES = ("high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all")
-DEFAULT_OP_SELECT_IMPLMODE = "high_performance"
 INI_MODES = ("high_precision", "high_performance", "super_performance", "keep_fp16", "support_out_of_bound_index")
 
 DTYPE_SPELLINGS: dict[str, str] = {
@@ -372,21 +350,12 @@ def resolve(
     op_select_implmode: str | None = None,
     optypelist_for_implmode: str | None = None,
 ) -> PrecisionSettings:
-    """Check the precision options as ATC names them and read their files."""
+    """Check the precision options together and read their files (each value alone is
+    checked against its allowed set by the option table, `ge.core.options`)."""
     if precision_mode is not None and precision_mode_v2 is not None:
         raise OptionError(
             f"precision_mode ({precision_mode}) and precision_mode_v2 ({precision_mode_v2}) cannot both be set; "
             "give one of them (precision_mode_v2 is recommended)"
-        )
-    if precision_mode is not None and precision_mode not in PRECISION_MODES:
-        raise OptionError(f"precision_mode '{precision_mode}' is not allowed; use one of {', '.join(PRECISION_MODES)}")
-    if precision_mode_v2 is not None and precision_mode_v2 not in PRECISION_MODES_V2:
-        raise OptionError(
-            f"precision_mode_v2 '{precision_mode_v2}' is not allowed; use one of {', '.join(PRECISION_MODES_V2)}"
-        )
-    if op_select_implmode is not None and op_select_implmode not in OP_SELECT_IMPLMODES:
-        raise OptionError(
-            f"op_select_implmode '{op_select_implmode}' is not allowed; use one of {', '.join(OP_SELECT_IMPLMODES)}"
         )
     types = _optypelist(optypelist_for_implmode, op_select_implmode)
     if precision_mode_v2 is not None:

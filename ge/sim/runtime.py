@@ -48,7 +48,7 @@ from ge.core import soc as socs
 from ge.om import Model, Region, TensorDesc
 from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
 from ge.core.errors import InputError, ModelError, OptionError
-from ge.options import RunConfig
+from ge.sim.config import RunConfig
 from ge.sim import program, timing
 from ge.sim.kernels import Layout, Numerics
 from ge.sim.profile import Profile, TaskRecord

@@ -1,0 +1,295 @@
+"""The one option table: every CANN option this engine accepts, defined once.
+
+An `Option` holds what ATC's and NPURunConfig's documentation say of an option:
+its name (spelled as CANN spells it), type, allowed values, default and a one-line
+doc, plus which commands take it (`atc` for compile options, `run` for run options)
+and, for an option accepted only so that CANN command lines keep working, why it
+does nothing here. From the table derive:
+
+- `CompileOptions` (the ATC flags of a compile) and the pass options of the same
+  names (`option_field`): a pass's `soc_version` or `precision_mode` has the
+  table's type, default and doc, and is checked by the table (`check_fields`);
+- `RunConfig` in `ge.sim.config` (the run options);
+- the help of `ge atc`, `ge optimize`, `ge precision-report` and `ge run`
+  (`help_lines`), and the parsing of `--name=value` flags (`Option.parse`).
+
+Checks that involve more than one value (precision_mode against
+precision_mode_v2, optypelist_for_implmode against op_select_implmode) and files
+that must be read live beside the options they concern (`ge.core.precision_files`,
+`ge.core.soc`). The module imports neither numpy nor xDSL, so that command-line
+help and flag parsing stay fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from typing import TYPE_CHECKING
+
+from ge.core import soc
+from ge.core.errors import OptionError
+
+if TYPE_CHECKING:
+    from ge.core.precision_files import PrecisionSettings
+
+log = logging.getLogger("ge")
+
+ATC = "atc"
+RUN = "run"
+TRUE_WORDS = ("true", "1")
+FALSE_WORDS = ("false", "0")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option as CANN documents it."""
+
+    name: str
+    type: type
+    default: object
+    doc: str
+    choices: tuple[object, ...] = ()
+    tools: tuple[str, ...] = (ATC,)
+    no_effect: str | None = None
+    """Why the option does nothing in this engine; None when it does what CANN says."""
+    minimum: int | None = None
+    maximum: int | None = None
+
+    @property
+    def allowed(self) -> str:
+        """What the option accepts, in words."""
+        if self.choices:
+            return "one of " + ", ".join(str(c) for c in self.choices)
+        if self.type is bool:
+            return "true or false"
+        if self.type is int:
+            low = "" if self.minimum is None else f" >= {self.minimum}"
+            high = "" if self.maximum is None else f" and <= {self.maximum}"
+            return f"an integer{low}{high}"
+        return "a string"
+
+    def parse(self, text: str) -> object:
+        """The value of `--name=text` on a command line, checked."""
+        if self.type is int:
+            try:
+                value: object = int(text)
+            except ValueError:
+                raise OptionError(f"--{self.name}={text}: not an integer; use {self.allowed}") from None
+        elif self.type is bool:
+            if text.lower() not in TRUE_WORDS + FALSE_WORDS:
+                raise OptionError(f"--{self.name}={text}: use true or false")
+            value = text.lower() in TRUE_WORDS
+        else:
+            value = text
+        self.check(value)
+        return value
+
+    def check(self, value: object) -> None:
+        """Refuse a value of the wrong type or outside the allowed ones, naming both."""
+        if value is None and self.default is None:
+            return
+        wrong_type = not isinstance(value, self.type) or (self.type is int and isinstance(value, bool))
+        out_of_range = not wrong_type and self.type is int and (
+            (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum)  # type: ignore[operator]
+        )
+        if wrong_type or out_of_range or (self.choices and value not in self.choices):
+            raise OptionError(f"{self.name} {value!r} is not allowed; use {self.allowed}")
+
+
+PRECISION_MODES = (
+    "force_fp16",
+    "allow_fp32_to_fp16",
+    "cube_fp16in_fp32out",
+    "force_fp32",
+    "must_keep_origin_dtype",
+    "allow_mix_precision",
+    "allow_mix_precision_fp16",
+    "allow_mix_precision_bf16",
+    "allow_fp32_to_bf16",
+    "force_lowerprecision",
+)
+PRECISION_MODES_V2: dict[str, str] = {
+    "fp16": "force_fp16",
+    "origin": "must_keep_origin_dtype",
+    "cube_fp16in_fp32out": "cube_fp16in_fp32out",
+    "mixed_float16": "allow_mix_precision_fp16",
+    "mixed_bfloat16": "allow_mix_precision_bf16",
+}
+"""Each precision_mode_v2 value and the precision_mode policy it selects."""
+DEFAULT_PRECISION_MODE = "force_fp16"
+OP_SELECT_IMPLMODES = ("high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all")
+DEFAULT_OP_SELECT_IMPLMODE = "high_performance"
+
+_CACHE = "kernels are generated in every compile; there is no operator compile cache yet"
+
+OPTIONS: tuple[Option, ...] = (
+    # ---- compile (ATC)
+    Option("soc_version", str, "Ascend310P3", "The SoC to compile for (a profile in ge/core/soc/).", choices=soc.names()),
+    Option("input_shape", str, None, "Input shapes 'name:1,3,224,224;name2:...' (-1 or lo~hi: a dynamic dim)."),
+    Option("fusion_switch_file", str, None, "A GE fusion switch file (JSON or 'Pass:off' lines) closing or opening fusion passes."),
+    Option("export_compile_stat", int, 1, "fusion_result.json: 0 never, 1 at the normal end of the compile, 2 right after the graph is optimised.", choices=(0, 1, 2)),
+    Option("disable_reuse_memory", int, 0, "1 gives every feature-map tensor its own memory (to rule out a reuse bug); 0 reuses memory by lifetime.", choices=(0, 1)),
+    Option("enable_single_stream", bool, False, "true runs every task on one stream; false runs independent branches on parallel streams."),
+    Option("stream_max_parallel_num", str, None, "'AIcoreEngine:N': at most N parallel AI Core streams (default 4)."),
+    Option("precision_mode", str, None, "The precision policy (default force_fp16); excludes precision_mode_v2.", choices=PRECISION_MODES),
+    Option("precision_mode_v2", str, None, "The precision policy, v2 names; excludes precision_mode.", choices=tuple(PRECISION_MODES_V2)),
+    Option("modify_mixlist", str, None, "A JSON file moving op types between the mixed-precision black, white and gray lists."),
+    Option("keep_dtype", str, None, "A file of node names and 'OpType::Type' lines that keep their original dtype."),
+    Option("customize_dtypes", str, None, "A file of 'Name::InputDtype:...,OutputDtype:...' (or 'OpType::Type:...') dtype choices."),
+    Option("op_precision_mode", str, None, "An ini of implementation modes by op type ([ByOpType]) and node name ([ByNodeName])."),
+    Option("op_select_implmode", str, None, "The operators' implementation mode (default high_performance).", choices=OP_SELECT_IMPLMODES),
+    Option("optypelist_for_implmode", str, None, "Op types (comma-separated) that op_select_implmode applies to."),
+    Option("host_env_os", str, None, "The host's operating system.", no_effect="the model runs on the simulator, whatever the host's operating system"),
+    Option("host_env_cpu", str, None, "The host's CPU architecture.", no_effect="the model runs on the simulator, whatever the host's CPU architecture"),
+    Option("op_compiler_cache_mode", str, None, "The operator compile cache: enable, force or disable.", no_effect=_CACHE),
+    Option("op_compiler_cache_dir", str, None, "The operator compile cache's directory.", no_effect=_CACHE),
+    Option("debug_dir", str, None, "Where operator debug files go.", no_effect="no operator debug files (.o, .json, .cce) exist to be written"),
+    Option("op_debug_level", int, None, "Operator debug information (0-4).", no_effect="there is no operator binary to build with debug information"),
+    Option("status_check", int, None, "Overflow checks in the operators.", no_effect="there is no operator binary to instrument with overflow checks"),
+    # ---- run (NPURunConfig, and the simulator's own)
+    Option("input_fusion_size", int, 131072, "Graph inputs of at most this many bytes go to the device in one fused copy (0: none).", tools=(RUN,), minimum=0, maximum=33554432),
+    Option("aicore_num", int, None, "AI cores to run on (default: all of the SoC's).", tools=(RUN,), minimum=1),
+    Option("timing_only", bool, False, "Time the model without computing its values (the outputs stay empty).", tools=(RUN,)),
+    Option("profile_level", str, "task", "What the trace shows: task (streams and cores) or pipe (also every core's pipes).", choices=("task", "pipe"), tools=(RUN,)),
+)
+
+OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
+DEFAULT_SOC_VERSION: str = OPTION["soc_version"].default  # type: ignore[assignment]
+
+
+def option_field(name: str) -> Any:
+    """A dataclass field for option `name`: the table's default, its doc as metadata."""
+    option = OPTION[name]
+    return dataclasses.field(default=option.default, metadata={"option": option})
+
+
+def check_fields(obj: object) -> None:
+    """Check every field of a dataclass (options, a pass) that is an option of the table."""
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        if f.name in OPTION:
+            OPTION[f.name].check(getattr(obj, f.name))
+
+
+def options_of(tool: str) -> tuple[Option, ...]:
+    return tuple(o for o in OPTIONS if tool in o.tools)
+
+
+def help_lines(tool: str) -> list[str]:
+    """One line per option of a command, from the table: name, doc, and no-effect notes."""
+    lines = []
+    for o in options_of(tool):
+        default = "" if o.default is None else f" [default: {str(o.default).lower() if o.type is bool else o.default}]"
+        note = f" (accepted, no effect here: {o.no_effect})" if o.no_effect else ""
+        lines.append(f"--{o.name}: {o.doc}{default}{note}")
+    return lines
+
+
+def warn_no_effect(flags: dict[str, object]) -> dict[str, object]:
+    """The flags without those that do nothing here, each of which is warned about once."""
+    kept = {}
+    for name, value in flags.items():
+        option = OPTION.get(name)
+        if option is not None and option.no_effect:
+            log.warning("--%s has no effect: %s", name, option.no_effect)
+        else:
+            kept[name] = value
+    return kept
+
+
+# ------------------------------------------------------------------ compile options
+
+AICORE_ENGINE = "AIcoreEngine"
+AICPU_ENGINE = "DNN_VM_AICPU"
+"""GE's engine names: stream_max_parallel_num keys, and `_engine` on an op."""
+DEFAULT_AICORE_STREAMS = 4
+"""AI Core streams when stream_max_parallel_num does not say: GE spreads independent
+branches over streams by default; four covers the branches of ResNet and BERT."""
+
+
+def parse_stream_max_parallel_num(value: str) -> dict[str, int]:
+    """`AIcoreEngine:4,DNN_VM_AICPU:10` -> {engine: parallel streams}; we have no AI CPU
+    engine, so its count is accepted (and warned about by the compile) but has no effect."""
+    engines: dict[str, int] = {}
+    for item in value.split(","):
+        engine, _, count = item.strip().partition(":")
+        if engine not in (AICORE_ENGINE, AICPU_ENGINE) or not count.strip().isdigit() or int(count) < 1:
+            raise OptionError(
+                f"stream_max_parallel_num '{value}' is not allowed; use engine:count pairs joined by ',' "
+                f"with engines {AICORE_ENGINE} and {AICPU_ENGINE} and counts >= 1, e.g. '{AICORE_ENGINE}:4'"
+            )
+        engines[engine] = int(count)
+    return engines
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """The ATC flags of one compile (see `OPTIONS` for each one's meaning)."""
+
+    soc_version: str = option_field("soc_version")
+    input_shape: str | None = option_field("input_shape")
+    fusion_switch_file: str | None = option_field("fusion_switch_file")
+    export_compile_stat: int = option_field("export_compile_stat")
+    disable_reuse_memory: int = option_field("disable_reuse_memory")
+    enable_single_stream: bool = option_field("enable_single_stream")
+    stream_max_parallel_num: str | None = option_field("stream_max_parallel_num")
+    precision_mode: str | None = option_field("precision_mode")
+    precision_mode_v2: str | None = option_field("precision_mode_v2")
+    modify_mixlist: str | None = option_field("modify_mixlist")
+    keep_dtype: str | None = option_field("keep_dtype")
+    customize_dtypes: str | None = option_field("customize_dtypes")
+    op_precision_mode: str | None = option_field("op_precision_mode")
+    op_select_implmode: str | None = option_field("op_select_implmode")
+    optypelist_for_implmode: str | None = option_field("optypelist_for_implmode")
+    session_id: int = 0
+    """GE's session id (not an ATC flag): names fusion_result.json's session."""
+    graph_id: int = 0
+    """GE's graph id (not an ATC flag): names dumps and fusion_result.json's graph."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.fusion_switch_file is not None and not os.path.isfile(self.fusion_switch_file):
+            raise OptionError(f"fusion_switch_file '{self.fusion_switch_file}' does not exist or is not a file")
+        if self.stream_max_parallel_num is not None:
+            parse_stream_max_parallel_num(self.stream_max_parallel_num)
+        self.precision_settings()
+
+    def precision_settings(self) -> PrecisionSettings:
+        """The precision options checked together and their files read."""
+        from ge.core import precision_files
+
+        return precision_files.resolve(
+            self.precision_mode, self.precision_mode_v2, self.modify_mixlist, self.keep_dtype,
+            self.customize_dtypes, self.op_precision_mode, self.op_select_implmode, self.optypelist_for_implmode,
+        )
+
+    @property
+    def aicore_streams(self) -> int:
+        """The most AI Core streams the build may use."""
+        if self.enable_single_stream:
+            return 1
+        if self.stream_max_parallel_num is None:
+            return DEFAULT_AICORE_STREAMS
+        return parse_stream_max_parallel_num(self.stream_max_parallel_num).get(AICORE_ENGINE, DEFAULT_AICORE_STREAMS)
+
+    @classmethod
+    def from_flags(cls, **flags: Any) -> CompileOptions:
+        """Options from ATC-named flags: an unknown name lists the known ones, an option
+        without effect here is warned about and dropped."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        for name in flags:
+            if name not in known and not (name in OPTION and OPTION[name].no_effect and ATC in OPTION[name].tools):
+                names = sorted(o.name for o in options_of(ATC))
+                raise OptionError(f"unknown option '{name}'; known options: {', '.join(names)}")
+        return cls(**warn_no_effect(flags))
+
+    def given(self) -> dict[str, object]:
+        """The options that differ from their defaults, and the SoC, as a model records them."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != f.default or f.name == "soc_version"
+        }
