@@ -32,4 +32,4 @@ bench: $(VENV)/.test
 	for b in import_and_print fusion precision_accuracy compile simulate; do $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) tests/.cache
+	rm -rf $(VENV)

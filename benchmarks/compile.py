@@ -37,10 +37,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from models import model_path  # noqa: E402
+from ge.testing.real_models import model_path
 
 BIN = Path(sys.executable).parent
 MODELS = ("resnet50", "bert_base")

@@ -32,14 +32,14 @@ from pathlib import Path
 
 import onnx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+import ge
+from dialects.kernel_boundary import kernel_scopes
+from ge.core.options import CompileOptions
+from ge.pipeline import optimize
+from ge.testing.real_models import model_path
 
-import ge  # noqa: E402
-from ge.core.options import CompileOptions  # noqa: E402
-from ge.pipeline import optimize  # noqa: E402
-from models import model_path  # noqa: E402
-from dialects.kernel_boundary import kernel_scopes  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 README = ROOT / "benchmarks" / "README.md"
 BEGIN, END = "<!-- fusion.py results -->", "<!-- end fusion.py results -->"

@@ -7,7 +7,7 @@ figure, onnxruntime's session creation with graph optimisations off
 (ORT_DISABLE_ALL, CPU provider) is timed on the same file: it too reads the
 protobuf, checks the graph and resolves its shapes and weights.
 
-Models: ResNet-50 and BERT-base from tests/models.py (exported on first use), and
+Models: ResNet-50 and BERT-base from ge/testing/real_models.py (exported on first use), and
 synthetic diamond chains of 2,500, 5,000 and 10,000 nodes generated here, to show
 how the time grows with the node count.
 
@@ -32,12 +32,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+import ge
+from ge.core.ir import to_text
+from ge.testing.real_models import CACHE_DIR, model_path
 
-import ge  # noqa: E402
-from ge.core.ir import to_text  # noqa: E402
-from models import CACHE_DIR, model_path  # noqa: E402
 
 SYNTHETIC_SIZES = (2_500, 5_000, 10_000)
 WIDTH = 256

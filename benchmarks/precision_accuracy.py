@@ -1,6 +1,6 @@
 """Accuracy of every precision_mode on real models, against onnxruntime in float32.
 
-For each `--precision_mode`, ResNet-50 and the BERT-base encoder (tests/models.py,
+For each `--precision_mode`, ResNet-50 and the BERT-base encoder (ge/testing/real_models.py,
 random weights) are compiled for Ascend910B1 (the part with every dtype, so every
 mode applies) with `ge.pipeline.optimize` and run on the reference interpreter,
 which computes each op in the dtype and implementation mode chosen for it.
@@ -9,7 +9,7 @@ which computes each op in the dtype and implementation mode chosen for it.
   convolutional up to its global pooling; a quarter of 224x224's cost keeps the
   test suite's budget). Measures: max |ours - ort| / max |ort| over all logits,
   and how many of the 32 top-1 classes agree.
-- BERT: the seeded inputs of tests/models.py (sequence 128, 16 masked tokens).
+- BERT: the seeded inputs of ge/testing/real_models.py (sequence 128, 16 masked tokens).
   Measures per output (last_hidden_state, pooler_output): the same relative
   error, and the cosine similarity of the flattened output with onnxruntime's.
 
@@ -22,7 +22,6 @@ e.g. force_fp32 and cube_fp16in_fp32out) are run once; the table says so.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,16 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-import ge  # noqa: E402
-from dialects.ascend_graph import AscendOp, CubeOp, dtype_of, is_float  # noqa: E402
-from ge import pipeline, reference  # noqa: E402
+import ge
+from dialects.ascend_graph import AscendOp, CubeOp, dtype_of, is_float
+from ge import pipeline, reference
 from ge.core import dtypes
-from ge.core.options import CompileOptions  # noqa: E402
-from ge.core.options import PRECISION_MODES  # noqa: E402
-from models import model_inputs, model_path, onnxruntime_outputs  # noqa: E402
+from ge.core.options import PRECISION_MODES, CompileOptions
+from ge.testing.real_models import model_inputs, model_path, onnxruntime_outputs
+
 
 SOC = "Ascend910B1"
 IMAGES = 32
@@ -158,7 +154,7 @@ def _ort_any_shape(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.nda
 
 
 def bert_base(modes: Sequence[str] = PRECISION_MODES) -> list[Row]:
-    """The BERT-base encoder on tests/models.py's seeded inputs."""
+    """The BERT-base encoder on ge/testing/real_models.py's seeded inputs."""
     path = model_path("bert_base")
     feeds = model_inputs(path)
     expected = onnxruntime_outputs(path, feeds)

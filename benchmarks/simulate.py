@@ -15,7 +15,7 @@ reaches over its latency (timing only: the numbers do not depend on the values).
 
 The ResNet-50 batch-8 file is the batch-1 export with its input and output batch
 set to 8 (ResNet's graph has no batch-dependent constant). Compiled models and
-inputs are cached in tests/.cache/simulate/ (ignored by git). `--readme` writes the tables into the
+inputs are cached in the model cache's simulate/ folder. `--readme` writes the tables into the
 simulator section of benchmarks/README.md (between its two markers).
 
     .venv/bin/python benchmarks/simulate.py [--runs 3] [--only resnet50_b1] [--readme]
@@ -37,17 +37,17 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+import ge
+from ge.session import Session
+from ge.sim.config import RunConfig
+from ge.testing.real_models import CACHE_DIR, model_inputs, model_path
 
-import ge  # noqa: E402
-from ge.sim.config import RunConfig  # noqa: E402
-from ge.session import Session  # noqa: E402
-from models import model_inputs, model_path  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 README = ROOT / "benchmarks" / "README.md"
 BEGIN, END = "<!-- simulate.py results -->", "<!-- end simulate.py results -->"
-CACHE = ROOT / "tests" / ".cache" / "simulate"
+CACHE = CACHE_DIR / "simulate"
 GE = Path(sys.executable).parent / "ge"
 SPEED_SOC = "Ascend910B1"
 SOCS = ("Ascend310P3", "Ascend910A", "Ascend910B1")

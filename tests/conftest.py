@@ -1,21 +1,27 @@
-"""Shared fixtures: real-model ONNX exports (cached under tests/.cache/).
+"""Shared fixtures: real-model ONNX exports (`ge.testing.real_models`, cached outside the tree).
 
 The exports are made at most once per cache version, by whichever pytest-xdist
-worker asks first (see tests/models.py); every fixture here only returns a path.
+worker asks first (see `ge.testing.real_models`); every fixture here only returns a path.
 The conformance report of tests/test_onnx_backend.py is printed in the terminal
 summary when that test ran in this session.
+
+One hypothesis profile serves every property test: 40 examples (a test that needs
+more or fewer says so with its own `@settings`), no deadline (a compile's time
+varies with the machine's load), and no health check for slow data generation
+(graphs are large to draw).
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ge.testing.real_models import BACKEND_REPORT, model_path
 
-from models import BACKEND_REPORT, model_path  # noqa: E402
+settings.register_profile("ge", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ge")
 
 _summary_ran: list[str] = []
 

@@ -5,7 +5,7 @@ fusions together on real exports.
 projections, heads cut in BSH or SBH layout, K^T by a transpose or adj_x2, the
 scale after the product or split over Q and K, an optional mask, and near misses.
 The slow tests run LayerNorm, softmax, GELU and attention fusion, in GE's order,
-on BERT-base and ViT-B/16 (tests/models.py) and on small exports below opset 17,
+on BERT-base and ViT-B/16 (ge/testing/real_models.py) and on small exports below opset 17,
 where LayerNorm is still decomposed, and compare with onnxruntime.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from xdsl.dialects.builtin import FloatAttr, StringAttr, f16, f32, f64
 from xdsl.ir import Operation, SSAValue
 
@@ -52,18 +52,24 @@ from ge.testing import (
     GraphCase,
     GraphState,
     Pattern,
+    alive,
     assert_equivalent,
     attention,
-    clone,
     count_ops,
+    fuse,
     graphs,
     second_user,
 )
 from passes import activation_fusion, attention_fusion, norm_fusion
-from passes.fusion import Band, FusionCounts, FusionKind, FusionPass, builtin_fusion_passes, collect_statistics, ordered
+from passes.fusion import (
+    Band,
+    FusionKind,
+    FusionPass,
+    builtin_fusion_passes,
+    collect_statistics,
+    ordered,
+)
 from passes.registry import get_pass
-
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 NO_ATTENTION_OPS = ("unary", "binary", "branch", "reduce", "reshape", "transpose", "concat", "split", "layer_norm")
 """Random op kinds that make no BatchMatMulV2 (so no attention block of their own)."""
@@ -76,18 +82,6 @@ TRANSFORMER_PASSES = (
 )
 
 
-def fuse(case: GraphCase) -> tuple[GraphCase, FusionCounts]:
-    """The case after MultiHeadAttentionFusionPass (sites point at the copy's ops), and its counts."""
-    after = clone(case)
-    assert isinstance(after, GraphCase)
-    with collect_statistics() as stats:
-        attention_fusion.MultiHeadAttentionFusionPass().apply(ir.context(), after.module)
-    after.module.verify()
-    return after, stats.get(attention_fusion.MultiHeadAttentionFusionPass.name)
-
-
-def alive(op: Operation) -> bool:
-    return op.parent is not None
 
 
 def softmaxes(case: GraphCase, pattern: str, *, exact: bool) -> list[Operation]:
@@ -182,10 +176,9 @@ def mha_block(*, variants: Sequence[str] = ("exact", "second_user", "wrong_axis"
     return build
 
 
-@FAST
 @given(graphs(ops=NO_ATTENTION_OPS, max_ops=3, with_pattern=attention()))
 def test_attention_fusion_fuses_the_kits_single_head_attention(case: GraphCase) -> None:
-    after, counts = fuse(case)
+    after, counts = fuse(case, attention_fusion.MultiHeadAttentionFusionPass)
     assert_equivalent(case, after)
     exact, sites = case.sites_of("attention", exact=True), case.sites_of("attention")
     assert (counts.match_times, counts.effect_times) == (len(sites), len(exact))
@@ -194,10 +187,9 @@ def test_attention_fusion_fuses_the_kits_single_head_attention(case: GraphCase) 
     assert all(alive(op) for op in softmaxes(after, "attention", exact=False))
 
 
-@FAST
 @given(graphs(dtypes=(f32, f16), ops=NO_ATTENTION_OPS, max_ops=3, with_pattern=[mha_block(), mha_block()]))
 def test_attention_fusion_fuses_multi_head_blocks(case: GraphCase) -> None:
-    after, counts = fuse(case)
+    after, counts = fuse(case, attention_fusion.MultiHeadAttentionFusionPass)
     assert_equivalent(case, after)
     exact, sites = case.sites_of("mha_block", exact=True), case.sites_of("mha_block")
     assert (counts.match_times, counts.effect_times) == (len(sites), len(exact))
@@ -254,7 +246,7 @@ def _block(
 
 def test_attention_fusion_makes_one_op_of_a_bert_block() -> None:
     case = _block()
-    after, counts = fuse(case)
+    after, counts = fuse(case, attention_fusion.MultiHeadAttentionFusionPass)
     assert (counts.match_times, counts.effect_times) == (1, 1)
     ops = [op.name for op in after.graph.body.block.ops if op.name != "ascend_graph.const"]
     assert ops == ["ascend_graph.data", "ascend_graph.multi_head_attention", "ascend_graph.net_output"]
@@ -283,7 +275,7 @@ def test_attention_fusion_makes_one_op_of_a_bert_block() -> None:
 )
 def test_attention_fusion_leaves_near_misses(kwargs: dict) -> None:
     case = _block(**kwargs)
-    after, counts = fuse(case)
+    after, counts = fuse(case, attention_fusion.MultiHeadAttentionFusionPass)
     assert (counts.match_times, counts.effect_times) == (1, 0)
     assert ir.to_text(after.module) == ir.to_text(case.module)
 
@@ -291,7 +283,7 @@ def test_attention_fusion_leaves_near_misses(kwargs: dict) -> None:
 def test_attention_fusion_leaves_a_mask_added_before_the_scale() -> None:
     """(QK^T + M) * c is not c * QK^T + M: not even the structure of a block."""
     case = _block(mask_before_scale=True)
-    after, counts = fuse(case)
+    after, counts = fuse(case, attention_fusion.MultiHeadAttentionFusionPass)
     assert (counts.match_times, counts.effect_times) == (0, 0)
     assert count_ops(after, MultiHeadAttentionOp) == 0
 

@@ -4,7 +4,7 @@ nothing that depends on a graph input is folded."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, f16, f32
 from xdsl.ir import Operation, SSAValue
 
@@ -20,11 +20,18 @@ from dialects.ascend_graph import (
     WeightRefAttr,
 )
 from ge.core import ir, reference
-from ge.testing import GraphBuilder, GraphCase, assert_equivalent, clone, constant_subgraph, count_ops, graphs, run_pass
+from ge.testing import (
+    GraphBuilder,
+    GraphCase,
+    assert_equivalent,
+    clone,
+    constant_subgraph,
+    count_ops,
+    graphs,
+    run_pass,
+)
 from passes.constant_folding import ConstantFoldingPass
 from passes.registry import get_pass
-
-FAST = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def runtime(module_ops: list[Operation]) -> set[str]:
@@ -43,7 +50,6 @@ def graph_ops(case: GraphCase) -> list[Operation]:
     return list(case.graph.body.block.ops)
 
 
-@FAST
 @given(graphs(dtypes=(f32, f16), max_ops=5, with_pattern=[constant_subgraph(), constant_subgraph()]))
 def test_constant_folding_folds_constant_subgraphs_and_nothing_else(case: GraphCase) -> None:
     after = clone(case)

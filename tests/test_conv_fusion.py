@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from xdsl.dialects.builtin import f16, f32
 from xdsl.ir import Operation
 
@@ -37,15 +37,17 @@ from ge.core import ir
 from ge.testing import (
     GraphBuilder,
     GraphCase,
+    alive,
     assert_equivalent,
-    clone,
     conv_bias_add,
     conv_bn_chain,
     conv_covering_input,
     conv_scale_chain,
     count_ops,
+    fuse,
     graphs,
     run_pass,
+    site_ops,
 )
 from passes.conv_fusion import (
     AABiasaddConvFusion,
@@ -53,30 +55,14 @@ from passes.conv_fusion import (
     ConvScaleFusionPass,
     ConvToFullyConnectionFusionPass,
 )
-from passes.fusion import FusionCounts, FusionKind, FusionPass, collect_statistics, ordered
+from passes.fusion import FusionCounts, FusionKind, collect_statistics, ordered
 from passes.registry import get_pass
-
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 NO_CONV_OPS = ("unary", "binary", "branch", "reduce", "softmax", "pool", "reshape", "concat", "split")
 """Random op kinds without Conv2D, BatchNorm or residual blocks (which hold both)."""
 
 
-def fuse(case: GraphCase, pass_: type[FusionPass]) -> tuple[GraphCase, FusionCounts]:
-    """The case after the pass (sites point at the copy's ops), and its counts."""
-    after = clone(case)
-    with collect_statistics() as stats:
-        pass_().apply(ir.context(), after.module)
-    after.module.verify()
-    return after, stats.get(pass_.name)
 
-
-def anchors(case: GraphCase, pattern: str, cls: type[Operation], *, exact: bool) -> list[Operation]:
-    return [op for site in case.sites_of(pattern, exact=exact) for op in site.ops if isinstance(op, cls)]
-
-
-def alive(op: Operation) -> bool:
-    return op.parent is not None
 
 
 def assert_counted(
@@ -97,13 +83,12 @@ def assert_counted(
 # ------------------------------------------------------------------- ConvBatchnorm
 
 
-@FAST
 @given(graphs(dtypes=(f32, f16), ops=NO_CONV_OPS, max_ops=4, with_pattern=[conv_bn_chain(), conv_bn_chain()]))
 def test_conv_batchnorm_fusion_folds_exact_chains_only(case: GraphCase) -> None:
     after, counts = fuse(case, ConvBatchnormFusionPass)
     assert_equivalent(case, after)
-    assert not any(alive(bn) for bn in anchors(after, "conv_bn_chain", BatchNormOp, exact=True))
-    assert all(alive(bn) for bn in anchors(after, "conv_bn_chain", BatchNormOp, exact=False))
+    assert not any(alive(bn) for bn in site_ops(after, "conv_bn_chain", BatchNormOp, exact=True))
+    assert all(alive(bn) for bn in site_ops(after, "conv_bn_chain", BatchNormOp, exact=False))
     assert_counted(counts, case, "conv_bn_chain")
     assert count_ops(after, BatchNormOp) == count_ops(case, BatchNormOp) - counts.effect_times
 
@@ -156,14 +141,13 @@ def test_conv_batchnorm_fusion_leaves_runtime_statistics() -> None:
 # ---------------------------------------------------------------------- ConvScale
 
 
-@FAST
 @given(graphs(dtypes=(f32, f16), ops=NO_CONV_OPS, max_ops=4, with_pattern=[conv_scale_chain(), conv_scale_chain()]))
 def test_conv_scale_fusion_folds_per_channel_scales_only(case: GraphCase) -> None:
     after, counts = fuse(case, ConvScaleFusionPass)
     assert_equivalent(case, after)
     for site in after.sites_of("conv_scale_chain", exact=True):
         assert not any(alive(op) for op in site.ops if isinstance(op, MulOp | AddOp | Conv2DOp))
-    assert all(alive(mul) for mul in anchors(after, "conv_scale_chain", MulOp, exact=False))
+    assert all(alive(mul) for mul in site_ops(after, "conv_scale_chain", MulOp, exact=False))
     assert_counted(counts, case, "conv_scale_chain", cascades=True, unmatched=("dynamic_scale",))
 
 
@@ -201,13 +185,12 @@ def test_conv_scale_fusion_folds_the_add_after_the_mul_into_a_new_bias() -> None
 # -------------------------------------------------------------------- AABiasaddConv
 
 
-@FAST
 @given(graphs(dtypes=(f32, f16), ops=NO_CONV_OPS, max_ops=4, with_pattern=[conv_bias_add(), conv_bias_add()]))
 def test_biasadd_conv_fusion_moves_per_channel_adds_into_bias_free_convs(case: GraphCase) -> None:
     after, counts = fuse(case, AABiasaddConvFusion)
     assert_equivalent(case, after)
-    assert not any(alive(add) for add in anchors(after, "conv_bias_add", AddOp, exact=True))
-    assert all(alive(add) for add in anchors(after, "conv_bias_add", AddOp, exact=False))
+    assert not any(alive(add) for add in site_ops(after, "conv_bias_add", AddOp, exact=True))
+    assert all(alive(add) for add in site_ops(after, "conv_bias_add", AddOp, exact=False))
     assert_counted(counts, case, "conv_bias_add", cascades=True)
 
 
@@ -252,13 +235,12 @@ def test_conv_fusions_in_order_on_mixed_chains(add_first: bool, left: type[Opera
 # ---------------------------------------------------------------- ConvToFullyConnection
 
 
-@FAST
 @given(graphs(dtypes=(f32, f16), ops=NO_CONV_OPS, max_ops=4, with_pattern=[conv_covering_input(), conv_covering_input()]))
 def test_conv_to_fully_connection_takes_convs_covering_their_input(case: GraphCase) -> None:
     after, counts = fuse(case, ConvToFullyConnectionFusionPass)
     assert_equivalent(case, after)
-    assert not any(alive(c) for c in anchors(after, "conv_covering_input", Conv2DOp, exact=True))
-    assert all(alive(c) for c in anchors(after, "conv_covering_input", Conv2DOp, exact=False))
+    assert not any(alive(c) for c in site_ops(after, "conv_covering_input", Conv2DOp, exact=True))
+    assert all(alive(c) for c in site_ops(after, "conv_covering_input", Conv2DOp, exact=False))
     assert_counted(counts, case, "conv_covering_input")
     assert count_ops(after, FullyConnectionOp) == counts.effect_times
 

@@ -126,7 +126,7 @@ def _paths() -> list[str]:
     return sorted({path for part in model.parts.values() for path in part.transfers})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.sampled_from(PARTS),
     st.sampled_from(_paths()),
@@ -181,7 +181,7 @@ def test_a_4096_cubed_matmul_runs_at_the_cube_peak(soc: str) -> None:
     assert tiles * costs.mmad_cycles(soc, 128, 256, 128) == pytest.approx(ideal, rel=0.03)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.sampled_from(PARTS), st.lists(st.integers(1, 512), min_size=6, max_size=6))
 def test_a_bigger_mmad_never_takes_fewer_cycles(soc: str, dims: list[int]) -> None:
     m, k, n, dm, dk, dn = dims
@@ -221,7 +221,7 @@ def _steady_keys() -> list[costs.VectorKey]:
     return sorted((k for k in part.vector if k.family != "compare_mask"), key=str)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.sampled_from(_steady_keys()), st.integers(1, 4096), st.integers(0, 4096))
 def test_more_repeats_never_take_fewer_cycles(key: costs.VectorKey, repeat: int, more: int) -> None:
     part = costs.for_soc("Ascend910B1")

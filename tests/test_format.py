@@ -11,7 +11,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import BFloat16Type, IntegerType, StringAttr, TensorType, f16, f32, i8
 from xdsl.utils.exceptions import VerifyException
@@ -89,7 +89,7 @@ def test_element_positions() -> None:
 layouts = st.sampled_from([("NC1HWC0", "NCHW", 4), ("FRACTAL_Z", "NCHW", 4), ("FRACTAL_NZ", "ND", None)])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(layout=layouts, dtype=st.sampled_from([f16, f32, i8]), data=st.data())
 def test_to_physical_and_back(layout, dtype, data) -> None:
     fmt, origin, rank = layout
@@ -246,7 +246,7 @@ def test_nz_to_nc1hwc0_goes_through_the_origin_format() -> None:
     assert_equivalent(case, after, rtol=0, atol=0)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80)
 @given(case=graphs(dtypes=(f32, f16), max_ops=8), soc=st.sampled_from(["Ascend910A", "Ascend910B1"]))
 def test_format_selection_changes_no_value(case, soc) -> None:
     after = run_pass(case, f"format-selection{{soc_version={soc}}}")

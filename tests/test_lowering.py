@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from models import model_inputs, model_path
+from hypothesis import given, settings
+from ge.testing.real_models import model_inputs, model_path
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, f16, f32, i64
 
 from dialects import ascend_graph as ag
@@ -341,7 +341,7 @@ def test_long_vector_work_is_a_loop_of_full_instructions() -> None:
 
 
 @pytest.mark.parametrize("soc", SOCS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(case=graphs(dtypes=(f16,), max_ops=8))
 def test_generated_graphs_lower(case, soc) -> None:
     after = lowered(case, soc)

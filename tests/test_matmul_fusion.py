@@ -3,47 +3,31 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from xdsl.dialects.builtin import bf16, f16, f32
-from xdsl.ir import Operation
 
 from dialects.ascend_graph import AddOp, BatchMatMulOp, GemmOp, MatMulV2Op
-from ge.core import ir
 from ge.testing import (
     GraphBuilder,
     GraphCase,
+    alive,
     assert_equivalent,
-    clone,
     count_ops,
+    fuse,
     gemm_chain,
     graphs,
     matmul_bias_add,
+    site_ops,
 )
-from passes.fusion import FusionCounts, FusionPass, collect_statistics
+from passes.fusion import FusionCounts
 from passes.matmul_fusion import GemmToMatmulFusionPass, MatMulBiasAddFusionPass
 from passes.registry import get_pass
-
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 NO_MATMUL_OPS = ("unary", "binary", "branch", "reduce", "softmax", "reshape", "transpose", "concat", "split")
 """Random op kinds without MatMulV2, BatchMatMulV2 or Gemm."""
 
 
-def fuse(case: GraphCase, pass_: type[FusionPass]) -> tuple[GraphCase, FusionCounts]:
-    """The case after the pass (sites point at the copy's ops), and its counts."""
-    after = clone(case)
-    with collect_statistics() as stats:
-        pass_().apply(ir.context(), after.module)
-    after.module.verify()
-    return after, stats.get(pass_.name)
 
-
-def anchors(case: GraphCase, pattern: str, cls: type[Operation], *, exact: bool) -> list[Operation]:
-    return [op for site in case.sites_of(pattern, exact=exact) for op in site.ops if isinstance(op, cls)]
-
-
-def alive(op: Operation) -> bool:
-    return op.parent is not None
 
 
 def assert_counted(counts: FusionCounts, case: GraphCase, pattern: str, *, unmatched: tuple[str, ...] = ()) -> None:
@@ -56,13 +40,12 @@ def assert_counted(counts: FusionCounts, case: GraphCase, pattern: str, *, unmat
 # ------------------------------------------------------------------------ Gemm
 
 
-@FAST
 @given(graphs(dtypes=(f32, f16, bf16), ops=NO_MATMUL_OPS, max_ops=4, with_pattern=[gemm_chain(), gemm_chain()]))
 def test_gemm_to_matmul_takes_unscaled_products(case: GraphCase) -> None:
     after, counts = fuse(case, GemmToMatmulFusionPass)
     assert_equivalent(case, after)
-    assert not any(alive(op) for op in anchors(after, "gemm_chain", GemmOp, exact=True))
-    assert all(alive(op) for op in anchors(after, "gemm_chain", GemmOp, exact=False))
+    assert not any(alive(op) for op in site_ops(after, "gemm_chain", GemmOp, exact=True))
+    assert all(alive(op) for op in site_ops(after, "gemm_chain", GemmOp, exact=False))
     assert_counted(counts, case, "gemm_chain")
     assert count_ops(after, GemmOp) == len(case.sites_of("gemm_chain", exact=False))
 
@@ -103,7 +86,6 @@ def test_gemm_to_matmul_leaves_what_it_cannot_express(alpha: float, beta: float,
 # --------------------------------------------------------------------- MatMulBiasAdd
 
 
-@FAST
 @given(
     graphs(
         dtypes=(f32, f16), ops=NO_MATMUL_OPS, max_ops=4,
@@ -113,8 +95,8 @@ def test_gemm_to_matmul_leaves_what_it_cannot_express(alpha: float, beta: float,
 def test_matmul_bias_add_moves_column_biases_into_the_matmul(case: GraphCase) -> None:
     after, counts = fuse(case, MatMulBiasAddFusionPass)
     assert_equivalent(case, after)
-    assert not any(alive(op) for op in anchors(after, "matmul_bias_add", AddOp, exact=True))
-    assert all(alive(op) for op in anchors(after, "matmul_bias_add", AddOp, exact=False))
+    assert not any(alive(op) for op in site_ops(after, "matmul_bias_add", AddOp, exact=True))
+    assert all(alive(op) for op in site_ops(after, "matmul_bias_add", AddOp, exact=False))
     assert_counted(counts, case, "matmul_bias_add", unmatched=("dynamic_bias",))
 
 

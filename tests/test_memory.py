@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ge
@@ -130,7 +130,7 @@ def test_shared_weights_are_stored_once():
     assert plan.sizes[Region.WEIGHT] == ALIGNMENT
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60)
 @given(graphs(max_ops=8), st.sampled_from([1, 2, 4]))
 def test_drawn_plans_lie_between_the_bounds(case, max_streams):
     _, plan = plan_of(case.module, max_streams)
@@ -245,7 +245,7 @@ def test_no_reuse_compiles_to_the_no_reuse_size(tiny):
     assert tiny.memory.sizes[Region.FEATURE_MAP] < plain.memory.sizes[Region.FEATURE_MAP]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(graphs(max_ops=8), st.sampled_from([{}, {"enable_single_stream": True}, {"stream_max_parallel_num": "AIcoreEngine:2"}]))
 def test_the_proof_holds_on_drawn_graphs(case, streams_option):
     model = ge.compile(case.module, {**QUIET, **streams_option})

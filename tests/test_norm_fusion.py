@@ -11,8 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from xdsl.ir import Operation
+from hypothesis import given
 
 from dialects.ascend_graph import (
     AddOp,
@@ -34,37 +33,18 @@ from ge.core import ir, reference
 from ge.testing import (
     GraphBuilder,
     GraphCase,
+    alive,
     assert_equivalent,
-    clone,
     count_ops,
+    fuse,
     graphs,
     layer_norm_decomposition,
+    site_ops,
     softmax_decomposition,
 )
-from passes.fusion import Band, FusionCounts, FusionPass, collect_statistics
+from passes.fusion import Band
 from passes.norm_fusion import LayerNormONNXFusionPass, SoftmaxFusionPass
 from passes.registry import get_pass
-
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def fuse(case: GraphCase, pass_: type[FusionPass]) -> tuple[GraphCase, FusionCounts]:
-    """The case after the pass (its sites point at the copy's ops), and the pass's counts."""
-    after = clone(case)
-    assert isinstance(after, GraphCase)
-    with collect_statistics() as stats:
-        pass_().apply(ir.context(), after.module)
-    after.module.verify()
-    return after, stats.get(pass_.name)
-
-
-def alive(op: Operation) -> bool:
-    return op.parent is not None
-
-
-def site_ops(case: GraphCase, pattern: str, cls: type[Operation], *, exact: bool) -> list[Operation]:
-    return [op for site in case.sites_of(pattern, exact=exact) for op in site.ops if isinstance(op, cls)]
-
 
 # ------------------------------------------------------------------------ LayerNorm
 
@@ -73,7 +53,6 @@ LN_MATCHED = ("exact", "second_user", "mismatched_axes", "vector_epsilon")
 """The variants whose structure is a LayerNorm decomposition (epsilon_after_sqrt is not)."""
 
 
-@FAST
 @given(graphs(max_ops=4, with_pattern=[layer_norm_decomposition(), layer_norm_decomposition((-2, -1))]))
 def test_layer_norm_fusion_fuses_exact_decompositions_only(case: GraphCase) -> None:
     after, counts = fuse(case, LayerNormONNXFusionPass)
@@ -86,7 +65,6 @@ def test_layer_norm_fusion_fuses_exact_decompositions_only(case: GraphCase) -> N
     assert all(alive(op) for op in site_ops(after, "layer_norm_decomposition", ReduceMeanOp, exact=False))
 
 
-@FAST
 @given(graphs(max_ops=3, with_pattern=layer_norm_decomposition(0, variants=["exact"])))
 def test_layer_norm_fusion_leaves_leading_axes(case: GraphCase) -> None:
     """LayerNorm normalises trailing axes: a decomposition over axis 0 of a rank >= 2 tensor stays."""
@@ -187,7 +165,6 @@ def test_layer_norm_fusion_leaves_a_centred_value_with_a_second_user() -> None:
 # -------------------------------------------------------------------------- Softmax
 
 
-@FAST
 @given(graphs(max_ops=4, with_pattern=[softmax_decomposition(), softmax_decomposition(0)]))
 def test_softmax_fusion_fuses_exp_over_its_sum(case: GraphCase) -> None:
     """A max shift over other axes than the sum's is kept as the softmax's input:

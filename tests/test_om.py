@@ -105,7 +105,7 @@ def test_truncated_files_are_refused(saved, tmp_path, keep):
     refused(cut, str(cut))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(position=st.floats(0, 1, exclude_max=True), flip=st.integers(1, 255))
 def test_any_altered_byte_is_refused(saved, tmp_path, position, flip):
     data = bytearray(saved.read_bytes())

@@ -22,7 +22,7 @@ cases that needed this, and the pass rate without it.
 `test_node[<case>]` shows each case's outcome; `test_conformance_summary` asserts
 the pass rate over the cases in scope and the op coverage, and writes the report
 (pass rate, out-of-scope reasons, per-op counts, every failure with its reason) to
-`tests/.cache/onnx_backend_report.md`, which the terminal summary prints.
+`onnx_backend_report.md` in the model cache, which the terminal summary prints.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 import onnx
 import onnx.backend.test
 import pytest
-from models import BACKEND_REPORT
+from ge.testing.real_models import BACKEND_REPORT
 from onnx import numpy_helper
 
 import ge

@@ -3,7 +3,7 @@ far float16 may move results, and the shape of the graphs it leaves."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
@@ -23,7 +23,7 @@ BFLOAT16_MODES = ("allow_fp32_to_bf16", "allow_mix_precision_bf16")
 ALL_MODES = (
     "must_keep_origin_dtype", "force_fp32", *FLOAT16_MODES, *BFLOAT16_MODES, "allow_mix_precision_fp16",
 )
-COMMON = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+COMMON = settings(max_examples=60)
 
 
 def compile_(case: GraphCase, mode: str, soc: str = "Ascend910B1") -> ModuleOp:
@@ -59,7 +59,7 @@ def test_force_fp32_cube_ops_read_float16_and_write_float32(case: GraphCase) -> 
     assert_equivalent(case, after, rtol=1e-2)
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, derandomize=True)
 @given(graphs(), st.sampled_from(FLOAT16_MODES + BFLOAT16_MODES))
 def test_16_bit_modes_stay_within_their_dtypes_tolerance(case: GraphCase, mode: str) -> None:
     """About ten ulps of the output's scale: float16's 1e-2, bfloat16's 5e-2

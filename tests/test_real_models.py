@@ -1,6 +1,6 @@
 """Real models end to end: ONNX export -> import -> text round trip -> reference run.
 
-The models (tests/models.py) are torchvision ResNet-50, MobileNetV2 and ViT-B/16
+The models (ge/testing/real_models.py) are torchvision ResNet-50, MobileNetV2 and ViT-B/16
 and a BERT-base-dimension encoder, all at random, non-trivial weights. The
 reference interpreter must match onnxruntime (CPU provider, float32, graph
 optimisations off) on every output.
@@ -21,7 +21,7 @@ import functools
 import numpy as np
 import onnx
 import pytest
-from models import model_inputs, model_path, onnxruntime_outputs
+from ge.testing.real_models import model_inputs, model_path, onnxruntime_outputs
 from onnx import numpy_helper
 
 import ge

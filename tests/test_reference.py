@@ -112,7 +112,7 @@ BINARY = [
 
 @pytest.mark.parametrize("cls,onnx_op", BINARY)
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float16])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=10)
 @given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=4))
 def test_binary_broadcasting_matches_onnxruntime(cls, onnx_op, dtype, shapes):
     a_shape, b_shape = shapes.input_shapes
@@ -458,7 +458,7 @@ def conv_cases(draw):
     return draw(st.integers(1, 2)), cin, cout, (h, w), k, s, d, p, groups, draw(st.booleans())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(conv_cases())
 def test_conv2d_matches_onnxruntime(case):
     n, cin, cout, (h, w), k, s, d, p, groups, with_bias = case
@@ -580,7 +580,7 @@ def pool_cases(draw):
     return (h, w), k, s, p, d, draw(st.booleans())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(pool_cases())
 def test_max_pool_matches_onnxruntime(case):
     (h, w), k, s, p, d, ceil_mode = case
@@ -591,7 +591,7 @@ def test_max_pool_matches_onnxruntime(case):
     assert_close(got, want, rtol=0, atol=0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(pool_cases(), st.booleans())
 def test_avg_pool_matches_onnxruntime(case, exclusive):
     (h, w), k, s, p, _, ceil_mode = case

@@ -1,6 +1,6 @@
 """Real models, compiled and run on the simulator, against onnxruntime (slow).
 
-ResNet-50, MobileNetV2, BERT-base and ViT-B/16 (random weights, `tests/models.py`)
+ResNet-50, MobileNetV2, BERT-base and ViT-B/16 (random weights, `ge/testing/real_models.py`)
 compiled for the Ascend910B1 with the default precision (force_fp16): the float16
 outputs agree with onnxruntime's float32 ones in the top-1 class and within a
 cosine of 0.999; with must_keep_origin_dtype (float32 cube ops, the 910B's
@@ -14,7 +14,7 @@ import pytest
 
 import ge
 from ge.session import Session
-from models import model_inputs, model_path, onnxruntime_outputs
+from ge.testing.real_models import model_inputs, model_path, onnxruntime_outputs
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +30,7 @@ from ge.sim import timing
 from ge.sim.profile import CSV_COLUMNS
 from ge.sim.runtime import Runtime
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from models import onnxruntime_outputs  # noqa: E402
+from ge.testing.real_models import onnxruntime_outputs  # noqa: E402
 
 SOCS = ("Ascend310P3", "Ascend910B1")
 RESNET, BERT = DEMO_MODELS

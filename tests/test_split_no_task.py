@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from xdsl.dialects.builtin import f16, f32
 from xdsl.irdl import irdl_op_definition
 
@@ -280,7 +280,7 @@ def split_site(g: GraphState) -> None:
             g.op(TanhOp, [r])
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80)
 @given(graphs(dtypes=(f32, f16), ops=("split", "unary", "binary", "reshape"), max_ops=5, with_pattern=[split_site, split_site]))
 def test_marks_only_qualifying_splits_and_keeps_values(case) -> None:
     after = run_pass(case, PASS)

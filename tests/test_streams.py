@@ -7,7 +7,7 @@ assignment is tested here without the lowering.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from dialects.ascend_graph import AddOp, ExpOp, MulOp, ReluOp, ReshapeOp, SigmoidOp, TanhOp
 from ge.backend import streams
@@ -160,7 +160,7 @@ def test_before_matrix_matches_the_bitsets():
             assert matrix[n, m] == assigned.happens_before(m, n)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(graphs())
 def test_drawn_graphs_are_ordered_within_the_limits(case):
     sched = schedule_of(case.module)

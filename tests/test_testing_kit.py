@@ -8,7 +8,7 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType, bf16, f16, f32, i1, i32
 from xdsl.ir import Operation, SSAValue
@@ -59,8 +59,6 @@ from ge.testing import (
     softmax_decomposition,
 )
 
-FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
 FLOATS = (f32, f16, bf16)
 
 
@@ -81,7 +79,7 @@ def _site_op(case: GraphCase, cls: type) -> object:
 # ------------------------------------------------------------------ generated graphs
 
 
-@settings(FAST, max_examples=75)
+@settings(max_examples=75)
 @given(graphs(dtypes=FLOATS, max_ops=8))
 def test_generated_graphs_verify_round_trip_and_run_finite(case: GraphCase) -> None:
     case.module.verify()
@@ -93,7 +91,6 @@ def test_generated_graphs_verify_round_trip_and_run_finite(case: GraphCase) -> N
         assert np.isfinite(value.astype(np.float64)).all(), f"output {name} is not finite"
 
 
-@FAST
 @given(graphs(dtypes=[f16], max_elements=64, max_rank=3, with_pattern=[attention(), layer_norm_decomposition()]))
 def test_graphs_respect_their_limits(case: GraphCase) -> None:
     for op in case.module.walk():
@@ -108,7 +105,6 @@ def test_graphs_respect_their_limits(case: GraphCase) -> None:
         assert value.type.element_type == f16
 
 
-@FAST
 @given(graphs(ops=["unary"]))
 def test_the_op_mix_is_what_was_asked(case: GraphCase) -> None:
     for op in case.graph.body.block.ops:
@@ -126,14 +122,12 @@ def _ancestors(value: SSAValue) -> set[SSAValue]:
     return seen
 
 
-@FAST
 @given(graphs(ops=["residual"], min_ops=1, max_ops=1))
 def test_residuals_join_a_value_and_a_path_from_it(case: GraphCase) -> None:
     adds = [op for op in case.graph.body.block.ops if isinstance(op, AddOp)]
     assert any(a.x1 in _ancestors(a.x2) or a.x2 in _ancestors(a.x1) for a in adds)
 
 
-@FAST
 @given(graphs(max_ops=8))
 def test_every_unused_result_is_an_output(case: GraphCase) -> None:
     for op in case.graph.body.block.ops:
@@ -180,7 +174,6 @@ def _intermediates_escape(case: GraphCase, site: PatternSite) -> bool:
 
 @pytest.mark.parametrize("name, factory, classes", PATTERNS, ids=[p[0] for p in PATTERNS])
 def test_patterns_contain_their_ops_and_keep_exact_sites_private(name, factory, classes) -> None:
-    @FAST
     @given(graphs(dtypes=FLOATS, with_pattern=factory()))
     def check(case: GraphCase) -> None:
         (site,) = case.sites_of(name)
@@ -194,7 +187,6 @@ def test_patterns_contain_their_ops_and_keep_exact_sites_private(name, factory, 
     check()
 
 
-@FAST
 @given(graphs(with_pattern=conv_bn_chain(variants=["dynamic_filter"])))
 def test_conv_bn_dynamic_filter_reads_an_input(case: GraphCase) -> None:
     (site,) = case.sites_of("conv_bn_chain", exact=False)
@@ -202,7 +194,6 @@ def test_conv_bn_dynamic_filter_reads_an_input(case: GraphCase) -> None:
     assert isinstance(conv.filter.owner, DataOp)
 
 
-@FAST
 @given(graphs(with_pattern=[layer_norm_decomposition(variants=["exact", "mismatched_axes"])]))
 def test_layer_norm_mismatched_axes_differ_only_in_the_near_miss(case: GraphCase) -> None:
     (site,) = case.sites_of("layer_norm_decomposition")
@@ -212,7 +203,6 @@ def test_layer_norm_mismatched_axes_differ_only_in_the_near_miss(case: GraphCase
     assert (first != second) == (site.variant == "mismatched_axes")
 
 
-@FAST
 @given(graphs(with_pattern=[matmul_bias_add(batch=True, variants=["exact"])]))
 def test_batched_matmul_bias_add(case: GraphCase) -> None:
     (site,) = case.sites_of("matmul_bias_add", exact=True)
@@ -222,7 +212,6 @@ def test_batched_matmul_bias_add(case: GraphCase) -> None:
 # --------------------------------------------------------------------- equivalence
 
 
-@FAST
 @given(graphs(dtypes=FLOATS, with_pattern=final_add))
 def test_a_clone_is_equivalent_and_independent(case: GraphCase) -> None:
     copy = clone(case)
@@ -235,7 +224,6 @@ def test_a_clone_is_equivalent_and_independent(case: GraphCase) -> None:
     assert count_ops(case, SubOp) == count_ops(copy, SubOp) - 1
 
 
-@FAST
 @given(graphs(dtypes=FLOATS, with_pattern=final_add))
 def test_add_replaced_by_sub_is_caught(case: GraphCase) -> None:
     copy = clone(case)
@@ -253,14 +241,12 @@ def _perturb(case: GraphCase, change: Callable[[np.ndarray], np.ndarray]) -> Gra
     return copy
 
 
-@FAST
 @given(graphs(dtypes=FLOATS, with_pattern=final_add))
 def test_a_perturbed_weight_is_caught(case: GraphCase) -> None:
     with pytest.raises(AssertionError, match="output 'final'"):
         assert_equivalent(case, _perturb(case, lambda w: w + 0.25))
 
 
-@FAST
 @given(graphs(ops=ELEMENTWISE_OPS, with_pattern=final_add))
 def test_rounding_sized_changes_pass_in_float32(case: GraphCase) -> None:
     assert_equivalent(case, _perturb(case, lambda w: np.nextafter(w.astype(np.float32), np.float32(np.inf))))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, f16, f32, i64
 from xdsl.ir import SSAValue
 
@@ -369,14 +369,14 @@ def test_matmul_scope_with_two_outputs_keeps_its_trans_data_apart() -> None:
 CUBE_HEAVY = ("conv2d", "matmul", "batch_matmul", "gemm", "unary", "binary", "residual", "branch", "reduce")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60)
 @given(graphs(dtypes=(f32, f16), max_ops=8))
 def test_ub_fusion_only_marks(case) -> None:
     """Outputs bitwise equal, scopes convex and within UB, never more kernels."""
     check_only_marks(case)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60)
 @given(graphs(dtypes=(f32, f16), ops=CUBE_HEAVY, max_ops=8))
 def test_ub_fusion_only_marks_cube_tails(case) -> None:
     check_only_marks(case)

@@ -9,11 +9,13 @@
         assert count_ops(after, BatchNormOp) <= count_ops(case, BatchNormOp) - len(case.sites_of("conv_bn_chain", exact=True))
 
 `builder` builds graphs by hand, `strategies` draws them, `patterns` places the
-subgraphs passes match (and near misses), `equivalence` runs and compares them.
+subgraphs passes match (and near misses), `equivalence` runs and compares them,
+`fusion` runs a fusion pass with its counts and finds the sites' ops.
 """
 
 from ge.testing.builder import GraphBuilder, GraphCase, InputSpec, PatternSite, random_inputs
 from ge.testing.equivalence import RTOL, assert_equivalent, clone, count_ops, run_pass
+from ge.testing.fusion import alive, fuse, site_ops
 from ge.testing.patterns import (
     attention,
     cast_chain,
@@ -34,6 +36,9 @@ from ge.testing.patterns import (
 from ge.testing.strategies import DEFAULT_OPS, ELEMENTWISE_OPS, OP_KINDS, GraphState, Pattern, graphs
 
 __all__ = [
+    "alive",
+    "fuse",
+    "site_ops",
     "DEFAULT_OPS",
     "ELEMENTWISE_OPS",
     "OP_KINDS",

@@ -1,4 +1,6 @@
-"""Real models exported to ONNX at random weights, cached under `tests/.cache/`.
+"""Real models exported to ONNX at random weights, for tests and benchmarks.
+
+They are cached in `$GE_MODEL_CACHE`, else `~/.cache/ascend-ge/models`.
 
 Each model is built with a fixed seed, its weights randomised so that no bias is
 zero, no BatchNorm is the identity and no LayerNorm is plain normalisation (a pass
@@ -14,7 +16,7 @@ version when an export changes. A file lock makes concurrent pytest-xdist worker
 export each model once. torch is imported only when an export is needed, so a warm
 cache costs nothing.
 
-    from models import model_path, model_inputs        # tests/ is on sys.path
+    from ge.testing.real_models import model_path, model_inputs
     path = model_path("resnet50")                      # exports on first use
     feeds = model_inputs(path)                         # seeded inputs by ONNX signature
 """
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+CACHE_DIR = Path(os.environ.get("GE_MODEL_CACHE") or Path.home() / ".cache" / "ascend-ge" / "models")
 CACHE_VERSION = "2"
 BACKEND_REPORT = CACHE_DIR / "onnx_backend_report.md"
 SEED = 20240611
