@@ -5,7 +5,7 @@ measured hardware tables, and refitting it to them.
     ge calibrate --check --held-out 0.2   # refit on 80% of the rows, judge the other 20%
     ge calibrate --fit [DIR]              # refit and write ge/sim/cost_model.json
 
-DIR defaults to $GE_CALIBRATION_DIR, else `../shared/calibration` beside the repository.
+DIR defaults to $GE_CALIBRATION_DIR, else the tables shipped in `ge/sim/calibration_data/`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def calibrate(
         Path | None,
         typer.Argument(
             metavar="DIR",
-            help="Directory of the calibration tables (default: $GE_CALIBRATION_DIR or ../shared/calibration).",
+            help="Directory of the calibration tables (default: $GE_CALIBRATION_DIR or the shipped tables).",
             show_default=False,
         ),
     ] = None,

@@ -1,5 +1,5 @@
 """The AI Core simulator: instruction costs (`costs`), fitted to and checked against
-the measured tables of `../shared/calibration/` (`calibration`); a `.om`'s kernels
+the measured tables of `calibration_data/` (`calibration`); a `.om`'s kernels
 decoded for timing (`program`); block, core and task timing (`timing`); the
 numerics in device memory (`kernels`); the runtime that runs a model's task list
 (`runtime`); and what a run measured (`profile`).

@@ -1,4 +1,4 @@
-"""The measured tables of `../shared/calibration/`: reading them strictly, fitting the
+"""The measured tables of `ge/sim/calibration_data/`: reading them strictly, fitting the
 cost model's constants to them, and measuring how well a model predicts them.
 
 Three CSV files (msKPP's published single-core measurements on 910B1/910B3/910_95):
@@ -63,7 +63,7 @@ OUTLIER = 3.0
 """A point a first fit misses by this factor is a recording error, left out of the refit."""
 
 REFIT_NOTE = (
-    "Fitted by `ge calibrate --fit [DIR]` from ../shared/calibration (mte_bandwidth.csv, "
+    "Fitted by `ge calibrate --fit [DIR]` from ge/sim/calibration_data (mte_bandwidth.csv, "
     "mmad_throughput.csv, vector_throughput.csv); rerun it after the tables change. "
     "Transfers: cycles = max over lines of latency + bytes / bytes_per_cycle (no rate: a floor). "
     "Cube: cycles = cube_latency + blocks of the cube shape, one per cycle. "
@@ -210,10 +210,10 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 def default_dir() -> Path:
-    """$GE_CALIBRATION_DIR, else `../shared/calibration` beside the repository."""
+    """$GE_CALIBRATION_DIR, else the tables shipped with the package."""
     if os.environ.get(ENV_DIR):
         return Path(os.environ[ENV_DIR])
-    return Path(__file__).resolve().parents[2].parent / "shared" / "calibration"
+    return Path(__file__).resolve().parent / "calibration_data"
 
 
 def load(directory: Path) -> Tables:

@@ -8,7 +8,7 @@ instruction, on one core of a given part.
     costs.vector_cycles("Ascend910B1", "VADD", "FP16_FP16_FP16", 4096)
 
 The forms are physical, with few constants each, fitted to the measured tables of
-`../shared/calibration/` (see `ge.sim.calibration`, `ge calibrate --fit` to refit,
+`ge/sim/calibration_data/` (see `ge.sim.calibration`, `ge calibrate --fit` to refit,
 `ge calibrate --check` to see how well they predict every measured point):
 
 - transfer: the larger of a latency line and a bandwidth line,
