@@ -54,7 +54,7 @@ from dialects.ascend_graph import (
     shape_of,
 )
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
-from passes.graph_match import constant_array, erase_dead, node_name, scaling, sole_user, user
+from passes.graph_match import constant_value, erase_dead, node_name, scaling, sole_user, user
 
 Rearrange = Callable[[np.ndarray], np.ndarray]
 
@@ -100,7 +100,7 @@ def _view(value: SSAValue) -> tuple[Rearrange, SSAValue] | None:
 
 def _gather(op: GatherOp) -> tuple[Rearrange, SSAValue] | None:
     """GatherV2 at constant indices, all in range."""
-    indices = constant_array(op.indices)
+    indices = constant_value(op.indices)
     if indices is None:
         return None
     x = shape_of(op.x.type)

@@ -1,4 +1,4 @@
-"""Constant folding (`constant-folding`), and the constant helpers fusion passes share.
+"""Constant folding (`constant-folding`).
 
 GE folds constant subgraphs in its prepare phase, before the fusion passes: an op
 whose operands are all constants is evaluated once at compile time and replaced by
@@ -22,10 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, ModuleOp, TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -37,41 +35,11 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import Pure
 
 from dialects import shapes
-from dialects.ascend_graph import AscendOp, ConstOp, DataOp, NetOutputOp, tensor
-from ge.core import dtypes
+from dialects.ascend_graph import AscendOp, ConstOp, DataOp, NetOutputOp
 from ge.core.errors import GEError
-from ge.core.reference import const_value, evaluate_op
-from ge.core.weights import WeightStore, store_of
+from ge.core.reference import evaluate_op
+from passes.graph_match import constant_value, new_constant, store_around
 
-INLINE_LIMIT = 64
-"""Constants with at most this many elements stay inline (the importer's limit)."""
-
-
-# ------------------------------------------------------------------ constant helpers
-
-
-def constant_of(value: SSAValue) -> np.ndarray | None:
-    """The (read-only) value of `value` when a const op defines it, else None."""
-    owner = value.owner
-    return const_value(owner) if isinstance(owner, ConstOp) else None
-
-
-def store_around(op: Operation) -> WeightStore:
-    """The weight store of the module holding `op`."""
-    module = op.get_toplevel_object()
-    assert isinstance(module, ModuleOp), f"{op.name} is not inside a module"
-    return store_of(module)
-
-
-def new_constant(array: np.ndarray, dtype: Attribute, name: str, store: WeightStore) -> ConstOp:
-    """A const op holding `array` converted to `dtype`: inline when small, else a
-    handle to a new weight named `name` in `store`."""
-    array = np.asarray(array).astype(dtypes.to_numpy(dtype))
-    type = tensor(dtype, array.shape)
-    if array.size > INLINE_LIMIT:
-        return ConstOp(store.add(name, array), type, name)
-    data = np.ascontiguousarray(array, dtype=dtypes.to_numpy(dtype).newbyteorder("<")).tobytes()
-    return ConstOp(DenseIntOrFPElementsAttr(type, BytesAttr(data)), type, name)
 
 
 # ----------------------------------------------------------------------------- folding
@@ -97,7 +65,7 @@ class FoldConstantOp(RewritePattern):
             return
         store = store_around(op)
         try:
-            values = evaluate_op(op, [const_value(v.owner) for v in op.operands], store)  # type: ignore[arg-type]
+            values = evaluate_op(op, [constant_value(v) for v in op.operands], store)  # type: ignore[arg-type]
         except GEError:
             return  # the op fails on these values: leave it to fail at run time, as it would
         names = [op.label] if len(types) == 1 else [f"{op.label}:{i}" for i in range(len(types))]

@@ -47,7 +47,7 @@ from dialects.ascend_graph import (
     is_float,
     shape_of,
 )
-from passes.constant_folding import constant_of, new_constant, store_around
+from passes.graph_match import constant_value, new_constant, store_around
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
 
 
@@ -57,9 +57,9 @@ def _conv_feeding(value: SSAValue) -> Conv2DOp | None:
     conv = value.owner
     if not isinstance(conv, Conv2DOp) or not value.has_one_use():
         return None
-    if not is_float(dtype_of(conv.y.type)) or constant_of(conv.filter) is None:
+    if not is_float(dtype_of(conv.y.type)) or constant_value(conv.filter) is None:
         return None
-    if conv.bias is not None and constant_of(conv.bias) is None:
+    if conv.bias is not None and constant_value(conv.bias) is None:
         return None
     return conv
 
@@ -68,14 +68,14 @@ def _bias_of(conv: Conv2DOp) -> np.ndarray:
     """The conv's bias in float64, zeros without one."""
     if conv.bias is None:
         return np.zeros(shape_of(conv.filter.type)[0])
-    return np.asarray(constant_of(conv.bias), np.float64)
+    return np.asarray(constant_value(conv.bias), np.float64)
 
 
 def per_channel(value: SSAValue, out: Sequence[int]) -> np.ndarray | None:
     """The float64 vector per output channel that the constant `value` applies when
     broadcast against an NCHW result of shape `out`; None when it is not constant,
     varies along another axis ([C] varies along W), or would grow the result."""
-    array = constant_of(value)
+    array = constant_value(value)
     if array is None or array.ndim > len(out):
         return None
     aligned = (1,) * (len(out) - array.ndim) + array.shape
@@ -104,7 +104,7 @@ def _folded_conv(
     values, rounded here), its new constants inserted before the matched op."""
     store = store_around(conv)
     dtype = dtype_of(conv.y.type)
-    filt = np.asarray(constant_of(conv.filter), np.float64) * scale.reshape(-1, 1, 1, 1)
+    filt = np.asarray(constant_value(conv.filter), np.float64) * scale.reshape(-1, 1, 1, 1)
     consts = [new_constant(filt, dtype, f"{conv.label}.filter", store)]
     if bias is not None:
         consts.append(new_constant(bias, dtype, f"{conv.label}.bias", store))
@@ -123,7 +123,7 @@ class FoldBatchNormIntoConv(FusionPattern):
         conv = _conv_feeding(bn.x)
         if conv is None:
             return
-        params = [constant_of(v) for v in (bn.scale, bn.offset, bn.mean, bn.variance)]
+        params = [constant_value(v) for v in (bn.scale, bn.offset, bn.mean, bn.variance)]
         if any(p is None for p in params):
             return
         scale, offset, mean, variance = (np.asarray(p, np.float64) for p in params)

@@ -1,9 +1,12 @@
-"""What graph fusion patterns ask of the graph: constants, users, operand order.
+"""What rewrite patterns ask of the graph and make in it: constants, users, operand order.
 
 A pattern proves its rewrite exact from these facts: which constant a value is
-(read from the IR or the weight store, never guessed), which users an intermediate
-has (a fused-away value must have none outside the pattern), and which operand of
-a commutative op is which. Shared by the norm, activation and attention fusions.
+(read from the IR or the weight store by the one constant reader,
+`ge.core.reference.const_value`, never guessed), which users an intermediate has (a
+fused-away value must have none outside the pattern), and which operand of a
+commutative op is which; and it makes new constants the way the importer does
+(inline up to `INLINE_LIMIT` elements, else in the weight store). Shared by every
+fusion pass and by constant folding.
 """
 
 from __future__ import annotations
@@ -14,35 +17,42 @@ from typing import TypeVar
 
 import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from dialects import shapes
-from dialects.ascend_graph import AscendOp, ConstOp, DivOp, MulOp, is_float, shape_of
+from dialects.ascend_graph import AscendOp, ConstOp, DivOp, MulOp, is_float, shape_of, tensor
 from ge.core import dtypes
-from ge.core.weights import WeightError, store_of
+from ge.core.reference import const_value
+from ge.core.weights import INLINE_LIMIT, WeightStore, store_of
 
 OpT = TypeVar("OpT", bound=Operation)
 
 
-def constant_array(value: SSAValue) -> np.ndarray | None:
-    """The value of a constant, inline or in the module's weight store; None if
-    `value` is not a constant or its weight cannot be read."""
-    op = value.owner
-    if not isinstance(op, ConstOp) or not isinstance(value.type, TensorType):
-        return None
-    shape = shape_of(value.type)
-    if isinstance(op.value, DenseIntOrFPElementsAttr):
-        flat = np.asarray(op.value.get_values())
-        return flat.reshape(shape) if flat.size == shapes.numel(shape) else np.broadcast_to(flat.reshape(()), shape)
+def constant_value(value: SSAValue) -> np.ndarray | None:
+    """The (read-only, logical) value of `value` when a const op defines it, inline or
+    in the module's weight store (read by `ge.core.reference.const_value`), else None."""
+    owner = value.owner
+    return const_value(owner) if isinstance(owner, ConstOp) else None
+
+
+def store_around(op: Operation) -> WeightStore:
+    """The weight store of the module holding `op`."""
     module = op.get_toplevel_object()
-    if not isinstance(module, ModuleOp):
-        return None
-    try:
-        return store_of(module).get(op.value)
-    except WeightError:
-        return None
+    assert isinstance(module, ModuleOp), f"{op.name} is not inside a module"
+    return store_of(module)
+
+
+def new_constant(array: np.ndarray, dtype: Attribute, name: str, store: WeightStore) -> ConstOp:
+    """A const op holding `array` converted to `dtype`: inline when small, else a
+    handle to a new weight named `name` in `store`."""
+    array = np.asarray(array).astype(dtypes.to_numpy(dtype))
+    type = tensor(dtype, array.shape)
+    if array.size > INLINE_LIMIT:
+        return ConstOp(store.add(name, array), type, name)
+    data = np.ascontiguousarray(array, dtype=dtypes.to_numpy(dtype).newbyteorder("<")).tobytes()
+    return ConstOp(DenseIntOrFPElementsAttr(type, BytesAttr(data)), type, name)
 
 
 def scalar(value: SSAValue) -> float | None:
@@ -51,7 +61,7 @@ def scalar(value: SSAValue) -> float | None:
         return None
     if shapes.numel(shape_of(value.type)) != 1:
         return None
-    array = constant_array(value)
+    array = constant_value(value)
     return None if array is None else float(array.reshape(-1)[0])
 
 

@@ -37,7 +37,7 @@ from dialects.ascend_graph import (
     shape_of,
 )
 from dialects.shapes import DYN
-from passes.constant_folding import constant_of, new_constant, store_around
+from passes.graph_match import constant_value, new_constant, store_around
 from passes.fusion import FusionCounts, FusionPass, FusionPattern, fusion_pass
 
 
@@ -48,7 +48,7 @@ def _row_bias(c: SSAValue, n: int, rewriter: PatternRewriter, gemm: GemmOp) -> S
         return None
     if shape == (n,):
         return c
-    array = constant_of(c)
+    array = constant_value(c)
     if array is None:
         flat: Operation = ReshapeOp([c], {"shape": ints([n])}, f"{gemm.label}.bias")
     else:
@@ -80,7 +80,7 @@ class GemmAsMatMul(FusionPattern):
             return
         c = gemm.c if beta != 0.0 else None
         if c is not None and beta != 1.0:
-            array = constant_of(c)
+            array = constant_value(c)
             if array is None or not is_float(dtype_of(c.type)):
                 return
             scaled_c = np.asarray(array, np.float64) * beta
@@ -103,7 +103,7 @@ class GemmAsMatMul(FusionPattern):
 def _column_bias(value: SSAValue, out: Sequence[int]) -> np.ndarray | None:
     """The constant `value` as a [N] bias of a matmul result `out` (N = out[-1])
     when its shape is [N] or [1, ..., 1, N] of rank at most out's; else None."""
-    array = constant_of(value)
+    array = constant_value(value)
     n = out[-1]
     if array is None or n == DYN or not 1 <= array.ndim <= len(out):
         return None

@@ -36,6 +36,7 @@ from dialects import ascend_kernel as ak
 from dialects import formats
 from dialects.shapes import fmt, is_static, numel
 from ge.core.errors import ModelError
+from ge.core.ir import graph_of
 from ge.om.memory import Region
 from dialects.kernel_boundary import is_no_task, is_view
 
@@ -127,13 +128,6 @@ def nbytes(t: Attribute, where: str) -> int:
     if not is_static(shape):
         raise ModelError(f"{where}: shape {fmt(shape)} is dynamic; the build plans static shapes only")
     return formats.nbytes(t.element_type, numel(shape))
-
-
-def graph_of(module: ModuleOp) -> ag.GraphOp:
-    graphs = [op for op in module.ops if isinstance(op, ag.GraphOp)]
-    if len(graphs) != 1:
-        raise ModelError(f"the module holds {len(graphs)} ascend_graph.graph ops; the build needs exactly one")
-    return graphs[0]
 
 
 def label(op: Operation) -> str:

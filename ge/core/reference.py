@@ -37,6 +37,7 @@ from dialects import ascend_graph as ag
 from dialects import ascend_kernel as ak
 from dialects import formats, shapes
 from ge.core import dtypes
+from ge.core.ir import graph_of
 from ge.core.errors import InputError, ModelError
 from ge.core.weights import WEIGHTS_ATTR, WeightError, WeightStore, store_of
 
@@ -115,7 +116,7 @@ def run(
 ) -> dict[str, np.ndarray]:
     """Execute the module's graph: inputs by Data name or in Data index order, outputs
     by the NetOutput names. Weights come from `weights`, else the module's store."""
-    graph = _graph_of(module)
+    graph = graph_of(module)
     values = _bind(graph, inputs)
     remaining = {v: v.uses.get_length() for v in values}
     with np.errstate(all="ignore"):
@@ -133,13 +134,6 @@ def run(
                 if count := r.uses.get_length():
                     values[r], remaining[r] = value, count
     raise ModelError(f"graph @{graph.sym_name.data} has no NetOutput")
-
-
-def _graph_of(module: ModuleOp) -> ag.GraphOp:
-    graphs = [op for op in module.ops if isinstance(op, ag.GraphOp)]
-    if len(graphs) != 1:
-        raise ModelError(f"the module holds {len(graphs)} ascend_graph.graph ops; the interpreter runs exactly one")
-    return graphs[0]
 
 
 def _bind(graph: ag.GraphOp, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[SSAValue, np.ndarray]:

@@ -27,6 +27,10 @@ WEIGHTS_ATTR = "ascend_graph.weights"
 
 _live: dict[str, WeightStore] = {}
 
+INLINE_LIMIT = 64
+"""Constants with at most this many elements stay inline in the IR; larger ones live
+in the weight store (the importer and every pass that makes constants agree)."""
+
 
 class WeightError(ModelError):
     """A weight is missing, or its bytes do not match its handle."""

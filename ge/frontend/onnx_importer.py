@@ -55,8 +55,8 @@ from ge.core import dtypes
 from ge.core.errors import GEError, ModelError
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_ops import CONVERTERS, Node
-from ge.frontend.tensors import INLINE_LIMIT, dense, element_type, sparse_array, tensor_array, value_info_type
-from ge.core.weights import WeightStore, attach, store_for
+from ge.frontend.tensors import dense, element_type, sparse_array, tensor_array, value_info_type
+from ge.core.weights import INLINE_LIMIT, WeightStore, attach, store_for
 
 OPSET_MIN, OPSET_MAX = 11, 21
 DEFAULT_DOMAINS = ("", "ai.onnx")

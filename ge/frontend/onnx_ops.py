@@ -43,7 +43,8 @@ from dialects.ascend_graph import bool_attr, float_attr, int_attr, ints
 from dialects.shapes import DYN, Shape, fmt, is_static, norm_axes, norm_axis, numel
 from ge.core import dtypes
 from ge.core.errors import ModelError
-from ge.frontend.tensors import INLINE_LIMIT, element_type, sparse_array, tensor_array
+from ge.core.weights import INLINE_LIMIT
+from ge.frontend.tensors import element_type, sparse_array, tensor_array
 
 if TYPE_CHECKING:
     from ge.frontend.onnx_importer import Importer

@@ -16,9 +16,6 @@ from dialects.shapes import DYN, Shape
 from ge.core import dtypes
 from ge.core.errors import ModelError
 
-INLINE_LIMIT = 64
-"""Constants with at most this many elements stay inline in the IR."""
-
 SUPPORTED = "FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT8/16/32/64, UINT8/16/32/64, BOOL"
 
 

@@ -92,20 +92,13 @@ def random_inputs(specs: Sequence[InputSpec], seed: int) -> dict[str, np.ndarray
 
 def input_specs(module: ModuleOp) -> tuple[InputSpec, ...]:
     """The inputs of a module's graph in index order; dynamic dims become 2."""
-    graph = graph_of(module)
+    graph = ir.graph_of(module)
     specs = []
     for data in graph.inputs:
         dtype = dtypes.to_numpy(dtype_of(data.out.type))
         shape = tuple(2 if d < 0 else d for d in shape_of(data.out.type))
         specs.append(InputSpec(data.label, dtype, shape, *default_range(dtype)))
     return tuple(specs)
-
-
-def graph_of(module: ModuleOp) -> GraphOp:
-    graphs = [op for op in module.ops if isinstance(op, GraphOp)]
-    if len(graphs) != 1:
-        raise ValueError(f"expected one ascend_graph.graph in the module, found {len(graphs)}")
-    return graphs[0]
 
 
 @dataclass(frozen=True)
@@ -133,7 +126,7 @@ class GraphCase:
 
     @property
     def graph(self) -> GraphOp:
-        return graph_of(self.module)
+        return ir.graph_of(self.module)
 
     def inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Random inputs by name, the same for the same seed."""
