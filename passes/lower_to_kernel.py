@@ -7,7 +7,7 @@ the graph as they are (`dialects.kernel_boundary.makes_kernel`, which `kernel_sc
 counts by). Each scope is replaced by `ascend_kernel.launch @k(inputs)`, whose
 results are the scope's values used outside it and whose `names` are its ops' ONNX
 node names; `@k` is an `ascend_kernel.kernel` at module level holding the scope's
-ops (its `compute` region) and the tiled per-block program of `passes.tiling`.
+ops (its `compute` region) and the tiled per-block program of `passes.lowering`.
 
 Scopes that are the same computation (the same ops, properties other than node
 names, types and wiring) share one kernel, as CANN reuses one kernel binary for
@@ -37,7 +37,7 @@ from dialects.ascend_kernel import ArgAttr, BufferType, KernelOp, LaunchOp, Yiel
 from ge.core import soc as socs
 from ge.core.options import check_fields, option_field
 from ge.core.errors import ModelError
-from passes.tiling import plan
+from passes.lowering import plan
 from dialects.kernel_boundary import makes_kernel, scope_of
 
 

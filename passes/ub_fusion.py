@@ -48,7 +48,7 @@ A scope may have several outputs (GE's multi-output UB fusion).
 stores the fractals row by row): a TransData FRACTAL_NZ -> ND that alone uses the
 matmul scope's one output joins the scope. It runs after the elementwise tails are
 in that scope. GE's pass of that name also takes the TransData ND -> FRACTAL_NZ
-feeding the matmul; here a kernel starts with its cube op (`passes.tiling`), so
+feeding the matmul; here a kernel starts with its cube op (`passes.lowering`), so
 that side stays a kernel of its own until the cube program loads ND operands.
 
 The working set of a scope is the peak, over its ops in program order, of the

@@ -45,7 +45,8 @@ from ge.core.errors import ModelError
 from ge.core.ir import parse, to_text
 from ge.models import DEMO_MODELS
 from ge.testing import GraphBuilder, assert_equivalent, count_ops, graphs, run_pass
-from passes.tiling import FRACTAL, cube_k
+from passes.lowering.cube import cube_k
+from passes.lowering.program import FRACTAL
 from dialects.kernel_boundary import SCOPE_ATTR, kernel_scopes, makes_kernel
 
 SOCS = ["Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1"]

@@ -1,0 +1,113 @@
+"""Kernel lowering (the code generator `lower-to-kernel` runs): how a kernel's work splits over the cores and through a core's memories,
+and the per-block pipe program that follows from it. One module per concern:
+`program` (building a pipe program), `recipes` (vector instructions per op), `cube`,
+`vector` and `attention` (the three kinds of kernel); `plan` here picks the kind.
+
+Blocks. The work is cut into `block_dim` blocks that run the same program, each on
+its share (the program is that of the largest share; shares differ by at most one
+unit per split dimension). When the work has at least as many units as the kernel's
+cores (AI cores, or vector cores for a vector kernel on a part with split cores),
+block_dim is the core count where that gives no block more work than a smaller
+split would: a cube kernel splits its batch, M and N fractals (16 rows each) in one
+wave over the cores so that the largest block has the fewest fractals, then by the
+least cost of the largest block (cube cycles against GM traffic); a vector kernel
+splits its rows evenly (a row is what a reduction or normalisation needs whole;
+for elementwise work, 32 bytes).
+
+Cube kernels (Conv2D, MatMulV2, BatchMatMulV2, GEMM, FullyConnection, with an
+elementwise tail) are fractal matmuls: a convolution in img2col form has M = N * Ho
+* Wo, K = C1 * kh * kw * C0, N = Cout rounded up to 16; a grouped convolution packs
+`enlarge` groups into one (CANN's rule: enlarge = min(lcm(Cin/g, C0) / (Cin/g),
+lcm(Cout/g, 16) / (Cout/g), g)), so a depthwise one runs ceil(C / 16) fractal
+matmuls. Every L0A/L0B fractal is 512 bytes (16 rows of 32 bytes), an L0C one 1 KB
+(float32 or int32 accumulators). A block's M x N is cut into L0 tiles m0 x n0 and K
+into k0 steps that fit L0A, L0B and L0C twice (ping and pong), chosen by a cost of
+cube cycles against MTE1 traffic; K is loaded into L1 in panels of k1 (a multiple of
+k0), A and B panels twice, and when B's whole K fits beside A it stays in L1
+across the M loop. The loop nest is batch > N tiles > M tiles (L0C ping-pong) > K1
+panels (L1 ping-pong) > K0 steps (L0A/L0B ping-pong): MTE2 loads GM -> L1 (a
+convolution loads the input rows its output rows need, img2col happens on the
+L1 -> L0A move), MTE1 moves L1 -> L0A/L0B, M runs mmad. The result leaves L0C:
+- on parts with a FIX pipe, FIX writes L0C -> GM (NZ -> ND in flight for an ND
+  result; a ReLU tail is FIX's own), the bias goes L1 -> BT before the mmads; a
+  longer tail makes a mixed kernel: FIX writes a workspace, the vector unit reads
+  it into UB, computes the tail and MTE3 writes the result;
+- elsewhere the vector unit moves L0C -> UB (converting to the result dtype),
+  adds the bias, computes the tail and MTE3 writes UB -> GM.
+An operand left in ND (a matmul on a FIX part, or one format selection did not
+reach) is converted to NZ on its way into L1 (an MTE2 copy in nd2nz mode).
+
+Vector kernels tile the Unified Buffer: a tile is a number of whole rows; every
+value of the scope gets a UB buffer of its tile (inputs and outputs twice, for
+ping-pong), and the tile is the largest whose buffers fit the UB. Per tile: MTE2
+loads the inputs, V runs each op's instruction sequence (`RECIPES`), MTE3 stores
+the outputs. A vector instruction covers at most 255 repeats of 256 bytes; longer
+work is a loop of such instructions.
+
+MultiHeadAttention is one kernel of four phases: the Q/K/V projections, the
+scores per head, softmax, and the probabilities times V, with the intermediate
+values in the workspace and `sync_all` between phases.
+
+Double buffering is explicit: a loop over tiles holds its ping and its pong
+iteration, each with its own buffers and event ids; the consumer primes the
+buffer-free events before the loop and the producer drains them after. In a cube
+kernel the L1 panels and L0 steps run as streams of slots through all M tiles of
+an N tile, so that MTE2 and MTE1 load the next tile's first panel while the cube
+finishes the last one. Scalar
+work: `SETUP_INSTRS` per block (reading the tiling, base addresses) and per loop
+body 4 instructions plus 2 per copy and 1 per vector instruction (addresses,
+counters).
+"""
+
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from xdsl.ir import Operation, SSAValue
+
+from dialects import ascend_graph as ag
+from dialects.ascend_kernel import ScalarOp
+from ge.core.errors import ModelError
+from ge.core.soc import SocProfile
+from passes.lowering.attention import attention_plan
+from passes.lowering.cube import (
+    EPILOGUES,
+    cube_program,
+    epilogue_of,
+    gemm_of,
+    tile_gemm,
+)
+from passes.lowering.program import SETUP_INSTRS, Ops, Plan, Program
+from passes.lowering.vector import scope_label, vector_plan
+
+# ----------------------------------------------------------- planning a scope
+
+
+def plan(profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Plan:
+    """The plan of one kernel scope: `ops` in program order, read `inputs` and
+    written `outputs` (the values crossing the scope's boundary)."""
+    cubes = [op for op in ops if isinstance(op, ag.CubeOp)]
+    if not cubes:
+        if profile.split_cores:
+            return vector_plan(profile, ops, inputs, outputs, profile.vector_cores, "VectorCore")
+        return vector_plan(profile, ops, inputs, outputs, profile.ai_cores, "AiCore")
+    cube = cubes[0]
+    if len(cubes) > 1 or ops[0] is not cube:
+        raise ModelError(f"{scope_label(ops)}: a kernel holds one cube op, its first; this scope has {len(cubes)}, after {ops[0].name}")
+    if isinstance(cube, ag.MultiHeadAttentionOp):
+        return attention_plan(profile, cube, inputs, outputs)
+    gemm, n_logical = gemm_of(profile, cube)
+    e = epilogue_of(profile, cube, list(ops[1:]), outputs, n_logical)
+    if e.nd_store:
+        gemm = replace(gemm, out_nd=True)
+    t = tile_gemm(profile, gemm, profile.ai_cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=e.bias is not None and profile.fix_pipe)
+    workspace = t.block_dim * e.workspace(t.m0, t.n0, gemm.out_bytes)
+
+    def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
+        prog = Program(profile)
+        ops_ = cube_program(prog, gemm, t, e, gm, gm[cube.operands[0]], gm[cube.operands[1]], ws)
+        return [*prog.allocs, ScalarOp(SETUP_INSTRS), *ops_]
+
+    return Plan(t.block_dim, "AiCore", {**t.params(gemm), "epilogue": EPILOGUES.index(e.kind)}, workspace, program)

@@ -1,0 +1,146 @@
+"""MultiHeadAttention: one kernel of four phases with the intermediates in the workspace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+
+from xdsl.ir import SSAValue
+
+from dialects import ascend_graph as ag
+from dialects import formats
+from dialects.ascend_kernel import (
+    LoopOp,
+    ScalarOp,
+    SetFlagOp,
+    SyncAllOp,
+    WaitFlagOp,
+)
+from ge.core.errors import ModelError
+from ge.core.soc import SocProfile
+from passes.lowering.cube import Epilogue, EpiValue, Gemm, cube_program, tile_gemm
+from passes.lowering.program import (
+    ACC_BYTES,
+    FRACTAL,
+    SETUP_INSTRS,
+    Ops,
+    Plan,
+    Program,
+    aligned,
+    body,
+    copy,
+    double_buffered,
+    element_bytes,
+    numel,
+    split,
+    sync,
+    vec,
+)
+from passes.lowering.recipes import BINARY, UNARY, dtype_name
+
+# -------------------------------------------------------- multi-head attention
+
+
+def attention_plan(
+    profile: SocProfile, op: ag.MultiHeadAttentionOp, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
+) -> Plan:
+    """MultiHeadAttention as four phases of one kernel, joined by `sync_all`: the
+    Q/K/V projections (bias added as by a matmul), the scores of every head, their
+    softmax (times `scale`, plus the mask), and the probabilities times V. q, k, v
+    and the scores and probabilities live in the workspace (in the input dtype)."""
+    query, key, value = op.operands[:3]
+    bsh = op.props.str("input_layout") == "BSH"
+    (b, sq, kq), (_, sk, kk), (_, _, kv) = (
+        (s[0], s[1], s[2]) if bsh else (s[1], s[0], s[2]) for s in (ag.shape_of(v.type) for v in (query, key, value))
+    )
+    heads = op.props.int("head_num")
+    e, ev = ag.shape_of(op.operands[3].type)[1], ag.shape_of(op.operands[5].type)[1]
+    din, dout = ag.dtype_of(query.type), ag.dtype_of(op.results[0].type)
+    nd = ag.format_of(query.type) is None
+    biases = op.operands[6:9] if len(op.operands) >= 9 else [None, None, None]
+    mask = op.operands[-1] if len(op.operands) in (7, 10) else None
+    gemms = [
+        Gemm(1, b * sq, kq, e, din, din, a_nd=nd, b_nd=ag.format_of(op.operands[3].type) is None),
+        Gemm(1, b * sk, kk, e, din, din, a_nd=nd, b_nd=ag.format_of(op.operands[4].type) is None),
+        Gemm(1, b * sk, kv, ev, din, din, a_nd=nd, b_nd=ag.format_of(op.operands[5].type) is None),
+        Gemm(b * heads, sq, e // heads, sk, din, din),
+        Gemm(b * heads, sq, sk, ev // heads, din, dout, out_nd=ag.format_of(op.results[0].type) is None and profile.fix_pipe),
+    ]
+    names = ["q", "k", "v", "s", op.results[0]]
+    cores = profile.ai_cores
+    units = max(max(g.batch * -(-g.m // FRACTAL) * -(-g.n // FRACTAL) for g in gemms), b * heads * sq)
+    block_dim = min(cores, units)
+    in_b = max(1, formats.element_bits(din) // 8)
+
+    def epilogue(stored: Hashable, bias: SSAValue | None, n: int, out_b: int) -> Epilogue:
+        if profile.fix_pipe:
+            return Epilogue("fix", stored, (), [], [], [stored], bias)
+        values = [EpiValue(stored, "tile", out_b, True)]
+        if bias is not None:
+            values.append(EpiValue(bias, "col", element_bytes(bias), True))
+        return Epilogue("vector", stored, (), values, [bias] if bias is not None else [], [stored], bias)
+
+    epilogues = [epilogue(name, bias, g.n, g.out_bytes) for name, bias, g in zip(names, [*biases, None, None], gemms)]
+    tilings = [
+        tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), ep.bias is not None and profile.fix_pipe)
+        for g, ep in zip(gemms, epilogues)
+    ]
+    rows = b * heads * sq
+    soft_dim = min(block_dim, rows)
+    block_rows = -(-rows // soft_dim)
+    mask_elements = numel(mask) if mask is not None else 0
+
+    def softmax_ub(r: int) -> int:
+        row_bytes = aligned(profile, "UB", r * sk * in_b)
+        stats = aligned(profile, "UB", r * ACC_BYTES) * 2
+        masked = aligned(profile, "UB", min(mask_elements, r * sk) * in_b) if mask is not None else 0
+        return 4 * row_bytes + stats + masked
+
+    if softmax_ub(1) > profile.ub_bytes:
+        raise ModelError(f"MultiHeadAttention '{op.label}': a row of {sk} scores does not fit {profile.name}'s UB")
+    tile_rows = max(r for r in range(1, block_rows + 1) if softmax_ub(r) <= profile.ub_bytes)
+    workspace = (b * sq * e + b * sk * (e + ev) + 2 * rows * sk) * in_b
+    tiling: dict[str, int] = {"heads": heads, "softmax_rows": rows, "softmax_row": sk, "softmax_tile_rows": tile_rows}
+    for prefix, g, t in zip(("q_", "k_", "v_", "score_", "context_"), gemms, tilings):
+        tiling.update(t.params(g, prefix))
+
+    def softmax(prog: Program, gm: dict[Hashable, SSAValue]) -> Ops:
+        s_ub, p_ub = prog.pair("UB", tile_rows * sk * in_b), prog.pair("UB", tile_rows * sk * in_b)
+        stats = prog.alloc("UB", tile_rows * ACC_BYTES), prog.alloc("UB", tile_rows * ACC_BYTES)
+        m_ub = prog.alloc("UB", min(mask_elements, tile_rows * sk) * in_b) if mask is not None else None
+        d = dtype_name(din)
+
+        def make(slot: int, r: int) -> Ops:
+            ops: Ops = [WaitFlagOp("V", "MTE2", slot), copy(profile, gm["s"], s_ub[slot], r * sk * in_b)]
+            if m_ub is not None and mask is not None:
+                ops.append(copy(profile, gm[mask], m_ub, min(mask_elements, r * sk) * in_b))
+            ops += [*sync("MTE2", "V", slot), WaitFlagOp("MTE3", "V", slot)]
+            ops += vec("VMULS", f"{d}_{d}_{d}", r * sk, [s_ub[slot]], in_b)
+            if m_ub is not None:
+                ops += vec("VADD", f"{d}_{d}_{d}", r * sk, [s_ub[slot], m_ub], in_b)
+            for instr, template in (("VCMAX", UNARY), ("VSUB", BINARY), ("VEXP", UNARY), ("VCADD", UNARY), ("VDIV", BINARY)):
+                ops += vec(instr, template.format(d=d), r * sk, [p_ub[slot], s_ub[slot], stats[0]], in_b)
+            ops += [SetFlagOp("V", "MTE2", slot), *sync("V", "MTE3", slot), copy(profile, p_ub[slot], gm["p"], r * sk * in_b)]
+            return body(ops + [SetFlagOp("MTE3", "V", slot)])
+
+        return double_buffered(*split(block_rows, tile_rows), make, [("V", "MTE2", 0), ("MTE3", "V", 0)])
+
+    def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
+        assert ws is not None
+        where: dict[Hashable, SSAValue] = {**gm, "q": ws, "k": ws, "v": ws, "s": ws, "p": ws}
+        operands = [(gm[query], gm[op.operands[3]]), (gm[key], gm[op.operands[4]]), (gm[value], gm[op.operands[5]]), (ws, ws), (ws, ws)]
+
+        def phase(make: Callable[[Program], Ops]) -> LoopOp:
+            """A phase holds its own buffers: a loop of one trip, so they end with it."""
+            prog = Program(profile)
+            ops = make(prog)
+            return LoopOp(1, [*prog.allocs, *ops])
+
+        def matmul(i: int) -> LoopOp:
+            return phase(lambda prog: cube_program(prog, gemms[i], tilings[i], epilogues[i], where, *operands[i], None))
+
+        return [
+            ScalarOp(SETUP_INSTRS), matmul(0), matmul(1), matmul(2), SyncAllOp(), matmul(3), SyncAllOp(),
+            phase(lambda prog: softmax(prog, where)), SyncAllOp(), matmul(4),
+        ]
+
+    return Plan(block_dim, "AiCore", tiling, workspace, program)

@@ -1,0 +1,522 @@
+"""Cube kernels: fractal matmul tiling over L0/L1, the pipe program, and the epilogue
+that takes the result out of L0C (see the package docstring)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
+
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from dialects import ascend_graph as ag
+from dialects import formats
+from dialects.ascend_kernel import (
+    BIAS_TABLE_BYTES,
+    MmadOp,
+    SetFlagOp,
+    WaitFlagOp,
+)
+from ge.core import dtypes
+from ge.core.errors import ModelError, OptionError
+from ge.core.soc import SocProfile
+from passes.lowering.program import (
+    ACC_BYTES,
+    ACC_FRACTAL_BYTES,
+    FRACTAL,
+    FRACTAL_BYTES,
+    MMAD_OVERHEAD,
+    Ops,
+    Program,
+    aligned,
+    body,
+    copy,
+    double_buffered,
+    element_bytes,
+    iterations,
+    numel,
+    repeat,
+    sequence,
+    split,
+    sync,
+    vec,
+)
+from passes.lowering.recipes import dtype_name, emit_recipes
+
+# ----------------------------------------------------------------- cube kernels
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """One fractal matmul problem: `batch` x ([m, k] x [k, n]), in elements."""
+
+    batch: int
+    m: int
+    k: int
+    n: int
+    in_dtype: Attribute
+    out_dtype: Attribute
+    a_nd: bool = False
+    """A is ND in GM and MTE2 converts it to NZ on the way to L1 (FIX parts)."""
+    b_nd: bool = False
+    out_nd: bool = False
+    """The result is ND in GM: FIX converts NZ to ND on the way out."""
+    conv: tuple[int, int, int, int, int] | None = None
+    """For a convolution: (input height and width incl. padding, output width, stride
+    along H, dilated kernel height); A is then the input's rows, not an NZ matrix."""
+    window: int = 1
+    """kh * kw of a convolution: its K holds C1 slices of `window` fractal columns."""
+
+    @property
+    def in_bytes(self) -> int:
+        return max(1, formats.element_bits(self.in_dtype) // 8)
+
+    @property
+    def out_bytes(self) -> int:
+        return max(1, formats.element_bits(self.out_dtype) // 8)
+
+    @property
+    def img2col(self) -> bool:
+        return self.conv is not None and (self.window > 1 or self.conv[3] > 1)
+
+    def a_l1_bytes(self, rows: int, k: int, kc: int) -> int:
+        """L1 bytes of an A panel of `rows` x `k`: its fractals or, for a convolution
+        if fewer, the input rows its output pixels read (at worst they start at the
+        end of an output row: ceil((rows - 1) / Wo) + 1 output rows)."""
+        kfrac = -(-k // kc)
+        fractals = -(-rows // FRACTAL) * kfrac * FRACTAL_BYTES
+        if self.conv is None:
+            return fractals
+        hi, wi, wo, stride, kh = self.conv
+        rows_in = min(hi, -(-(rows - 1) // wo) * stride + kh)
+        return min(fractals, -(-kfrac // self.window) * rows_in * wi * kc * self.in_bytes)
+
+    def a_gm_bytes(self, rows: int, k: int, kc: int) -> int:
+        """GM bytes an A panel reads: exactly its elements when ND, else what L1 holds."""
+        return rows * k * self.in_bytes if self.a_nd else self.a_l1_bytes(rows, k, kc)
+
+    def b_gm_bytes(self, k: int, cols: int, kc: int) -> int:
+        """GM bytes of a B panel: exactly its elements when ND, else whole fractals."""
+        if self.b_nd:
+            return k * cols * self.in_bytes
+        return _align(k, kc) * _align(cols, FRACTAL) * self.in_bytes
+
+
+@dataclass(frozen=True)
+class CubeTiling:
+    """Blocks and tiles of a Gemm, in elements (m0, n0 multiples of 16; k0, k1 of kc)."""
+
+    batch_dim: int
+    m_dim: int
+    n_dim: int
+    bb: int
+    mb: int
+    nb: int
+    m0: int
+    n0: int
+    k0: int
+    k1: int
+    b_resident: bool
+    kc: int
+    """The cube's k: elements per fractal column (16 for float16, 32 for int8)."""
+
+    @property
+    def block_dim(self) -> int:
+        return self.batch_dim * self.m_dim * self.n_dim
+
+    def params(self, gemm: Gemm, prefix: str = "") -> dict[str, int]:
+        values = {
+            "batch": gemm.batch, "m": gemm.m, "k": gemm.k, "n": gemm.n, "batch_dim": self.batch_dim,
+            "m_dim": self.m_dim, "n_dim": self.n_dim, "block_batch": self.bb, "block_m": self.mb,
+            "block_n": self.nb, "m0": self.m0, "n0": self.n0, "k0": self.k0, "k1": self.k1,
+            "b_resident": int(self.b_resident),
+        }
+        return {f"{prefix}{k}": v for k, v in values.items()}
+
+
+def cube_k(profile: SocProfile, dtype: Attribute) -> int:
+    """Elements of the cube's k for the input dtype (16 for float16, 32 for int8)."""
+    try:
+        return profile.cube_shape(dtypes.name(dtype)).k
+    except OptionError as e:
+        raise ModelError(f"{e}; choose the cube's dtypes first (precision-selection)") from e
+
+
+def block_split(units: Sequence[int], cores: int, cost: Callable[[tuple[int, ...]], float]) -> tuple[int, ...]:
+    """Blocks per dimension, at most `cores` in all (one wave): the split whose
+    largest block has the fewest units, then the least `cost` of the largest
+    block, then the most blocks. It fills the cores whenever some split does
+    without giving a block more work."""
+    best: tuple[int, float, int, tuple[int, ...]] | None = None
+
+    def visit(prefix: tuple[int, ...]) -> None:
+        nonlocal best
+        used = math.prod(prefix)
+        if len(prefix) == len(units):
+            per = tuple(-(-u // d) for u, d in zip(units, prefix))
+            score = (math.prod(per), cost(per), -used)
+            if best is None or score < best[:3]:
+                best = (*score, prefix)
+            return
+        for d in range(1, min(units[len(prefix)], cores // used) + 1):
+            visit(prefix + (d,))
+
+    visit(())
+    assert best is not None
+    return best[3]
+
+
+def tile_gemm(
+    profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool = False
+) -> CubeTiling:
+    """Blocks, L0 tiles and L1 panels of a Gemm. `epilogue_ub(m0, n0)` is the UB the
+    epilogue of an m0 x n0 tile needs; with `bias_table`, an n0 tile's float32 bias
+    must fit the bias table."""
+    kc = cube_k(profile, gemm.in_dtype)
+    mf, nf, kf = -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL), -(-gemm.k // kc)
+    gm_rate = max(profile.gm_bytes_per_cycle, 1.0)
+
+    def block_cost(per: tuple[int, ...]) -> float:
+        bb, mb, nb = per
+        compute = bb * mb * nb * kf
+        traffic = bb * ((mb + nb) * kf * FRACTAL_BYTES + mb * nb * FRACTAL * FRACTAL * gemm.out_bytes) / gm_rate
+        return max(compute, traffic) + 100
+
+    batch_dim, m_dim, n_dim = block_split((gemm.batch, mf, nf), cores, block_cost)
+    bb, mbf, nbf = -(-gemm.batch // batch_dim), -(-mf // m_dim), -(-nf // n_dim)
+    cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
+    cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
+    cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
+    cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else cap_b
+    l1 = profile.l1_bytes - (BIAS_TABLE_BYTES if bias_table else 0)
+
+    def panels(m0f: int, n0f: int, k1f: int, b_k: int) -> int:
+        """L1 for two A panels of k1f fractal columns and two B panels of b_k."""
+        a = aligned(profile, "L1", gemm.a_l1_bytes(m0f * FRACTAL, k1f * kc, kc))
+        return 2 * a + 2 * b_k * n0f * FRACTAL_BYTES
+
+    best: tuple[float, int, int, int] | None = None
+    for m0f in range(1, min(mbf, cap_a) + 1):
+        for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
+            k0f = min(kf, cap_a // m0f, cap_b // n0f)
+            while k0f > 1 and panels(m0f, n0f, k0f, k0f) > l1:  # a convolution's input rows fill L1 fast
+                k0f //= 2
+            if k0f < 1 or panels(m0f, n0f, k0f, k0f) > l1 or epilogue_ub(m0f * FRACTAL, n0f * FRACTAL) > profile.ub_bytes:
+                continue
+            steps = -(-mbf // m0f) * -(-nbf // n0f) * -(-kf // k0f)
+            cost = steps * max(m0f * n0f * k0f + MMAD_OVERHEAD, (m0f + n0f) * k0f * FRACTAL_BYTES / 128)
+            if best is None or cost < best[0] - 1e-9:
+                best = (cost, m0f, n0f, k0f)
+    if best is None:
+        raise ModelError(f"no cube tile of a {gemm.m}x{gemm.k}x{gemm.n} matmul fits {profile.name}'s buffers")
+    _, m0f, n0f, k0f = best
+    m0, n0 = m0f * FRACTAL, n0f * FRACTAL
+    b_resident = panels(m0f, n0f, k0f, kf) <= l1 // 2  # B's whole K beside A, with room to spare
+
+    def fits(k1f: int) -> bool:
+        return panels(m0f, n0f, k1f, kf if b_resident else k1f) <= l1
+
+    k1f = k0f
+    while k1f + k0f <= kf and fits(k1f + k0f):
+        k1f += k0f
+    mb = min(mbf * FRACTAL, gemm.m)
+    return CubeTiling(batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(m0, _align(mb, FRACTAL)), n0, k0f * kc, k1f * kc, b_resident, kc)
+
+
+def _align(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+@dataclass(frozen=True)
+class EpiValue:
+    """A value of a cube kernel's epilogue in UB: a whole tile ("tile"), one row of
+    the tile's columns ("col": a bias or per-channel operand) or one element. The
+    value is a graph value, or a name for one in the workspace."""
+
+    value: Hashable
+    kind: str
+    element_bytes: int
+    double: bool
+    """Two buffers: it is loaded or stored while the other tile computes."""
+
+    def elements(self, m: int, n: int) -> int:
+        return {"tile": m * n, "col": n, "one": 1}[self.kind]
+
+    def nbytes(self, m: int, n: int) -> int:
+        return self.elements(m, n) * self.element_bytes
+
+
+@dataclass
+class Epilogue:
+    """What happens to an m x n result tile after its mmads (see `cube_program`)."""
+
+    kind: str
+    """"fix": FIX writes GM; "vector": V drains L0C into UB; "mixed": FIX writes
+    the workspace and V reads it back into UB."""
+    result: Hashable
+    """The cube op's result."""
+    tail: Sequence[Operation] = ()
+    values: list[EpiValue] = field(default_factory=list)
+    loads: list[Hashable] = field(default_factory=list)
+    stores: list[Hashable] = field(default_factory=list)
+    bias: Hashable | None = None
+    """Added in UB (a "col" load) where there is no FIX pipe, else through the bias table."""
+    scale: bool = False
+    """A GEMM's alpha other than 1: one VMULS per tile."""
+    addend: Hashable | None = None
+    """A GEMM's c that is no bias: added per tile (after a VMULS by beta if `addend_scaled`)."""
+    addend_scaled: bool = False
+    nd_store: bool = False
+    """The scope ends in a TransData FRACTAL_NZ -> ND that FIX does on its way out."""
+    aliases: dict[Hashable, Hashable] = field(default_factory=dict)
+    """Values whose tile is another value's buffer (a TransData to ND that MTE3 does as it stores)."""
+
+    def ub_bytes(self, profile: SocProfile, m: int, n: int) -> int:
+        if self.kind == "fix":
+            return 0
+        return sum(aligned(profile, "UB", v.nbytes(m, n)) * (2 if v.double else 1) for v in self.values)
+
+    def workspace(self, m: int, n: int, out_bytes: int) -> int:
+        """GM bytes one block needs (two tiles) when FIX hands the tile to V through GM."""
+        return 2 * m * n * out_bytes if self.kind == "mixed" else 0
+
+
+def cube_program(
+    prog: Program, gemm: Gemm, t: CubeTiling, e: Epilogue, gm: dict[Hashable, SSAValue],
+    a: SSAValue, b: SSAValue, workspace: SSAValue | None,
+) -> Ops:
+    """One block's program for a Gemm: `gm` maps graph values to their GM buffers,
+    `a` and `b` are the GM buffers of the operands."""
+    p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
+    l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, t.k1, kc))
+    l1_b = prog.pair("L1", (_align(gemm.k, kc) if t.b_resident else t.k1) * t.n0 * in_b)
+    l0a = prog.pair("L0A", t.m0 * t.k0 * in_b)
+    l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
+    l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES)
+    table = None
+    if e.bias is not None and p.fix_pipe:
+        table = (prog.alloc("L1", t.n0 * in_b), prog.alloc("BT", t.n0 * ACC_BYTES))
+    ub = {v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2 for v in e.values}
+    ub.update({alias: ub[of] for alias, of in e.aliases.items()})
+    drain = "FIX" if e.kind in ("fix", "mixed") else "V"
+    a_mode = "nd2nz" if gemm.a_nd else "normal"
+    b_mode = "nd2nz" if gemm.b_nd else "normal"
+
+    def k0_steps(sa: int, sb: int, sc: int, m: int, n: int) -> Ops:
+        def make(sz: int, k: int) -> Ops:
+            ops: Ops = [WaitFlagOp("M", "MTE1", sz)]
+            ops.append(copy(p, l1_a[sa], l0a[sz], _align(m, FRACTAL) * k * in_b, "img2col" if gemm.img2col else "normal"))
+            ops.append(copy(p, l1_b[sb], l0b[sz], k * n * in_b))
+            ops += sync("MTE1", "M", sz)
+            ops.append(MmadOp(l0a[sz], l0b[sz], l0c[sc], _align(m, FRACTAL), _align(k, kc), n, gemm.in_dtype))
+            ops.append(SetFlagOp("M", "MTE1", sz))
+            return body(ops)
+
+        return make
+
+    # The L1 panels and the L0 steps run as two streams of ping-pong slots through
+    # all M tiles of an N tile (primed and drained around them, so that MTE2 and MTE1
+    # load ahead across tile and panel boundaries). A tile's first panel and step
+    # then take the parity of the panels and steps before it: with an odd count per
+    # tile that is the tile's own L0C slot, with an even one always slot 0.
+    panels = split(gemm.k, t.k1)
+    steps = iterations(*split(t.k1, t.k0))
+    steps_per_tile = panels[0] * steps + (iterations(*split(panels[2], t.k0)) if panels[2] else 0)
+
+    def k1_panels(sc: int, m: int, n: int, sb: int) -> Ops:
+        first_panel = sc if iterations(*panels) % 2 else 0
+        first_step = sc if steps_per_tile % 2 else 0
+
+        def make(sa: int, k1: int) -> Ops:
+            ops: Ops = [WaitFlagOp("MTE1", "MTE2", sa), copy(p, a, l1_a[sa], gemm.a_gm_bytes(m, k1, kc), a_mode)]
+            if not t.b_resident:
+                ops.append(copy(p, b, l1_b[sa], gemm.b_gm_bytes(k1, n, kc), b_mode))
+            ops += sync("MTE2", "MTE1", sa)
+            start = (first_step + (sa - first_panel) % 2 * steps) % 2
+            ops += double_buffered(*split(k1, t.k0), k0_steps(sa, sb if t.b_resident else sa, sc, m, n), [], start)
+            ops.append(SetFlagOp("MTE1", "MTE2", sa))
+            return body(ops)
+
+        return double_buffered(*panels, make, [], first_panel)
+
+    def m_tiles(n: int, sb: int) -> Ops:
+        streams = [SetFlagOp(c, d, s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
+        frees = [(drain, "M", 0)]
+        if e.kind != "fix":
+            frees.append(("MTE3", "V", 0))
+            if e.loads or e.kind == "mixed":
+                frees.append(("V", "MTE2", 0))
+
+        def make(sc: int, m: int) -> Ops:
+            ops: Ops = [WaitFlagOp(drain, "M", sc), *k1_panels(sc, m, n, sb), *sync("M", drain, sc)]
+            return body(ops + _drain(p, gemm, e, gm, l0c[sc], ub, sc, m, n, workspace))
+
+        tiles = double_buffered(*split(t.mb, t.m0), make, frees)
+        return [*streams, *tiles, *(WaitFlagOp(*op.key) for op in streams)]
+
+    def bias_table(n: int) -> Ops:
+        if table is None or e.bias is None:
+            return []
+        ops = [*sync("MTE1", "MTE2", 4), copy(p, gm[e.bias], table[0], n * in_b)]
+        ops += [*sync("MTE2", "MTE1", 4), *sync("M", "MTE1", 4), copy(p, table[0], table[1], n * ACC_BYTES)]
+        return ops + sync("MTE1", "M", 4)
+
+    def n_tiles() -> Ops:
+        if not t.b_resident:
+            return sequence(*split(t.nb, t.n0), lambda n: body(bias_table(n) + m_tiles(n, 0)))
+
+        def make(sb: int, n: int) -> Ops:
+            ops: Ops = [WaitFlagOp("MTE1", "MTE2", 2 + sb), copy(p, b, l1_b[sb], gemm.b_gm_bytes(gemm.k, n, kc), b_mode)]
+            ops += [*sync("MTE2", "MTE1", 2 + sb), *bias_table(n), *m_tiles(n, sb)]
+            return body(ops + [SetFlagOp("MTE1", "MTE2", 2 + sb)])
+
+        return double_buffered(*split(t.nb, t.n0), make, [("MTE1", "MTE2", 2)])
+
+    return repeat(t.bb, n_tiles)
+
+
+def _drain(
+    p: SocProfile, gemm: Gemm, e: Epilogue, gm: dict[Hashable, SSAValue], acc: SSAValue,
+    ub: dict[Hashable, tuple[SSAValue, SSAValue]], slot: int, m: int, n: int, workspace: SSAValue | None,
+) -> Ops:
+    """An m x n result tile out of L0C, through the epilogue, into GM."""
+    tile_bytes = m * n * gemm.out_bytes
+    if e.kind == "fix":
+        return [copy(p, acc, gm[e.stores[0]], tile_bytes, "nz2nd" if gemm.out_nd else "normal"), SetFlagOp("FIX", "M", slot)]
+    buffers = {v: pair[slot] for v, pair in ub.items()}
+    sizes = {v.value: v.elements(m, n) for v in e.values}
+    nbytes = {v.value: v.nbytes(m, n) for v in e.values}
+    for alias, of in e.aliases.items():
+        sizes[alias], nbytes[alias] = sizes[of], nbytes[of]
+    reads = bool(e.loads) or e.kind == "mixed"
+    ops: Ops = []
+    if e.kind == "mixed":
+        assert workspace is not None
+        ops += [copy(p, acc, workspace, tile_bytes), SetFlagOp("FIX", "M", slot), *sync("FIX", "MTE2", slot)]
+    if reads:
+        ops.append(WaitFlagOp("V", "MTE2", slot))
+    if e.kind == "mixed":
+        ops.append(copy(p, workspace, buffers[e.result], tile_bytes))  # type: ignore[arg-type]
+    ops += [copy(p, gm[v], buffers[v], nbytes[v]) for v in e.loads]
+    if reads:
+        ops += sync("MTE2", "V", slot)
+    ops.append(WaitFlagOp("MTE3", "V", slot))
+    if e.kind == "vector":
+        ops += [copy(p, acc, buffers[e.result], tile_bytes), SetFlagOp("V", "M", slot)]
+    out = dtype_name(gemm.out_dtype)
+    if e.scale:
+        ops += vec("VMULS", f"{out}_{out}_{out}", m * n, [buffers[e.result]], gemm.out_bytes)
+    if e.bias is not None and not p.fix_pipe:
+        ops += vec("VADD", f"{out}_{out}_{out}", m * n, [buffers[e.result], buffers[e.bias]], gemm.out_bytes)
+    if e.addend is not None:
+        if e.addend_scaled:
+            ops += vec("VMULS", f"{out}_{out}_{out}", sizes[e.addend], [buffers[e.addend]], gemm.out_bytes)
+        ops += vec("VADD", f"{out}_{out}_{out}", m * n, [buffers[e.result], buffers[e.addend]], gemm.out_bytes)
+    ops += emit_recipes(e.tail, buffers, lambda v: sizes[v], m)  # type: ignore[arg-type]
+    if reads:
+        ops.append(SetFlagOp("V", "MTE2", slot))
+    ops += sync("V", "MTE3", slot)
+    ops += [copy(p, buffers[v], gm[v], nbytes[v]) for v in e.stores]
+    return ops + [SetFlagOp("MTE3", "V", slot)]
+
+
+EPILOGUES = ("fix", "vector", "mixed")
+"""The `epilogue` tiling parameter indexes these (see `Epilogue.kind`)."""
+
+
+def _matrix(shape: tuple[int, ...], transposed: bool, vector_rows: bool) -> tuple[int, int]:
+    """(rows, cols) of a matmul operand; a 1-D one is a row (A) or a column (B)."""
+    if len(shape) == 1:
+        return (1, shape[0]) if vector_rows else (shape[0], 1)
+    rows, cols = shape[-2:]
+    return (cols, rows) if transposed else (rows, cols)
+
+
+def gemm_of(profile: SocProfile, op: ag.CubeOp) -> tuple[Gemm, int]:
+    """The fractal matmul of a cube op, and its result's logical N (channels or columns)."""
+    x, w, y = op.operands[0], op.operands[1], op.results[0]
+    din, dout = ag.dtype_of(x.type), ag.dtype_of(y.type)
+    cube_k(profile, din)  # refuses a dtype the SoC has no cube mode for
+    c0 = formats.c0(din)
+    out = ag.shape_of(y.type)
+    nd = {v: ag.format_of(v.type) is None for v in (x, w, y)}
+    if isinstance(op, ag.Conv2DOp) or isinstance(op, ag.FullyConnectionOp) and len(ag.shape_of(x.type)) == 4 == len(ag.shape_of(w.type)):
+        if nd[x]:
+            raise ModelError(f"{op.OP_TYPE} '{op.label}': its input must be in NC1HWC0 (run format-selection first)")
+        n, cin, h, wd = ag.shape_of(x.type)
+        cout, cin_g, kh, kw = ag.shape_of(w.type)
+        if isinstance(op, ag.FullyConnectionOp):
+            return Gemm(1, n, _align(cin, c0) * h * wd, _align(cout, FRACTAL), din, dout), cout
+        groups = op.props.int("groups", 1)
+        if groups == 1:
+            batch, cin_opt, cout_opt = 1, _align(cin, c0), _align(cout, FRACTAL)
+        else:
+            cout_g = cout // groups
+            enlarge = min(math.lcm(cin_g, c0) // cin_g, math.lcm(cout_g, FRACTAL) // cout_g, groups)
+            batch, cin_opt, cout_opt = -(-groups // enlarge), _align(cin_g * enlarge, c0), _align(cout_g * enlarge, FRACTAL)
+        strides, pads, dil = op.props.ints("strides"), op.props.ints("pads"), op.props.ints("dilations")
+        conv = (h + pads[0] + pads[1], wd + pads[2] + pads[3], out[3], strides[2], (kh - 1) * dil[2] + 1)
+        return Gemm(batch, n * out[2] * out[3], cin_opt * kh * kw, cout_opt, din, dout, conv=conv, window=kh * kw), cout
+    if isinstance(op, ag.FullyConnectionOp):
+        axis = op.props.int("axis", 1)
+        rows, k = math.prod(ag.shape_of(x.type)[:axis]), math.prod(ag.shape_of(x.type)[axis:])
+        cols = op.props.int("num_output")
+    else:
+        ta, tb = {
+            ag.MatMulV2Op: ("transpose_x1", "transpose_x2"), ag.BatchMatMulOp: ("adj_x1", "adj_x2"), ag.GemmOp: ("trans_a", "trans_b"),
+        }[type(op)]
+        rows, k = _matrix(ag.shape_of(x.type), op.props.bool(ta), True)
+        _, cols = _matrix(ag.shape_of(w.type), op.props.bool(tb), False)
+    batch = max(1, numel(y) // max(1, rows * cols))
+    gemm = Gemm(batch, rows, k, cols, din, dout, a_nd=nd[x], b_nd=nd[w], out_nd=nd[y] and profile.fix_pipe)
+    return gemm, cols
+
+
+def _bias_of(op: ag.CubeOp, n_logical: int) -> SSAValue | None:
+    """The per-column bias a cube op adds (a GEMM's c when it is one, times 1)."""
+    if isinstance(op, ag.GemmOp):
+        c = op.operands[2] if len(op.operands) > 2 else None
+        if c is None or op.props.float("beta") != 1.0 or numel(c) != n_logical:
+            return None
+        return c
+    return op.operands[2] if len(op.operands) > 2 else None
+
+
+def epilogue_of(
+    profile: SocProfile, cube: ag.CubeOp, tail: list[Operation], outputs: Sequence[SSAValue], n_logical: int
+) -> Epilogue:
+    """How the tiles of a cube op leave L0C (see `Epilogue`)."""
+    result = cube.results[0]
+    bias = _bias_of(cube, n_logical)
+    scale = isinstance(cube, ag.GemmOp) and cube.props.float("alpha") != 1.0
+    addend = None
+    if isinstance(cube, ag.GemmOp) and len(cube.operands) > 2 and bias is None:
+        addend = cube.operands[2]
+    to_nd = bool(tail) and isinstance(tail[-1], ag.TransDataOp) and tail[-1].props.str("src_format") == "FRACTAL_NZ"
+    compute = tail[:-1] if to_nd else tail
+    plain = not compute or (len(compute) == 1 and isinstance(compute[0], ag.ReluOp))
+    if profile.fix_pipe and plain and not scale and addend is None and len(outputs) == 1:
+        return Epilogue("fix", result, tail, [], [], list(outputs), bias, nd_store=to_nd)
+    kind = "mixed" if profile.fix_pipe else "vector"
+    inside = {result, *(r for op in tail for r in op.results)}
+    stored = set(outputs)
+    aliases = {tail[-1].results[0]: tail[-1].operands[0]} if to_nd else {}
+    values = [EpiValue(result, "tile", element_bytes(result), kind == "mixed" or result in stored)]
+    values += [EpiValue(r, "tile", element_bytes(r), r in stored) for op in compute for r in op.results]
+    if to_nd:  # MTE3 writes the NZ tile's rows in ND: the tile is its input's buffer
+        values = [replace(v, double=True) if v.value in aliases.values() else v for v in values]
+    loads: list[SSAValue] = []
+    extra = [v for op in tail for v in op.operands if v not in inside]
+    if bias is not None and not profile.fix_pipe:
+        extra.insert(0, bias)
+    if addend is not None:
+        extra.insert(0, addend)
+    for v in extra:
+        if v in loads:
+            continue
+        loads.append(v)
+        n = numel(v)
+        kind_ = "one" if n == 1 else "col" if n == n_logical else "tile"
+        values.append(EpiValue(v, kind_, element_bytes(v), True))
+    beta = cube.props.float("beta") if isinstance(cube, ag.GemmOp) else 1.0
+    return Epilogue(kind, result, compute, values, loads, list(outputs), bias, scale, addend, beta != 1.0, aliases=aliases)

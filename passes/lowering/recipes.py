@@ -1,0 +1,218 @@
+"""Vector instruction sequences per op (`RECIPES`) and their emission over one tile."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from dialects import ascend_graph as ag
+from dialects import formats, shapes
+from ge.core import dtypes
+from ge.core.errors import ModelError
+from passes.lowering.program import Ops, vec
+
+# =========================================================== vector instructions
+
+Recipe = list[tuple[str, str, str]]
+"""(instruction, dtypes template, basis) per vector instruction of an op. The
+template uses {d} (compute dtype), {i}/{o} (input/output dtype) and {u} (an unsigned
+integer of the element width); the basis says how many elements it covers in a
+tile: "out" (the result), "in" (the first operand), "row" (one per row), "param"
+(the second operand), "window" (the result times the pooling window)."""
+
+UNARY, BINARY = "{d}_{d}", "{d}_{d}_{d}"
+"""The dtype templates of a one-input and a two-input instruction computing in {d}."""
+_ERF: Recipe = (
+    [("VMINS", BINARY, "out"), ("VMAXS", BINARY, "out"), ("VMUL", BINARY, "out")]
+    + [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out")] * 4
+    + [("VMUL", BINARY, "out"), ("VMUL", BINARY, "out"), ("VDIV", BINARY, "out")]
+)
+_EXP_FAMILY: dict[type[Operation], Recipe] = {
+    ag.SigmoidOp: [("VMULS", BINARY, "out"), ("VEXP", UNARY, "out"), ("VADDS", BINARY, "out"), ("VREC", UNARY, "out")],
+    ag.TanhOp: [
+        ("VMULS", BINARY, "out"), ("VEXP", UNARY, "out"), ("VADDS", BINARY, "out"), ("VREC", UNARY, "out"),
+        ("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"),
+    ],
+    ag.SoftplusOp: [
+        ("VABS", UNARY, "out"), ("VMULS", BINARY, "out"), ("VEXP", UNARY, "out"), ("VADDS", BINARY, "out"),
+        ("VLN", UNARY, "out"), ("VMAXS", BINARY, "out"), ("VADD", BINARY, "out"),
+    ],
+    ag.EluOp: [
+        ("VMINS", BINARY, "out"), ("VEXP", UNARY, "out"), ("VADDS", BINARY, "out"), ("VMULS", BINARY, "out"),
+        ("VMAXS", BINARY, "out"), ("VADD", BINARY, "out"),
+    ],
+}
+_EXP_FAMILY[ag.SeluOp] = _EXP_FAMILY[ag.EluOp] + [("VMULS", BINARY, "out")]
+_TRIG: Recipe = (
+    [("VMULS", BINARY, "out"), ("VCONV", "{d}_INT32", "out"), ("VCONV", "INT32_{d}", "out"), ("VMULS", BINARY, "out")]
+    + [("VSUB", BINARY, "out"), ("VMUL", BINARY, "out")]
+    + [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), ("VMUL", BINARY, "out")] * 3
+)
+_ROUNDING: Recipe = [("VCONV", "{d}_INT32", "out"), ("VCONV", "INT32_{d}", "out")]
+
+RECIPES: dict[type[Operation], Recipe] = {
+    ag.AddOp: [("VADD", BINARY, "out")],
+    ag.SubOp: [("VSUB", BINARY, "out")],
+    ag.MulOp: [("VMUL", BINARY, "out")],
+    ag.DivOp: [("VDIV", BINARY, "out")],
+    ag.MaximumOp: [("VMAX", BINARY, "out")],
+    ag.MinimumOp: [("VMIN", BINARY, "out")],
+    ag.PowOp: [("VLN", UNARY, "out"), ("VMUL", BINARY, "out"), ("VEXP", UNARY, "out")],
+    ag.PReluOp: [("VMINS", BINARY, "out"), ("VMUL", BINARY, "out"), ("VMAXS", BINARY, "out"), ("VADD", BINARY, "out")],
+    **{cls: [("VCMPV", BINARY, "out")] for cls in (ag.EqualOp, ag.LessOp, ag.LessEqualOp, ag.GreaterOp, ag.GreaterEqualOp)},
+    ag.LogicalAndOp: [("VAND", BINARY, "out")],
+    ag.LogicalOrOp: [("VOR", BINARY, "out")],
+    ag.LogicalXorOp: [("VOR", BINARY, "out"), ("VAND", BINARY, "out"), ("VNOT", UNARY, "out"), ("VAND", BINARY, "out")],
+    ag.LogicalNotOp: [("VNOT", UNARY, "out")],
+    ag.NegOp: [("VMULS", BINARY, "out")],
+    ag.AbsOp: [("VABS", UNARY, "out")],
+    ag.SignOp: [("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out"), ("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out")],
+    ag.ReluOp: [("VRELU", UNARY, "out")],
+    ag.SqrtOp: [("VSQRT", UNARY, "out")],
+    ag.RsqrtOp: [("VRSQRT", UNARY, "out")],
+    ag.ExpOp: [("VEXP", UNARY, "out")],
+    ag.LogOp: [("VLN", UNARY, "out")],
+    ag.ErfOp: _ERF,
+    **_EXP_FAMILY,
+    ag.SinOp: _TRIG,
+    ag.CosOp: _TRIG,
+    ag.FloorOp: _ROUNDING,
+    ag.CeilOp: _ROUNDING,
+    ag.RoundOp: _ROUNDING,
+    ag.SoftsignOp: [("VABS", UNARY, "out"), ("VADDS", BINARY, "out"), ("VDIV", BINARY, "out")],
+    ag.HardSwishOp: [("VADDS", BINARY, "out"), ("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out"), ("VMUL", BINARY, "out"), ("VMULS", BINARY, "out")],
+    ag.LeakyReluOp: [("VLRELU", BINARY, "out")],
+    ag.HardSigmoidOp: [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), ("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out")],
+    ag.CastOp: [("VCONV", "{i}_{o}", "out")],
+    ag.SelectOp: [("VSEL", BINARY, "out")],
+    ag.ExpandOp: [("VCOPY", "{u}_{u}", "out")],
+    ag.TileOp: [("VCOPY", "{u}_{u}", "out")],
+    ag.PadOp: [("VECTORDUP", UNARY, "out")],
+    ag.SoftmaxOp: [("VCMAX", UNARY, "in"), ("VSUB", BINARY, "in"), ("VEXP", UNARY, "in"), ("VCADD", UNARY, "in"), ("VDIV", BINARY, "in")],
+    ag.LogSoftmaxOp: [
+        ("VCMAX", UNARY, "in"), ("VSUB", BINARY, "in"), ("VEXP", UNARY, "in"), ("VCADD", UNARY, "in"), ("VLN", UNARY, "row"),
+        ("VSUB", BINARY, "in"),
+    ],
+    ag.LayerNormOp: [
+        ("VCADD", UNARY, "in"), ("VMULS", BINARY, "row"), ("VSUB", BINARY, "in"), ("VMUL", BINARY, "in"), ("VCADD", UNARY, "in"),
+        ("VMULS", BINARY, "row"), ("VADDS", BINARY, "row"), ("VRSQRT", UNARY, "row"), ("VMUL", BINARY, "in"), ("VMUL", BINARY, "in"),
+        ("VADD", BINARY, "in"),
+    ],
+    ag.BatchNormOp: [
+        ("VADDS", BINARY, "param"), ("VRSQRT", UNARY, "param"), ("VMUL", BINARY, "param"), ("VMUL", BINARY, "param"),
+        ("VSUB", BINARY, "param"), ("VMUL", BINARY, "out"), ("VADD", BINARY, "out"),
+    ],
+    ag.MaxPoolOp: [("VMAX", BINARY, "window")],
+    ag.AvgPoolOp: [("VADD", BINARY, "window"), ("VMULS", BINARY, "out")],
+    ag.GlobalAveragePoolOp: [("VADD", BINARY, "in"), ("VMULS", BINARY, "out")],
+    ag.GlobalMaxPoolOp: [("VMAX", BINARY, "in")],
+    ag.ArgMaxOp: [("VCMAX", UNARY, "in")],
+    ag.ArgMinOp: [("VCMIN", UNARY, "in")],
+    ag.GatherElementsOp: [("VGATHER", "{u}_{u}", "out")],
+}
+RECIPES[ag.InstanceNormOp] = RECIPES[ag.LayerNormOp]
+RECIPES[ag.ClipByValueOp] = [("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out")]
+
+MOVES: tuple[type[Operation], ...] = (
+    ag.ConcatOp, ag.SplitOp, ag.SplitVOp, ag.StridedSliceOp, ag.DepthToSpaceOp, ag.SpaceToDepthOp, ag.GatherOp,
+)
+"""Ops that only move data: DMA between GM and UB, no vector instruction."""
+PROPORTIONAL: tuple[type[Operation], ...] = (
+    ag.ConcatOp, ag.SplitOp, ag.SplitVOp, ag.StridedSliceOp, ag.PadOp, ag.TileOp, ag.DepthToSpaceOp,
+    ag.SpaceToDepthOp, ag.ResizeOp, ag.TransposeOp, ag.ConfusionTransposeOp, ag.TransDataOp, ag.GatherOp,
+    ag.MaxPoolOp, ag.AvgPoolOp,
+)
+"""Ops whose operands and results are cut into tiles in proportion to their sizes."""
+
+
+def recipe(op: Operation) -> Recipe:
+    """The vector instructions one tile of the op takes."""
+    impl = op.attributes.get("impl_mode")
+    precise = getattr(impl, "data", "high_performance") == "high_precision"
+    if isinstance(op, ag.GeluOp):
+        tanh_form = [
+            ("VMUL", BINARY, "out"), ("VMUL", BINARY, "out"), ("VMULS", BINARY, "out"), ("VADD", BINARY, "out"),
+            ("VMULS", BINARY, "out"), ("VEXP", UNARY, "out"), ("VADDS", BINARY, "out"), ("VDIV", BINARY, "out"),
+        ]
+        erf_form = _ERF + [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), ("VMUL", BINARY, "out")]
+        return erf_form if op.props.str("approximate", "none") == "none" else tanh_form
+    if isinstance(op, ag.ReciprocalOp):
+        return [("VECTORDUP", UNARY, "out"), ("VDIV", BINARY, "out")] if precise else [("VREC", UNARY, "out")]
+    if isinstance(op, ag.ClipByValueOp):
+        return [r for r, key in zip(RECIPES[ag.ClipByValueOp], ("min", "max")) if op.props.has(key)]
+    if isinstance(op, ag.ReduceOp):
+        return _reduction(op)
+    if isinstance(op, ag.TransDataOp):
+        fmts = {op.props.str("src_format"), op.props.str("dst_format")}
+        return [] if "FRACTAL_NZ" in fmts else [("VNCHWCONV", "{u}_{u}", "out")]
+    if isinstance(op, ag.TransposeOp | ag.ConfusionTransposeOp):
+        perm = op.props.ints("perm")
+        return [] if perm and perm[-1] == len(perm) - 1 else [("VNCHWCONV", "{u}_{u}", "out")]
+    if isinstance(op, ag.ResizeOp):
+        steps = {"nearest": 0, "linear": 2, "cubic": 4}[op.props.str("mode")]
+        return [("VMUL", BINARY, "out"), ("VADD", BINARY, "out")] * steps
+    if isinstance(op, MOVES):
+        return []
+    if type(op) in RECIPES:
+        return RECIPES[type(op)]
+    raise ModelError(f"{getattr(op, 'OP_TYPE', op.name)}: no vector kernel for {op.name}")
+
+
+def _reduction(op: ag.ReduceOp) -> Recipe:
+    shape = ag.shape_of(op.x.type)
+    axes = shapes.norm_axes(op.props.ints("axes"), len(shape)) or tuple(range(len(shape)))
+    across = len(shape) - 1 in axes  # the last axis: within a repeat (VC*), else across rows
+    instr = {
+        ag.ReduceSumOp: ("VCADD", "VADD"), ag.ReduceMeanOp: ("VCADD", "VADD"),
+        ag.ReduceMaxOp: ("VCMAX", "VMAX"), ag.ReduceMinOp: ("VCMIN", "VMIN"), ag.ReduceProdOp: ("VMUL", "VMUL"),
+    }[type(op)][0 if across else 1]
+    steps: Recipe = [(instr, UNARY if instr.startswith("VC") else BINARY, "in")]
+    return steps + ([("VMULS", BINARY, "out")] if isinstance(op, ag.ReduceMeanOp) else [])
+
+
+_DTYPE_NAMES = {"float16": "FP16", "bfloat16": "BF16", "float32": "FP32", "float64": "FP64", "bool": "UINT8"}
+
+
+def dtype_name(dtype: Attribute) -> str:
+    """The calibration tables' spelling: FP16, BF16, FP32, INT8, UINT8, INT32, ..."""
+    name = dtypes.name(dtype)
+    return _DTYPE_NAMES.get(name, name.upper())
+
+
+def emit_recipes(
+    ops: Sequence[Operation], buffers: dict[SSAValue, SSAValue], elements_of: Callable[[SSAValue], int], rows: int
+) -> Ops:
+    """The vector instructions of `ops` over one tile: `buffers` holds each value's UB
+    buffer, `elements_of` its elements in the tile, `rows` the tile's rows."""
+    out: Ops = []
+    for op in ops:
+        steps = recipe(op)
+        if not steps:
+            continue
+        first, result = op.operands[1 if isinstance(op, ag.SelectOp) else 0], op.results[0]  # a select's values, not its mask
+        din, dout = ag.dtype_of(first.type), ag.dtype_of(result.type)
+        widen = dtype_name(din) == "BF16" and not isinstance(op, ag.CastOp)  # no bfloat16 arithmetic
+        compute = "FP32" if widen else dtype_name(din)
+        width = formats.element_bits(din)
+        size = 4 if widen else max(1, width // 8, formats.element_bits(dout) // 8)
+        basis = {
+            "out": elements_of(result),
+            "in": elements_of(first),
+            "row": max(rows, 1),
+            "param": elements_of(op.operands[1]) if len(op.operands) > 1 else 1,
+            "window": elements_of(result) * _window(op),
+        }
+        buffers_ = [buffers[result], *(buffers[v] for v in op.operands if v in buffers)]
+        if widen:
+            out += vec("VCONV", "BF16_FP32", basis["in"], buffers_, 4)
+        for instr, template, base in steps:
+            names = template.format(d=compute, i=dtype_name(din), o=dtype_name(dout), u=f"UINT{max(width, 16)}")
+            out += vec(instr, names, basis[base], buffers_, size)
+        if widen and dtype_name(dout) == "BF16":
+            out += vec("VCONV", "FP32_BF16", basis["out"], buffers_[:1], 4)
+    return out
+
+
+def _window(op: Operation) -> int:
+    return shapes.numel(op.props.ints("ksize")) if isinstance(op, ag.PoolOp) else 1

@@ -1,0 +1,229 @@
+"""Vector kernels: tiles of whole rows in the Unified Buffer (see the package docstring)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import Operation, SSAValue
+
+from dialects import ascend_graph as ag
+from dialects import shapes
+from dialects.ascend_kernel import (
+    ScalarOp,
+    SetFlagOp,
+    WaitFlagOp,
+)
+from ge.core.errors import ModelError
+from ge.core.soc import SocProfile
+from passes.lowering.program import (
+    SETUP_INSTRS,
+    Ops,
+    Plan,
+    Program,
+    aligned,
+    body,
+    copy,
+    double_buffered,
+    element_bytes,
+    numel,
+    padding,
+    repeat,
+    split,
+    sync,
+)
+from passes.lowering.recipes import PROPORTIONAL, emit_recipes, recipe
+
+# --------------------------------------------------------------- vector kernels
+
+
+@dataclass(frozen=True)
+class Space:
+    """The iteration space of a vector scope: `rows` of `row` elements."""
+
+    rows: int
+    row: int
+    total: int
+
+
+@dataclass(frozen=True)
+class UbValue:
+    """A value of a vector scope with its UB buffer: elements per row of the space,
+    at most `cap` (a broadcast operand is read whole, once per tile), as laid out
+    (`padding`: physical over logical elements), and whether GM reads or writes it."""
+
+    value: SSAValue
+    per_row: float
+    cap: int
+    element_bytes: int
+    crosses_gm: bool
+    padding: float
+
+    def elements(self, rows: float) -> int:
+        return max(1, math.ceil(min(self.cap, self.per_row * rows) * self.padding))
+
+    def nbytes(self, rows: float) -> int:
+        return self.elements(rows) * self.element_bytes
+
+
+def ub_bytes(profile: SocProfile, values: Iterable[UbValue], rows: float) -> int:
+    """UB for a tile of `rows`: every value its buffer, two for those GM reads or writes."""
+    return sum(aligned(profile, "UB", v.nbytes(rows)) * (2 if v.crosses_gm else 1) for v in values)
+
+
+def row_length(op: Operation) -> int:
+    """Elements one row of the op needs whole (1 for elementwise work)."""
+    x = ag.shape_of(op.operands[0].type) if op.operands else ()
+    if isinstance(op, ag.ReduceOp):
+        axes = shapes.norm_axes(op.props.ints("axes"), len(x)) or tuple(range(len(x)))
+        return shapes.numel([x[a] for a in axes])
+    if isinstance(op, ag.SoftmaxOp | ag.LogSoftmaxOp):
+        return shapes.numel([x[a] for a in shapes.norm_axes(op.props.ints("axes"), len(x))])
+    if isinstance(op, ag.LayerNormOp):
+        return shapes.numel(x[shapes.norm_axis(op.props.int("begin_norm_axis"), len(x)) :])
+    if isinstance(op, ag.InstanceNormOp | ag.GlobalPoolOp):
+        return shapes.numel(x[2:])
+    if isinstance(op, ag.ArgOp):
+        return x[shapes.norm_axis(op.props.int("axis"), len(x))]
+    return 1
+
+
+def _gathered(ops: Sequence[Operation]) -> dict[SSAValue, SSAValue]:
+    """The tables gathers index (read row by row), with what each gathers from them."""
+    return {op.operands[0]: op.results[0] for op in ops if isinstance(op, ag.GatherOp | ag.GatherElementsOp)}
+
+
+def vector_space(ops: Sequence[Operation]) -> Space:
+    tables = _gathered(ops)
+    total = max(numel(v) for op in ops for v in (*op.operands, *op.results) if v not in tables)
+    row = max(row_length(op) for op in ops)
+    return Space(max(1, total // row), row, total)
+
+
+def vector_values(ops: Sequence[Operation], crossing: set[SSAValue], space: Space, rows: int) -> list[UbValue]:
+    """Every value of the scope, with its share of a tile of `space`'s rows (pieces
+    of the scope's `rows` when a whole row does not fit)."""
+    partitioned = {v for op in ops if isinstance(op, PROPORTIONAL) for v in (*op.operands, *op.results)}
+    tables = _gathered(ops)
+    found: dict[SSAValue, UbValue] = {}
+    for v in (v for op in ops for v in (*op.operands, *op.results)):
+        if v in found:
+            continue
+        n = numel(tables.get(v, v))
+        if v in tables or n == space.total or v in partitioned:
+            per = n / space.rows  # streamed with the rows
+        elif n == rows and space.total > rows:
+            per = n / space.rows  # one per row: a reduction's result
+        else:
+            per = float(space.row)  # broadcast along the rows: whole, up to a tile's worth
+        found[v] = UbValue(v, per, n, element_bytes(v), v in crossing, padding(v))
+    return list(found.values())
+
+
+def vector_plan(
+    profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
+    cores: int, core_type: str,
+) -> Plan:
+    """Blocks and UB tiles of a vector scope, and its program. A row too long for
+    the UB is cut into pieces that are: a reduction accumulates piece by piece, a
+    normalisation (softmax, layer or instance norm) reads its pieces twice, once
+    for the row's statistics and once to normalise."""
+    space = vector_space(ops)
+    crossing = set(inputs) | set(outputs)
+    values = vector_values(ops, crossing, space, space.rows)
+    narrowest = min(v.element_bytes for v in values)
+    unit = 32 // narrowest if space.row == 1 else 1  # rows of a 32-byte block of the narrowest value
+    units = -(-space.rows // unit)
+    block_dim = min(cores, units)
+    block_rows = min(space.rows, -(-units // block_dim) * unit)
+    if ub_bytes(profile, values, min(unit, block_rows)) > profile.ub_bytes:
+        if space.row == 1:
+            raise ModelError(f"{scope_label(ops)}: one 32-byte block of each value does not fit {profile.name}'s UB")
+        return _row_pieces(profile, ops, inputs, outputs, space, block_dim, block_rows, core_type)
+    lo, hi = 1, max(1, -(-block_rows // unit))
+    while lo < hi:  # the largest tile, in units, that fits
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if ub_bytes(profile, values, mid * unit) <= profile.ub_bytes else (lo, mid - 1)
+    tile = min(lo * unit, block_rows)
+    computes = any(recipe(op) for op in ops)
+    tiling = {
+        "rows": space.rows, "row": space.row, "elements": space.total, "block_rows": block_rows,
+        "tile_rows": tile, "tiles": -(-block_rows // tile), "ub_bytes": ub_bytes(profile, values, tile),
+    }
+
+    def program(gm: dict[SSAValue, SSAValue], workspace: SSAValue | None) -> Ops:
+        prog = Program(profile)
+        ub = {v.value: prog.pair("UB", v.nbytes(tile)) if v.crosses_gm else (prog.alloc("UB", v.nbytes(tile)),) * 2 for v in values}
+        share = {v.value: v for v in values}
+
+        def make(slot: int, rows: int) -> Ops:
+            buffers = {v: pair[slot] for v, pair in ub.items()}
+            size = {v: share[v].elements(rows) for v in share}
+            loads = [copy(profile, gm[v], buffers[v], size[v] * share[v].element_bytes) for v in inputs]
+            stores = [copy(profile, buffers[v], gm[v], size[v] * share[v].element_bytes) for v in outputs]
+            if not computes:
+                return body([WaitFlagOp("MTE3", "MTE2", slot), *loads, *sync("MTE2", "MTE3", slot), *stores, SetFlagOp("MTE3", "MTE2", slot)])
+            ops_: Ops = [WaitFlagOp("V", "MTE2", slot), *loads, *sync("MTE2", "V", slot), WaitFlagOp("MTE3", "V", slot)]
+            ops_ += emit_recipes(ops, buffers, size.__getitem__, rows)
+            ops_ += [SetFlagOp("V", "MTE2", slot), *sync("V", "MTE3", slot), *stores, SetFlagOp("MTE3", "V", slot)]
+            return body(ops_)
+
+        frees = [("V", "MTE2", 0), ("MTE3", "V", 0)] if computes else [("MTE3", "MTE2", 0)]
+        gathers = sum(isinstance(op, ag.GatherOp) for op in ops)
+        setup = [ScalarOp(SETUP_INSTRS + 4 * gathers * block_rows)]  # a gather's source address per row
+        ops_ = double_buffered(*split(block_rows, tile), make, frees)
+        return [*prog.allocs, *setup, *ops_]
+
+    return Plan(block_dim, core_type, tiling, 0, program)
+
+
+NORMALISING = (ag.SoftmaxOp, ag.LogSoftmaxOp, ag.LayerNormOp, ag.InstanceNormOp)
+
+
+def _row_pieces(
+    profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
+    space: Space, block_dim: int, block_rows: int, core_type: str,
+) -> Plan:
+    """A vector scope whose rows are cut into the largest pieces that fit the UB."""
+    crossing = set(inputs) | set(outputs)
+    pieces = 2
+    while True:
+        part = Space(space.rows * pieces, -(-space.row // pieces), space.total)
+        values = vector_values(ops, crossing, part, space.rows)
+        if ub_bytes(profile, values, 1) <= profile.ub_bytes:
+            break
+        if part.row == 1:
+            raise ModelError(f"{scope_label(ops)}: not even one element of each value fits {profile.name}'s UB")
+        pieces *= 2
+    piece = part.row
+    passes = 2 if any(isinstance(op, NORMALISING) for op in ops) else 1
+    tiling = {
+        "rows": space.rows, "row": space.row, "elements": space.total, "block_rows": block_rows,
+        "row_pieces": -(-space.row // piece), "piece": piece, "passes": passes, "ub_bytes": ub_bytes(profile, values, 1),
+    }
+
+    def program(gm: dict[SSAValue, SSAValue], workspace: SSAValue | None) -> Ops:
+        prog = Program(profile)
+        ub = {v.value: prog.pair("UB", v.nbytes(1)) if v.crosses_gm else (prog.alloc("UB", v.nbytes(1)),) * 2 for v in values}
+        share = {v.value: v for v in values}
+
+        def make(slot: int, elements: int) -> Ops:
+            buffers = {v: pair[slot] for v, pair in ub.items()}
+            size = {v: share[v].elements(elements / piece) for v in share}
+            loads = [copy(profile, gm[v], buffers[v], size[v] * share[v].element_bytes) for _ in range(passes) for v in inputs]
+            stores = [copy(profile, buffers[v], gm[v], size[v] * share[v].element_bytes) for v in outputs]
+            ops_: Ops = [WaitFlagOp("V", "MTE2", slot), *loads, *sync("MTE2", "V", slot), WaitFlagOp("MTE3", "V", slot)]
+            ops_ += emit_recipes(ops, buffers, size.__getitem__, 1)
+            ops_ += [SetFlagOp("V", "MTE2", slot), *sync("V", "MTE3", slot), *stores, SetFlagOp("MTE3", "V", slot)]
+            return body(ops_)
+
+        row = lambda: body(double_buffered(*split(space.row, piece), make, [("V", "MTE2", 0), ("MTE3", "V", 0)]))  # noqa: E731
+        return [*prog.allocs, ScalarOp(SETUP_INSTRS), *repeat(block_rows, row)]
+
+    return Plan(block_dim, core_type, tiling, 0, program)
+
+
+def scope_label(ops: Sequence[Operation]) -> str:
+    op = ops[0]
+    return f"{op.OP_TYPE} '{op.label}'" if isinstance(op, ag.AscendOp) else op.name
