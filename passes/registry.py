@@ -105,11 +105,16 @@ _PROJECT_PASSES.update(
 _PROJECT_PASSES.update(
     {
         **{
-            name: _pass_in("ub_fusion", name)
-            for name in (
-                "TbeConvDoubleInFusionPass", "TbeCommonRules0FusionPass", "TbeMatmulElemwiseFusionPass",
-                "TbeBatchMatmulElementWiseFusionPass", "AutomaticUbFusion", "MatmulTransdataFusionPass",
-            )
+            name: _pass_in(module, name)
+            for module, names in {
+                "ub_fusion.cube_tails": (
+                    "TbeConvDoubleInFusionPass", "TbeCommonRules0FusionPass", "TbeMatmulElemwiseFusionPass",
+                    "TbeBatchMatmulElementWiseFusionPass",
+                ),
+                "ub_fusion.automatic": ("AutomaticUbFusion",),
+                "ub_fusion.matmul_transdata": ("MatmulTransdataFusionPass",),
+            }.items()
+            for name in names
         },
         "FusionVirtualOpSetSwitch": _pass_in("split_no_task", "FusionVirtualOpSetSwitch"),
     }

@@ -98,7 +98,7 @@ def test_imports_only_downward(path: Path) -> None:
         ("dialects.kernel_boundary", "from passes.fusion import FusionPass"),
         ("passes.fusion", "from ge.backend.schedule import Schedule"),
         ("passes.lower_to_kernel", "from ge.pipeline import optimize"),
-        ("ge.sim.runtime", "from passes.ub_fusion import working_set"),
+        ("ge.sim.runtime", "from passes.ub_fusion.scopes import working_set"),
         ("ge.sim.runtime", "from ..backend import memory"),
         ("ge.sim.runtime", "from ge.frontend import load_onnx"),
         ("ge.backend.memory", "import ge.sim.timing"),

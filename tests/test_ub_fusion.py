@@ -39,7 +39,8 @@ from ge.testing import GraphBuilder, clone, graphs, run_pass
 from passes.fusion import FusionKind, collect_statistics, ordered
 from passes.registry import get_pass
 from dialects.kernel_boundary import SCOPE_ATTR, kernel_scopes, scope_of
-from passes.ub_fusion import AutomaticUbFusion, scope_violations, working_set
+from passes.ub_fusion.automatic import AutomaticUbFusion
+from passes.ub_fusion.scopes import scope_violations, working_set
 
 UB_PASSES = (
     "TbeConvDoubleInFusionPass",

@@ -1,0 +1,298 @@
+"""The graph UB fusion works on (ops in program order with scopes contracted), the
+Unified Buffer working set a scope needs, and the base of the UB fusion passes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import Operation, SSAValue
+
+from dialects import ascend_graph as ag
+from dialects.formats import nbytes
+from dialects.kernel_boundary import SCOPE_ATTR, is_no_task, op_type, scope_of
+from dialects.shapes import DYN
+from ge.core import soc as socs
+from ge.core.options import DEFAULT_SOC_VERSION, check_fields, option_field
+from passes.fusion import FusionCounts, FusionKind, FusionPass
+
+MAX_SCOPE_OPS = 10
+"""GE's limit on the ops of one buffer-fusion pattern."""
+FRACTAL = 16
+BLOCK_BYTES = 32
+
+CONV_TYPES = frozenset({"Conv2D"})
+MATMUL_TYPES = frozenset({"MatMulV2", "GEMM", "FullyConnection"})
+BATCH_MATMUL_TYPES = frozenset({"BatchMatMulV2"})
+CUBE_TYPES = CONV_TYPES | MATMUL_TYPES | BATCH_MATMUL_TYPES
+DOUBLE_IN_FORMATS = frozenset({"NCHW", "NHWC", "HWCN"})
+
+
+# ------------------------------------------------------------------ op classes
+
+
+def is_cube(op: Operation) -> bool:
+    return op_type(op) in CUBE_TYPES
+
+
+def is_elementwise(op: Operation) -> bool:
+    """A vector op computing each output element from the same element of its
+    (broadcast) inputs."""
+    if isinstance(op, ag.IdentityOp):
+        return False
+    return isinstance(op, ag.UnaryOp | ag.BinaryOp | ag.CastOp | ag.SelectOp | ag.ExpandOp)
+
+
+def is_row_reduction(op: Operation) -> bool:
+    """A reduction that keeps its axes, so that its result broadcasts back."""
+    return isinstance(op, ag.ReduceOp) and op.props.bool("keep_dims")
+
+
+# ------------------------------------------------------------------- the graph
+
+
+@dataclass(eq=False)
+class Group:
+    """The ops of one scope (marked, or proposed by a pass)."""
+
+    ops: list[Operation]
+    scope: int | None = None
+
+
+class ScopeGraph:
+    """The ops of one graph block in program order, with their scopes contracted.
+
+    Program order is a topological order, so a path between plain ops only goes
+    forward; a scope is one node (its kernel runs as a whole), which may join
+    ops far apart.
+    """
+
+    def __init__(self, block_ops: Iterable[Operation]):
+        self.ops = list(block_ops)
+        self.pos = {op: i for i, op in enumerate(self.ops)}
+        self.group: dict[Operation, Group] = {}
+        self._spans: list[tuple[int, int]] | None = None
+        marked: dict[int, Group] = {}
+        for op in self.ops:
+            scope = scope_of(op)
+            if scope is not None:
+                marked.setdefault(scope, Group([], scope)).ops.append(op)
+        for g in marked.values():
+            self.add(g)
+
+    @classmethod
+    def of(cls, module: ModuleOp) -> list[ScopeGraph]:
+        return [cls(g.body.block.ops) for g in module.walk() if isinstance(g, ag.GraphOp)]
+
+    def add(self, group: Group) -> None:
+        for op in group.ops:
+            self.group[op] = group
+        self._spans = None
+
+    @property
+    def groups(self) -> list[Group]:
+        return list({id(g): g for g in self.group.values()}.values())
+
+    @staticmethod
+    def users(op: Operation) -> list[Operation]:
+        return [use.operation for r in op.results for use in r.uses]
+
+    @staticmethod
+    def producers(op: Operation) -> list[Operation]:
+        return [v.owner for v in op.operands if isinstance(v.owner, Operation)]
+
+    def escaping(self, members: set[Operation]) -> list[SSAValue]:
+        """The values of `members` used outside them (a net_output is outside)."""
+        return [r for op in members for r in op.results if any(u.operation not in members for u in r.uses)]
+
+    def _bound(self, targets: set[Operation]) -> int:
+        """A position after which no op can reach `targets`: past the targets, and
+        past every scope that starts before that point (a scope may reach back)."""
+        if self._spans is None:
+            self._spans = sorted((min(map(self.pos.get, g.ops)), max(map(self.pos.get, g.ops))) for g in self.groups)
+        bound = max(self.pos[t] for t in targets)
+        for lo, hi in self._spans:
+            if lo > bound:
+                break
+            bound = max(bound, hi)
+        return bound
+
+    def path_exists(self, sources: set[Operation], targets: set[Operation]) -> bool:
+        """Whether a path leaves `sources` and reaches `targets`, scopes contracted."""
+        if not targets:
+            return False
+        bound = self._bound(targets)
+        stack = [u for op in sources for u in self.users(op) if u not in sources]
+        seen: set[Operation] = set()
+        while stack:
+            op = stack.pop()
+            if op in targets:
+                return True
+            if op in seen or op in sources or self.pos.get(op, bound + 1) > bound:
+                continue
+            group = self.group.get(op)
+            members = group.ops if group is not None else [op]
+            for m in members:
+                if m in targets:
+                    return True
+                seen.add(m)
+            stack.extend(u for m in members for u in self.users(m) if u not in seen)
+        return False
+
+    def convex(self, members: set[Operation]) -> bool:
+        """No path leaves `members` and comes back (the kernel graph stays acyclic)."""
+        return not self.path_exists(members, members)
+
+
+# ---------------------------------------------------------------- working set
+
+
+def _dims(value: SSAValue) -> tuple[int, ...]:
+    """The logical (origin) shape: the one reduction axes and broadcasting refer to."""
+    return ag.shape_of(value.type)
+
+
+@dataclass(frozen=True)
+class Tile:
+    """How a scope is cut into tiles (see the module docstring): whole `rows` of
+    `shape` from `first_axis` on, a cube `fractal`, or a 32-byte `block`."""
+
+    kind: str
+    shape: tuple[int, ...] = ()
+    first_axis: int = 0
+
+    def elements(self, dims: tuple[int, ...]) -> int:
+        """Elements of a tensor of shape `dims` in one tile (0: one block)."""
+        if self.kind == "rows":
+            aligned = (1,) * (len(self.shape) - len(dims)) + dims
+            return _product(aligned[self.first_axis :])
+        if self.kind == "fractal":
+            return _product(FRACTAL if d == DYN else min(FRACTAL, d) for d in dims[-2:])
+        return 0
+
+
+def _product(values: Iterable[int]) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def tile_of(ops: Sequence[Operation]) -> Tile | None:
+    """The tile of a scope; None when none exists: reductions of different axes or
+    shapes, a dynamic row, or a tensor that does not broadcast into the rows."""
+    reductions = [op for op in ops if isinstance(op, ag.ReduceOp)]
+    if not reductions:
+        return Tile("fractal") if any(is_cube(op) for op in ops) else Tile("block")
+    cuts = set()
+    for op in reductions:
+        shape = _dims(op.operands[0])
+        axes = sorted(a % len(shape) for a in op.props.ints("axes")) or range(len(shape))
+        cuts.add((shape, min(axes)))
+    if len(cuts) != 1:
+        return None
+    shape, first = cuts.pop()
+    if DYN in shape[first:]:
+        return None
+    for op in ops:
+        for v in (*op.operands, *op.results):
+            dims = _dims(v)
+            if len(dims) > len(shape) or any(d not in (1, s) for d, s in zip(reversed(dims), reversed(shape))):
+                return None
+    return Tile("rows", shape, first)
+
+
+def working_set(ops: Sequence[Operation], soc: socs.SocProfile) -> int | None:
+    """Peak UB bytes one tile of the scope `ops` (in program order) keeps live;
+    None when the scope has no tile (`tile_of`)."""
+    tile = tile_of(ops)
+    if tile is None:
+        return None
+    members = set(ops)
+    step_of = {op: i for i, op in enumerate(ops)}
+    last = len(ops) - 1
+    live: dict[SSAValue, list[int]] = {}
+    for step, op in enumerate(ops):
+        if not is_cube(op):
+            for v in op.operands:
+                live.setdefault(v, [step, step])[1] = step
+        for r in op.results:
+            inner = [step_of[u.operation] for u in r.uses if u.operation in members]
+            leaves = len(inner) < r.uses.get_length()
+            live[r] = [step, last if leaves else max(inner, default=step)]
+
+    def tile_bytes(v: SSAValue) -> int:
+        elements = tile.elements(_dims(v))
+        size = BLOCK_BYTES if elements == 0 else soc.align("ub", nbytes(ag.dtype_of(v.type), elements))
+        made_inside = isinstance(v.owner, Operation) and v.owner in members
+        crosses_gm = not made_inside or any(u.operation not in members for u in v.uses)
+        return 2 * size if crosses_gm else size
+
+    sizes = {v: tile_bytes(v) for v in live}
+    return max(sum(sizes[v] for v, (lo, hi) in live.items() if lo <= step <= hi) for step in range(len(ops)))
+
+
+def fits(ops: Sequence[Operation], soc: socs.SocProfile) -> bool:
+    size = working_set(ops, soc)
+    return size is not None and size <= soc.ub_bytes
+
+
+def scope_violations(module: ModuleOp, soc: str = DEFAULT_SOC_VERSION) -> list[str]:
+    """What is wrong with the module's scopes: a scope that is not convex (the
+    kernels would depend on each other in a cycle) or that does not fit the UB."""
+    profile = socs.load(soc)
+    problems = []
+    for graph in ScopeGraph.of(module):
+        for g in graph.groups:
+            members = set(g.ops)
+            names = ", ".join(op_type(op) for op in g.ops)
+            if not graph.convex(members):
+                problems.append(f"scope {g.scope} ({names}) is not convex")
+            size = working_set(g.ops, profile)
+            if size is None or size > profile.ub_bytes:
+                problems.append(f"scope {g.scope} ({names}) needs {size} bytes of UB, {profile.name} has {profile.ub_bytes}")
+    return problems
+
+
+# ---------------------------------------------------------------------- passes
+
+
+def next_scope(module: ModuleOp) -> int:
+    return max((s for op in module.walk() if (s := scope_of(op)) is not None), default=-1) + 1
+
+
+@dataclass(frozen=True)
+class UbFusionPass(FusionPass):
+    """Base of the UB fusion passes: find scopes graph by graph, mark them."""
+
+    kind: ClassVar[FusionKind] = FusionKind.UB
+    soc_version: str = option_field("soc_version")
+    """The SoC whose Unified Buffer the scopes must fit."""
+
+    def fuse(self, module: ModuleOp, counts: FusionCounts) -> None:
+        check_fields(self)
+        profile = socs.load(self.soc_version)
+        next_id = next_scope(module)
+        for graph in ScopeGraph.of(module):
+            for ops in self.scopes(graph, profile, counts):
+                for op in ops:
+                    op.attributes[SCOPE_ATTR] = IntegerAttr(next_id, i64)
+                next_id += 1
+                counts.effect()
+
+    def scopes(self, graph: ScopeGraph, soc: socs.SocProfile, counts: FusionCounts) -> Iterable[list[Operation]]:
+        """The new scopes of one graph, each registered in `graph` as it is found."""
+        raise NotImplementedError
+
+
+def unscoped(graph: ScopeGraph, op: Operation) -> bool:
+    """Not in a scope yet and not `_no_task`."""
+    return op not in graph.group and not is_no_task(op)
+
+
+def single_user_of(op: Operation) -> Operation | None:
+    """The one op using the op's one result (perhaps as several operands)."""
+    users = set(ScopeGraph.users(op))
+    return users.pop() if len(op.results) == 1 and len(users) == 1 else None
