@@ -38,10 +38,10 @@ from ge import fusion_switch
 from ge.core import ir
 from ge.core.errors import OptionError
 from ge.core.options import CompileOptions
-from passes.format import AFTER_FORMAT_SELECTION, FormatSelection
+from passes.format_selection import AFTER_FORMAT_SELECTION, FormatSelection
 from passes.fusion import FusionKind, FusionStatistics, builtin_fusion_passes, collect_statistics, ordered
 from passes.lower_to_kernel import LowerToKernel
-from passes.precision import PrecisionSelection
+from passes.precision_selection import PrecisionSelection
 from passes.registry import get_pass
 
 log = logging.getLogger("ge")

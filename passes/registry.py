@@ -81,10 +81,10 @@ _PROJECT_PASSES.update(
             for name in names
         },
         "constant-folding": _pass_in("constant_folding", "ConstantFoldingPass"),
-        "format-selection": _pass_in("format", "FormatSelection"),
-        "TransdataTransdataPass": _pass_in("format", "TransdataTransdataPass"),
+        "format-selection": _pass_in("format_selection", "FormatSelection"),
+        "TransdataTransdataPass": _pass_in("format_selection", "TransdataTransdataPass"),
         "lower-to-kernel": _pass_in("lower_to_kernel", "LowerToKernel"),
-        "precision-selection": _pass_in("precision", "PrecisionSelection"),
+        "precision-selection": _pass_in("precision_selection", "PrecisionSelection"),
     }
 )
 

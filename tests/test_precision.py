@@ -40,7 +40,7 @@ from ge.core.errors import ModelError, OptionError
 from ge.core.precision_files import resolve
 from ge.testing import GraphBuilder, GraphCase, count_ops
 from ge.core.weights import store_of
-from passes.precision import AICPU_ENGINE, ENGINE, IMPL_MODE, REASON, select_precision
+from passes.precision_selection import AICPU_ENGINE, ENGINE, IMPL_MODE, REASON, select_precision
 
 LAYERS = ("conv", "relu", "flat", "matmul", "softmax", "add", "sigmoid", "mul")
 F16, F32, BF16 = "float16", "float32", "bfloat16"

@@ -11,7 +11,7 @@ from dialects.ascend_graph import AscendOp, CastOp, ConstOp, CubeOp, DataOp, Net
 from ge.core import dtypes, opinfo
 from ge.core.precision_files import resolve
 from ge.testing import GraphCase, assert_equivalent, graphs
-from passes.precision import _LOSSLESS, REASON, select_precision
+from passes.precision_selection import _LOSSLESS, REASON, select_precision
 
 SOCS = ("Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1")
 NO_CUBE = (

@@ -167,7 +167,7 @@ def _compare(
 
     from dialects.ascend_graph import AscendOp, CastOp, ConstOp, DataOp, NetOutputOp, dtype_of
     from ge.core import dtypes
-    from passes.precision import BOUNDARY, ENGINE, IMPL_MODE, REASON
+    from passes.precision_selection import BOUNDARY, ENGINE, IMPL_MODE, REASON
 
     values, outputs = trace(compiled, feeds, store)
     rows: list[LayerRow] = []
