@@ -6,6 +6,7 @@ Every failure must be one line on stderr, a non-zero exit and no traceback (unle
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -366,13 +367,20 @@ def test_xdsl_passes_are_merged():
 # ------------------------------------------------------------------------------- ge
 
 
-def test_ge_demo_runs_every_bundled_model():
-    result = run("ge", "demo")
+def test_ge_demo_compiles_simulates_and_profiles_every_bundled_model(tmp_path: Path):
+    result = run("ge", "demo", "--output", tmp_path / "demo", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())  # rich wraps long lines
     for model in DEMO_MODELS:
-        assert model.name in result.stdout
-    assert "logits float32[1, 10]" in result.stdout
-    assert result.stdout.count("checksum") == len(DEMO_MODELS)
+        assert (tmp_path / "demo" / f"{model.name}.om").is_file()
+        for name in ("op_summary.csv", "trace.json"):
+            assert (tmp_path / "demo" / f"{model.name}_profile" / name).is_file()
+            assert f"wrote {Path('demo')}" in out or f"wrote {tmp_path / 'demo'}" in out
+    assert out.count("ATC run success") == len(DEMO_MODELS)
+    assert out.count("feature map") == len(DEMO_MODELS) and out.count("theoretical minimum") == len(DEMO_MODELS)
+    assert out.count("samples/s at batch 1") == len(DEMO_MODELS) and "utilisation: cube" in out
+    errors = [float(e) for e in re.findall(r"max abs error ([0-9.e+-]+) against the float32 reference interpreter", out)]
+    assert len(errors) == len(DEMO_MODELS) and all(e < 0.05 for e in errors), errors
 
 
 def test_ge_inspect_shows_ops_inputs_and_weights():

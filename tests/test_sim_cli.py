@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ge
+from ge.core.inputs import generated
 from ge.models import DEMO_MODELS
 from ge.sim.config import RunConfig
 from ge.session import Session
@@ -76,6 +77,25 @@ def test_timing_only_needs_no_inputs_and_takes_fewer_cores(bert_om: Path) -> Non
     assert "2 AI cores, 4 vector cores" in two.stdout
     latency = Session(RunConfig(timing_only=True, aicore_num=2)).run(bert_om).latency_us
     assert f"latency {latency:,.1f} us" in two.stdout
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_without_inputs_the_model_runs_on_generated_ones(bert_om: Path, tmp_path: Path, seed: int | None) -> None:
+    """As Ascend's benchmark tool: zeros, or seeded random values with --seed, said in the output."""
+    args = [] if seed is None else ["--seed", str(seed)]
+    result = ge_run(bert_om, "--output", tmp_path, *args)
+    assert result.returncode == 0, result.stderr
+    assert ("generated inputs, zeros" if seed is None else f"seeded random values (seed {seed}") in result.stdout
+    runtime = Session().runtime(bert_om)
+    feeds = generated(runtime.input_specs(), seed)
+    assert {n: a.dtype.name for n, a in feeds.items()} == {"input_ids": "int64", "attention_mask": "int64"}
+    expected = Session().run(bert_om, feeds)
+    for name, value in expected.outputs.items():
+        np.testing.assert_array_equal(np.load(tmp_path / f"{name}.npy"), value)
+
+
+def test_seed_goes_with_generated_inputs_only(bert_om: Path) -> None:
+    assert_fails_cleanly(ge_run(bert_om, *inputs(bert_om), "--seed", "1"), "--seed makes inputs for a run without --input")
 
 
 def test_a_single_input_model_takes_a_bare_file(tmp_path: Path) -> None:

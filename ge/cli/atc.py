@@ -67,7 +67,7 @@ def atc(ctx: typer.Context) -> None:
     compiled = ge.compile(model, options)
     started = time.perf_counter()
     compiled.save(output)
-    _report(model, output, compiled, time.perf_counter() - started)
+    report(model, output, compiled, time.perf_counter() - started)
 
 
 def options_help(tool: str = ATC) -> str:
@@ -116,7 +116,8 @@ def compile_options(flags: dict[str, str], extra: tuple[str, ...] = (), **fixed:
     return CompileOptions.from_flags(**{name: OPTION[name].parse(value) for name, value in flags.items()}, **fixed)
 
 
-def _report(model: Path, output: Path, compiled, saved: float) -> None:
+def report(model: Path, output: Path, compiled, saved: float) -> None:
+    """What a compile made: phases with their times, kernels, tasks, streams, the memory plan."""
     from ge.om import Region
     from ge.cli.summary import human_bytes
 

@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.panel import Panel
 from rich.table import Table
 
 from ge.cli.errors import DEFAULT_LOG, configure_logging, log_level_in, reporting
+from ge.core.options import DEFAULT_SOC_VERSION
 
 if TYPE_CHECKING:
-    from ge.cli.summary import GraphSummary
     from ge.models import DemoModel
 
 app = typer.Typer(
@@ -57,56 +56,60 @@ def options(
 
 
 @app.command()
-def demo(seed: Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")] = 0) -> None:
-    """Import every bundled demo model and run it on the reference interpreter."""
-    import ge.frontend  # noqa: F401  (loaded before the clock starts,
-    import ge.core.reference  # noqa: F401  so that the times show work, not imports)
+def demo(
+    output: Annotated[Path, typer.Option("--output", help="Directory for the .om files and the profiles.")] = Path("ge_demo"),
+    soc_version: Annotated[str, typer.Option("--soc_version", "--soc-version", help="The SoC to compile for.")] = DEFAULT_SOC_VERSION,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sample inputs.")] = 0,
+) -> None:
+    """The main job on every bundled model: compile (ge atc), simulate and profile (ge run --profile).
+
+    Prints each compile's phases, kernels and memory plan, then the simulated latency,
+    utilisation and top ops, checks the outputs against the reference interpreter,
+    and says where the .om, op_summary.csv and trace.json went.
+    """
+    import ge.compiler  # noqa: F401  (loaded before the clock starts, so that the times show work, not imports)
+    import ge.session  # noqa: F401
     from ge.models import DEMO_MODELS
 
+    output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     for model in DEMO_MODELS:
-        console.print(_demo_panel(model, seed))
-    console.print(f"{len(DEMO_MODELS)} models imported and run in {time.perf_counter() - started:.2f} s")
+        _demo(model, output, soc_version, seed)
+    console.print(f"[bold]{len(DEMO_MODELS)} models compiled, simulated and profiled in {time.perf_counter() - started:.2f} s[/]")
 
 
-def _demo_panel(model: DemoModel, seed: int) -> Panel:
+def _demo(model: DemoModel, output: Path, soc_version: str, seed: int) -> None:
     import numpy as np
 
     import ge
-    from ge.core import ir, reference
-    from ge.cli.summary import GraphSummary, human_bytes
+    from ge.cli.atc import report as atc_report
+    from ge.cli.run import report as run_report
+    from ge.core import reference
 
+    console.rule(f"[bold]{model.name}[/]: {model.summary}")
+    console.print(f"[dim]$ ge atc --model={model.path} --framework=5 --output={output / model.name} --soc_version={soc_version}[/]")
+    compiled = ge.compile(model.path, {"soc_version": soc_version})
     started = time.perf_counter()
-    module, store = ge.load_onnx(model.path)
-    imported = time.perf_counter() - started
-    summary = GraphSummary.of(module)
-    text = ir.to_text(module)
-    lines = text.count("\n")
+    om = Path(compiled.save(output / f"{model.name}.om"))
+    atc_report(model.path, om, compiled, time.perf_counter() - started)
+
+    profile_dir = output / f"{model.name}_profile"
+    console.print(f"[dim]$ ge run {om} --profile {profile_dir}  (inputs: the model's seeded samples, seed {seed})[/]")
     inputs = model.sample_inputs(seed)
     started = time.perf_counter()
-    outputs = reference.run(module, inputs, store)
-    ran = time.perf_counter() - started
+    result = ge.Session().run(compiled, inputs)
+    wall = time.perf_counter() - started
+    run_report(om, result, wall, [], result.profile.write(profile_dir), False)
 
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold")
-    grid.add_column()
-    grid.add_row("ops", f"{sum(summary.ops.values())}: {_op_counts(summary)}")
-    grid.add_row(
-        "weights",
-        f"{len(summary.weights)} constants ({summary.stored} in the weight store), "
-        f"{summary.parameters:,} parameters, {human_bytes(summary.weight_bytes)}",
-    )
-    grid.add_row("IR", f"{human_bytes(len(text.encode()))}, {lines} lines")
-    grid.add_row("inputs", ", ".join(f"{n} {a.dtype}{list(a.shape)}" for n, a in inputs.items()))
-    grid.add_row("time", f"import {imported * 1e3:.1f} ms, reference run {ran * 1e3:.1f} ms")
-    for name, value in outputs.items():
-        checksum = float(np.sum(value, dtype=np.float64))
-        grid.add_row("output", f"{name} {value.dtype}{list(value.shape)}  checksum (sum) {checksum:.6g}")
-    return Panel(grid, title=f"[bold]{model.name}[/]", subtitle=model.summary, title_align="left")
-
-
-def _op_counts(summary: GraphSummary) -> str:
-    return ", ".join(f"{op_type} {n}" for op_type, n in summary.ops.most_common())
+    module, store = ge.load_onnx(model.path)
+    want = reference.run(module, inputs, store)
+    for name, value in result.outputs.items():
+        err = float(np.max(np.abs(value.astype(np.float64) - want[name].astype(np.float64)), initial=0.0))
+        scale = float(np.max(np.abs(want[name]), initial=0.0))
+        console.print(
+            f"output [bold]{name}[/] {value.dtype}{list(value.shape)}: max abs error {err:.3g} "
+            f"against the float32 reference interpreter (outputs up to {scale:.3g})"
+        )
 
 
 # --------------------------------------------------------------------------- inspect

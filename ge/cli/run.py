@@ -10,7 +10,9 @@ also takes `--input FILE`), each in the dtype and logical shape the model declar
 '_'). The command prints the latency, the throughput at the model's batch, the
 chip's cube, vector and GM bandwidth use and the ops taking the most time;
 `--profile DIR` writes op_summary.csv and trace.json (see `ge.sim.profile`).
-`--timing-only` skips the numerics (no inputs needed, no outputs written).
+`--timing-only` skips the numerics (no inputs needed, no outputs written). Without
+`--input`, the model runs on generated inputs (zeros, or seeded random values with
+`--seed`), as Ascend's inference benchmark tool does, and says so.
 
 The numerics are many small matrix products, for which OpenBLAS's threads cost
 more than they save (ResNet-50 at batch 1 ran three times slower with two threads
@@ -59,8 +61,16 @@ def run(
     timing_only: Annotated[bool, _run_option("timing_only", "--timing-only", "--timing_only")] = OPTION["timing_only"].default,  # type: ignore[assignment]
     aicore_num: Annotated[int | None, _run_option("aicore_num", "--aicore_num", "--aicore-num")] = OPTION["aicore_num"].default,  # type: ignore[assignment]
     input_fusion_size: Annotated[int, _run_option("input_fusion_size", "--input_fusion_size", "--input-fusion-size")] = OPTION["input_fusion_size"].default,  # type: ignore[assignment]
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="Without --input: run on seeded random inputs instead of zeros.", show_default=False),
+    ] = None,
 ) -> None:
-    """Run a .om model on the simulated device: outputs, latency, utilisation, profile."""
+    """Run a .om model on the simulated device: outputs, latency, utilisation, profile.
+
+    Without --input the model runs on generated inputs, as Ascend's inference
+    benchmark tool does: zeros, or seeded random values with --seed.
+    """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads (see the module docstring)
     from ge.sim.config import RunConfig
     from ge.session import Session
@@ -75,7 +85,17 @@ def run(
     session = Session(config)
     runtime = session.runtime(model)
     names = [d.name for d in runtime.model.inputs]
-    feeds = read_inputs(inputs or [], names) if inputs or not timing_only else None
+    if inputs:
+        if seed is not None:
+            raise OptionError("--seed makes inputs for a run without --input; give one or the other")
+        feeds = read_inputs(inputs, names)
+    elif timing_only:
+        feeds = None
+    else:
+        from ge.core.inputs import describe, generated
+
+        feeds = generated(runtime.input_specs(), seed)
+        console.print(f"no --input: running on generated inputs, {describe(seed)}")
     started = time.perf_counter()
     result = session.run(model, feeds)
     wall = time.perf_counter() - started

@@ -146,6 +146,10 @@ class Runtime:
 
     # ------------------------------------------------------------------ inputs
 
+    def input_specs(self) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
+        """(name, dtype, logical shape) of each graph input, in the model's order."""
+        return [(d.name, layout.dtype, tuple(layout.origin_shape)) for d, layout in zip(self.model.inputs, self._layouts_in)]
+
     def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """The given inputs in the model's input order, each checked (name, dtype, shape)."""
         if not isinstance(inputs, Mapping):
