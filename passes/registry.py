@@ -162,6 +162,23 @@ def describe(name: str) -> str:
     return _summary(get_pass(name))
 
 
+def options_of(name: str) -> str:
+    """The pass's `-p` options with their types and defaults, e.g. `soc_version: str = Ascend310P3`."""
+    import dataclasses
+
+    cls = get_pass(name)
+    if name in XDSL_PASSES or not dataclasses.is_dataclass(cls):
+        return ""
+    options = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        default = "" if f.default is dataclasses.MISSING else f" = {f.default}"
+        options.append(f"{f.name}: {kind}{default}")
+    return ", ".join(options)
+
+
 def register_pass(cls: P) -> P:
     """Class decorator: make a `ModulePass` available under its `name`.
 
@@ -190,9 +207,17 @@ def register_pass(cls: P) -> P:
 
 def load_plugin(spec: str) -> None:
     """Import a pass plug-in (a `.py` file or a module name) so that its
-    `@register_pass` classes register themselves."""
+    `@register_pass` classes register themselves.
+
+    A file is imported as a script is run: its folder goes on `sys.path`, so that it
+    can import the modules beside it, and it is entered in `sys.modules` before it
+    runs (dataclasses and xDSL read a pass's annotations through its module, which
+    `from __future__ import annotations` makes strings). A file already loaded is
+    not loaded again, so naming it twice, or in two commands of one process, is fine.
+    """
     import importlib
     import importlib.util
+    import sys
     from pathlib import Path
 
     path = Path(spec)
@@ -200,12 +225,26 @@ def load_plugin(spec: str) -> None:
         raise OptionError(f"pass plug-in file '{spec}' does not exist")
     try:
         if path.is_file():
-            module_spec = importlib.util.spec_from_file_location(f"ge_pass_plugin_{path.stem}", path)
+            path = path.resolve()
+            name = f"ge_pass_plugin_{path.stem}_{abs(hash(str(path))):x}"
+            if name in sys.modules:
+                return
+            folder = str(path.parent)
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+            module_spec = importlib.util.spec_from_file_location(name, path)
             assert module_spec is not None and module_spec.loader is not None
             module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
+            sys.modules[name] = module
+            try:
+                module_spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
         else:
             importlib.import_module(spec)
+    except OptionError:
+        raise
     except ModuleNotFoundError as e:
         if e.name is None or not (spec == e.name or spec.startswith(f"{e.name}.")):
             raise OptionError(f"pass plug-in '{spec}' failed to load: {e}") from e

@@ -113,7 +113,8 @@ def test_the_rules_catch_an_upward_import(module: str, source: str) -> None:
     assert violations(module, imports_in(source, module)), f"{module}: {source!r} should break the layering"
 
 
-def test_no_module_edits_sys_path() -> None:
-    """Benchmarks and the package import shared helpers as modules, never through sys.path."""
-    edits = [str(p.relative_to(ROOT)) for p in sources() if "sys.path.insert" in p.read_text() or "sys.path.append" in p.read_text()]
+def test_benchmarks_import_helpers_as_modules() -> None:
+    """No sys.path edits in benchmarks: shared helpers are modules (`ge.testing.real_models`).
+    (Only the plug-in loader puts a plug-in's folder on the path, as running a script does.)"""
+    edits = [p.name for p in (ROOT / "benchmarks").glob("*.py") if "sys.path" in p.read_text()]
     assert not edits, f"sys.path edited in {', '.join(edits)}"

@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType, bf16, f16, f32, i1, i32
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
 
 from dialects import shapes
 from dialects.ascend_graph import (
@@ -353,3 +354,33 @@ def test_pattern_sites_do_not_nest() -> None:
                 pass
         g.op(ReluOp, [x])
     assert [s.pattern for s in g.finish().sites] == ["outer"]
+
+
+def test_a_constant_takes_a_flat_list_for_its_shape_or_one_value_to_broadcast() -> None:
+    b = GraphBuilder()
+    flat = b.constant([1, 2, 3, 4, 5, 6], (2, 3))
+    np.testing.assert_array_equal(reference.const_value(flat.owner), [[1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(reference.const_value(b.constant(2.0, (2, 2)).owner), np.full((2, 2), 2.0))
+    with pytest.raises(ValueError, match=r"4 values do not fill shape \[2, 3\] \(6 values\)"):
+        b.constant([1, 2, 3, 4], (2, 3))
+
+
+def test_an_op_without_its_required_properties_is_refused_when_built() -> None:
+    b = GraphBuilder()
+    x = b.input((2, 3))
+    with pytest.raises(VerifyException, match="property 'axes' expected in operation 'ascend_graph.softmax_v2'"):
+        b.op(SoftmaxOp, [x])
+
+
+def test_any_variant_may_be_the_exact_one() -> None:
+    b = GraphBuilder()
+    x = b.input((2, 3))
+    with b.site("relu_pair", "plain", exact=True):
+        b.op(ReluOp, [b.op(ReluOp, [x])])
+    with b.site("relu_pair", "exact", exact=False):
+        b.op(ReluOp, [x])
+    with b.site("relu_pair", "exact"):
+        b.op(ReluOp, [x])
+    case = b.finish()
+    assert [s.variant for s in case.sites_of("relu_pair", exact=True)] == ["plain", "exact"]
+    assert [s.variant for s in case.sites_of("relu_pair", exact=False)] == ["exact"]

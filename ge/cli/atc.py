@@ -43,9 +43,10 @@ def atc(ctx: typer.Context) -> None:
     """Compile an ONNX model into NAME.om, with ATC's --name=value options.
 
     Required: --model=FILE.onnx --framework=5 --output=NAME --soc_version=SOC.
+    --load-pass-plugin=FILE.py|MODULE (repeatable) adds outside passes, as in ge-opt.
     The compile options (from the option table) follow.
     """
-    flags = parse_flags(ctx.args)
+    flags = parse_flags(load_plugins(ctx.args))
     for name in REQUIRED:
         if name not in flags:
             raise OptionError(f"--{name} is required (ge atc --model=M.onnx --framework=5 --output=NAME --soc_version=SOC)")
@@ -75,6 +76,31 @@ def options_help(tool: str = ATC) -> str:
     from ge.core.options import help_lines
 
     return "\n\n".join(help_lines(tool))
+
+
+PLUGIN_FLAGS = ("--load-pass-plugin", "--load_pass_plugin")
+
+
+def load_plugins(args: list[str]) -> list[str]:
+    """Load every `--load-pass-plugin=FILE.py|MODULE` (repeatable, as in ge-opt) and return
+    the other arguments: an outside fusion pass then joins the compile, its switch-file
+    entry and fusion_result.json like a built-in one."""
+    from passes.registry import load_plugin
+
+    rest = []
+    args = list(args)
+    while args:
+        arg = args.pop(0)
+        name, eq, value = arg.partition("=")
+        if name not in PLUGIN_FLAGS:
+            rest.append(arg)
+            continue
+        if not eq:
+            if not args:
+                raise OptionError(f"{name} needs a plug-in: {name}=FILE.py or a module name")
+            value = args.pop(0)
+        load_plugin(value)
+    return rest
 
 
 def parse_flags(args: list[str]) -> dict[str, str]:

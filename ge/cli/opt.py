@@ -19,6 +19,7 @@ run leaves neither a partial `.mlir` nor an `.npz` behind.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -28,9 +29,10 @@ from typing import IO
 
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.ir import Dialect
+from xdsl.passes import ModulePass, PassPipelineCallbackType
 from xdsl.targets import get_all_targets
 from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError
+from xdsl.utils.exceptions import ArgSpecParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from dialects.ascend_graph import AscendGraph, WeightRefAttr
@@ -122,7 +124,11 @@ class GEOptMain(xDSLOptMain):
     def _passes_help(self) -> str:
         width = max(map(len, self.available_passes))
         lines = ["passes (-p 'name{option=value},name,...'):"]
-        lines += [f"  {name:<{width}}  {registry.describe(name)}" for name in self.available_passes]
+        for name in self.available_passes:
+            lines.append(f"  {name:<{width}}  {registry.describe(name)}")
+            options = registry.options_of(name)
+            if options:
+                lines.append(f"  {'':<{width}}    options: {options}")
         lines += [
             "",
             "weights: the module attribute ascend_graph.weights names the .onnx or .npz file",
@@ -146,6 +152,7 @@ class GEOptMain(xDSLOptMain):
             super().setup_pipeline()
         except ValueError as e:
             raise OptionError(f"-p '{spec}': {e}") from e
+        self.pipeline = dataclasses.replace(self.pipeline, callback=_naming_the_pass(self.pipeline.callback))
 
     # ------------------------------------------------------------------ input
 
@@ -214,6 +221,21 @@ class GEOptMain(xDSLOptMain):
             if self._tmp_output is not None and os.path.exists(self._tmp_output):
                 os.remove(self._tmp_output)
             raise
+
+
+def _naming_the_pass(callback: PassPipelineCallbackType | None) -> PassPipelineCallbackType:
+    """xDSL's between-passes callback (it verifies the IR), with a verification error
+    saying which pass left the IR broken."""
+
+    def named(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        try:
+            if callback is not None:
+                callback(previous, module, following)
+        except VerifyException as e:
+            where = f"after pass '{previous.name}'" if previous is not None else "before the first pass"
+            raise VerifyException(f"{where}: {e}") from e
+
+    return named
 
 
 def _plugins_in(argv: Sequence[str]) -> list[str]:

@@ -39,15 +39,16 @@ def optimize(
 ) -> None:
     """Run the graph optimisation (graph fusion, UB fusion, Split no-task) and report it.
 
-    Every compile option of `ge atc` is taken as --name=value (listed below).
+    Every compile option of `ge atc` is taken as --name=value (listed below), and
+    --load-pass-plugin=FILE.py|MODULE (repeatable) adds outside passes.
     """
     import ge
     from ge import pipeline
-    from ge.cli.atc import compile_options, parse_flags
+    from ge.cli.atc import compile_options, load_plugins, parse_flags
     from ge.cli.opt import weight_refs
     from dialects.kernel_boundary import kernel_scopes
 
-    options = compile_options(parse_flags(ctx.args), extra=("output",))
+    options = compile_options(parse_flags(load_plugins(ctx.args)), extra=("output",))
     input_shape, soc_version = options.input_shape, options.soc_version
     if output is not None and not output.parent.is_dir():
         raise ge.OptionError(f"--output {output}: directory '{output.parent}' does not exist")

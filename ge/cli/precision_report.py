@@ -47,15 +47,16 @@ def precision_report(
     """Per layer: the dtype precision selection chose, why, and its error against float32.
 
     Every compile option of `ge atc` is taken as --name=value (listed below), the
-    precision options among them.
+    precision options among them, and --load-pass-plugin=FILE.py|MODULE (repeatable)
+    adds outside passes.
     """
     import numpy as np
 
-    from ge.cli.atc import compile_options, parse_flags
+    from ge.cli.atc import compile_options, load_plugins, parse_flags
 
     if top is not None and top < 1:
         raise OptionError(f"--top {top} is not allowed; give a count >= 1")
-    options = compile_options(parse_flags(ctx.args), extra=("input", "seed", "top", "csv"), export_compile_stat=0)
+    options = compile_options(parse_flags(load_plugins(ctx.args)), extra=("input", "seed", "top", "csv"), export_compile_stat=0)
     soc_version = options.soc_version
     from ge.precision_report import build_report, write_csv
 

@@ -101,17 +101,19 @@ def input_specs(module: ModuleOp) -> tuple[InputSpec, ...]:
     return tuple(specs)
 
 
+EXACT = "exact"
+"""The variant name that fires by default; `site(..., exact=True)` marks any other."""
+
+
 @dataclass(frozen=True)
 class PatternSite:
-    """One instance of a pattern in a generated graph: exact, or a named near miss."""
+    """One instance of a pattern in a generated graph: exact (the pass must fire), or a
+    named near miss (it must not)."""
 
     pattern: str
     variant: str
     ops: tuple[Operation, ...]
-
-    @property
-    def exact(self) -> bool:
-        return self.variant == "exact"
+    exact: bool = False
 
 
 @dataclass(eq=False)
@@ -242,9 +244,15 @@ class GraphBuilder:
     def constant(
         self, value: float | Sequence[float], shape: Sequence[int] = (), dtype: DType | None = None
     ) -> SSAValue:
-        """A small constant kept inline in the IR (scalars, epsilons, exponents)."""
+        """A small constant kept inline in the IR (scalars, epsilons, exponents): one value
+        broadcast to `shape`, or exactly its number of values in row-major order."""
         dtype = self.dtype if dtype is None else element_type(dtype)
-        values = [float(v) for v in np.broadcast_to(np.asarray(value, np.float64), tuple(shape)).ravel()]
+        array, shape = np.asarray(value, np.float64), tuple(shape)
+        if array.size == int(np.prod(shape)):
+            array = array.reshape(shape)
+        elif array.size != 1:
+            raise ValueError(f"constant: {array.size} values do not fill shape {list(shape)} ({int(np.prod(shape))} values)")
+        values = [float(v) for v in np.broadcast_to(array, shape).ravel()]
         attr = DenseIntOrFPElementsAttr.from_list(tensor(dtype, shape), values)
         const = ConstOp(attr, tensor(dtype, shape), self.fresh_name("const"))
         return self._add_const(const, np.asarray(values))
@@ -277,6 +285,7 @@ class GraphBuilder:
         """
         values = [SSAValue.get(o) for o in operands]
         op = cls(values, {k: _prop(v) for k, v in props.items()}, name or self.fresh_name(cls.OP_TYPE))
+        op.verify()  # a missing or ill-typed property fails here, naming the op, not deep in a pass
         self.block.add_op(op)
         if bound is None:
             bound = max((self.bound(v) for v in values), default=1.0)
@@ -297,8 +306,9 @@ class GraphBuilder:
         return self.bounds.get(SSAValue.get(value), 1.0)
 
     @contextmanager
-    def site(self, pattern: str, variant: str = "exact") -> Iterator[list[Operation]]:
-        """Record the ops built inside as one instance of `pattern`."""
+    def site(self, pattern: str, variant: str = EXACT, *, exact: bool | None = None) -> Iterator[list[Operation]]:
+        """Record the ops built inside as one instance of `pattern`: an exact one (the
+        pass must fire) when `exact` says so, else when the variant is named "exact"."""
         if self._site_ops is not None:
             raise RuntimeError("pattern sites do not nest")
         self._site_ops = ops = []
@@ -306,7 +316,7 @@ class GraphBuilder:
             yield ops
         finally:
             self._site_ops = None
-        self.sites.append(PatternSite(pattern, variant, tuple(ops)))
+        self.sites.append(PatternSite(pattern, variant, tuple(ops), variant == EXACT if exact is None else exact))
         last = next((op for op in reversed(ops) if not isinstance(op, ConstOp)), None)
         if last is not None:
             for r in last.results:

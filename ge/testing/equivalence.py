@@ -136,7 +136,7 @@ def clone(graph: Graph) -> Graph:
         return graph.clone()
     module = graph.module.clone()
     copies = dict(zip(graph.module.walk(), module.walk(), strict=True))
-    sites = tuple(PatternSite(s.pattern, s.variant, tuple(copies[op] for op in s.ops)) for s in graph.sites)
+    sites = tuple(PatternSite(s.pattern, s.variant, tuple(copies[op] for op in s.ops), s.exact) for s in graph.sites)
     return GraphCase(module, graph.store, graph.specs, graph.seed, sites)
 
 
