@@ -59,7 +59,8 @@ from xdsl.irdl import (
     var_result_def,
     operand_def,
 )
-from xdsl.traits import ConstantLike, IsTerminator, Pure, SymbolOpInterface
+from xdsl.pattern_rewriter import RewritePattern
+from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, HasFolder, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import formats, shapes
@@ -225,6 +226,40 @@ def _by_defs(defs: Sequence[object], items: Sequence) -> list:
     return [[next(rest) for _ in range(flexible)] if isinstance(d, VariadicDef) else next(rest) for d in defs]
 
 
+class FoldsToOperand(HasFolder):
+    """xDSL's folding hook (run by `canonicalize`): an op that returns one of its operands
+    unchanged is replaced by it: `x * 1`, `x + 0`, `x - 0`, `x / 1` (with the constant
+    inline, and only where it does not broadcast `x` to another shape), Identity, a Cast
+    to the type it has, a reshape to the shape it has, an identity Transpose.
+
+    `x + 0` gives -0.0 for x = -0.0 where the sum gives +0.0: equal in value, which is
+    what the reference interpreter's comparisons and every consumer see."""
+
+    @classmethod
+    def fold(cls, op: Operation) -> Sequence[SSAValue | Attribute] | None:
+        assert isinstance(op, AscendOp)
+        value = op.folded_operand()
+        return None if value is None else [value]
+
+
+class GraphCanonicalization(HasCanonicalizationPatternsTrait):
+    """The canonicalization patterns of `ascend_graph` (`ascend_graph_canonicalization`)."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from dialects.ascend_graph_canonicalization import PATTERNS
+
+        return PATTERNS
+
+
+def _inline_all(value: SSAValue, number: float) -> bool:
+    """`value` is an inline constant whose every element equals `number`."""
+    op = value.owner
+    if not isinstance(op, ConstOp) or not isinstance(op.value, DenseIntOrFPElementsAttr):
+        return False
+    return all(v == number for v in op.value.get_values())
+
+
 class AscendOp(IRDLOperation):
     """Base of every graph op: CANN op type, ONNX node name, inferred result types."""
 
@@ -275,6 +310,14 @@ class AscendOp(IRDLOperation):
     def infer_result_types(cls, operand_types: Sequence[Attribute], props: Props) -> list[Attribute]:
         raise NotImplementedError(cls.__name__)
 
+    def folded_operand(self) -> SSAValue | None:
+        """The operand the op returns unchanged, if it provably does (see `FoldsToOperand`)."""
+        return None
+
+    def _unchanged(self, value: SSAValue) -> SSAValue | None:
+        """`value` when the op's one result has exactly its type (so no broadcast, no cast)."""
+        return value if len(self.results) == 1 and self.results[0].type == value.type else None
+
     def verify_(self) -> None:
         types = [o.type for o in self.operands]
         for i, t in enumerate(types):
@@ -315,7 +358,7 @@ class UnaryOp(AscendOp):
 
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FoldsToOperand())
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
@@ -336,7 +379,7 @@ class BinaryOp(AscendOp):
     x1 = operand_def(TensorType)
     x2 = operand_def(TensorType)
     y = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FoldsToOperand())
 
     @classmethod
     def result_dtype(cls, dtype: Attribute) -> Attribute:
@@ -489,6 +532,11 @@ class AddOp(BinaryOp):
     name = "ascend_graph.add"
     OP_TYPE: ClassVar[str] = "Add"
 
+    def folded_operand(self) -> SSAValue | None:
+        if _inline_all(self.x2, 0):
+            return self._unchanged(self.x1)
+        return self._unchanged(self.x2) if _inline_all(self.x1, 0) else None
+
 
 @irdl_op_definition
 class SubOp(BinaryOp):
@@ -496,6 +544,9 @@ class SubOp(BinaryOp):
 
     name = "ascend_graph.sub"
     OP_TYPE: ClassVar[str] = "Sub"
+
+    def folded_operand(self) -> SSAValue | None:
+        return self._unchanged(self.x1) if _inline_all(self.x2, 0) else None
 
 
 @irdl_op_definition
@@ -505,6 +556,11 @@ class MulOp(BinaryOp):
     name = "ascend_graph.mul"
     OP_TYPE: ClassVar[str] = "Mul"
 
+    def folded_operand(self) -> SSAValue | None:
+        if _inline_all(self.x2, 1):
+            return self._unchanged(self.x1)
+        return self._unchanged(self.x2) if _inline_all(self.x1, 1) else None
+
 
 @irdl_op_definition
 class DivOp(BinaryOp):
@@ -512,6 +568,9 @@ class DivOp(BinaryOp):
 
     name = "ascend_graph.div"
     OP_TYPE: ClassVar[str] = "Div"
+
+    def folded_operand(self) -> SSAValue | None:
+        return self._unchanged(self.x1) if _inline_all(self.x2, 1) else None
 
 
 @irdl_op_definition
@@ -625,6 +684,9 @@ class IdentityOp(UnaryOp):
     name = "ascend_graph.identity"
     OP_TYPE: ClassVar[str] = "Identity"
 
+    def folded_operand(self) -> SSAValue | None:
+        return self._unchanged(self.x)
+
 
 @irdl_op_definition
 class NegOp(UnaryOp):
@@ -632,6 +694,7 @@ class NegOp(UnaryOp):
 
     name = "ascend_graph.neg"
     OP_TYPE: ClassVar[str] = "Neg"
+    traits = traits_def(Pure(), FoldsToOperand(), GraphCanonicalization())
 
 
 @irdl_op_definition
@@ -857,11 +920,14 @@ class CastOp(AscendOp):
     x = operand_def(TensorType)
     y = result_def(TensorType)
     dst_type = prop_def(TypeAttribute)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FoldsToOperand())
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
         return [tensor(props.type("dst_type"), shape_of(operand_types[0]))]
+
+    def folded_operand(self) -> SSAValue | None:
+        return self._unchanged(self.x)
 
 
 @irdl_op_definition
@@ -1515,11 +1581,14 @@ class ReshapeOp(AscendOp):
     x = operand_def(TensorType)
     y = result_def(TensorType)
     shape = prop_def(DenseArrayBase)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FoldsToOperand(), GraphCanonicalization())
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
         return [tensor(dtype_of(operand_types[0]), shapes.reshape(shape_of(operand_types[0]), props.ints("shape")))]
+
+    def folded_operand(self) -> SSAValue | None:
+        return self._unchanged(self.x)
 
 
 @irdl_op_definition
@@ -1531,7 +1600,10 @@ class FlattenOp(AscendOp):
     x = operand_def(TensorType)
     y = result_def(TensorType)
     axis = prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FoldsToOperand())
+
+    def folded_operand(self) -> SSAValue | None:
+        return self._unchanged(self.x)
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
@@ -1554,7 +1626,11 @@ class TransposeOp(AscendOp):
     x = operand_def(TensorType)
     y = result_def(TensorType)
     perm = prop_def(DenseArrayBase)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FoldsToOperand())
+
+    def folded_operand(self) -> SSAValue | None:
+        identity = list(self.props.ints("perm")) == list(range(len(shape_of(self.x.type))))
+        return self._unchanged(self.x) if identity else None
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
@@ -1605,7 +1681,10 @@ class SqueezeOp(AscendOp):
     x = operand_def(TensorType)
     y = result_def(TensorType)
     axis = prop_def(DenseArrayBase)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FoldsToOperand())
+
+    def folded_operand(self) -> SSAValue | None:
+        return self._unchanged(self.x)
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
@@ -1630,7 +1709,10 @@ class UnsqueezeOp(AscendOp):
     x = operand_def(TensorType)
     y = result_def(TensorType)
     axes = prop_def(DenseArrayBase)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FoldsToOperand())
+
+    def folded_operand(self) -> SSAValue | None:
+        return self._unchanged(self.x)
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
