@@ -23,9 +23,11 @@ demo: $(VENV)/.core
 	$(VENV)/bin/ge demo
 
 test: $(VENV)/.test
+	$(VENV)/bin/lit tests/filecheck -q
 	$(PY) -m pytest -n 2 -q
 
 test-fast: $(VENV)/.test
+	$(VENV)/bin/lit tests/filecheck -q
 	$(PY) -m pytest -n 2 -q -m "not slow"
 
 bench: $(VENV)/.test

@@ -232,7 +232,7 @@ def _naming_the_pass(callback: PassPipelineCallbackType | None) -> PassPipelineC
             if callback is not None:
                 callback(previous, module, following)
         except VerifyException as e:
-            where = f"after pass '{previous.name}'" if previous is not None else "before the first pass"
+            where = f"after pass '{previous.name}'" if previous is not None else "in the input"
             raise VerifyException(f"{where}: {e}") from e
 
     return named
