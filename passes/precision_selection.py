@@ -65,7 +65,7 @@ from ge.core import dtypes, opinfo
 from ge.core.errors import ModelError, OptionError
 from ge.core.opinfo import OpInfo, OpInfoLibrary, Support
 from ge.core.options import AICPU_ENGINE, check_fields, option_field
-from ge.core.precision_files import BF16_MODES, DtypeRule, PrecisionSettings, resolve
+from ge.core.precision_files import BF16_MODES, DtypeRule, PrecisionSettings, settings_of
 from ge.core.reference import const_value
 from ge.core.weights import store_of
 
@@ -128,16 +128,7 @@ class PrecisionSelection(ModulePass):
 
     def settings(self) -> PrecisionSettings:
         check_fields(self)
-        return resolve(
-            self.precision_mode,
-            self.precision_mode_v2,
-            self.modify_mixlist,
-            self.keep_dtype,
-            self.customize_dtypes,
-            self.op_precision_mode,
-            self.op_select_implmode,
-            self.optypelist_for_implmode,
-        )
+        return settings_of(self)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         select_precision(op, opinfo.load(self.soc_version), self.settings())

@@ -372,7 +372,7 @@ def run_transformer_fusions(module, passes: Sequence[type[FusionPass]] = TRANSFO
 def assert_matches_onnxruntime(module, path: Path, feeds: dict[str, np.ndarray]) -> None:
     """Every output within 1e-4 of onnxruntime's largest magnitude, and the hidden
     states (the first output) at cosine similarity > 0.99999."""
-    from models import onnxruntime_outputs
+    from ge.testing.real_models import onnxruntime_outputs
 
     want, got = onnxruntime_outputs(path, feeds), ge.reference.run(module, feeds)
     for name, expected in want.items():
@@ -395,7 +395,7 @@ def test_transformer_fusions_on_real_models(name: str, matmuls_left: int) -> Non
     """Opset 17 keeps LayerNormalization and Softmax whole; each of the 12 layers'
     GELU and attention block fuses (leaving the feed-forward matmuls, and BERT's
     attention output projection), and the outputs stay onnxruntime's."""
-    from models import model_inputs, model_path
+    from ge.testing.real_models import model_inputs, model_path
 
     path = model_path(name)
     module, _ = ge.load_onnx(str(path))
@@ -414,7 +414,7 @@ def test_transformer_fusions_on_real_models(name: str, matmuls_left: int) -> Non
 def test_transformer_fusions_compose_with_every_graph_fusion(name: str) -> None:
     """With every graph fusion of the project in GE's order (MatMulBiasAdd moves the
     projection biases into the matmuls first), every block still fuses."""
-    from models import model_inputs, model_path
+    from ge.testing.real_models import model_inputs, model_path
 
     every = tuple(cls for cls in builtin_fusion_passes().values() if cls.kind is FusionKind.GRAPH)
     path = model_path(name)
@@ -431,7 +431,7 @@ def opset_16_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
     import warnings
 
     import torch
-    from models import _randomise, _torchvision
+    from ge.testing.real_models import _randomise, _torchvision
 
     torchvision = _torchvision()
     from transformers import BertConfig, BertModel
@@ -481,7 +481,7 @@ def opset_16_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
 def test_transformer_fusions_on_exports_before_opset_17(opset_16_exports: dict[str, Path], name: str, approximate: str) -> None:
     """Two layers: 5 decomposed LayerNorms (4 in the layers, 1 at the embeddings or
     the end), 2 GELUs in the export's form, 2 attention blocks (ViT's in SBH)."""
-    from models import model_inputs
+    from ge.testing.real_models import model_inputs
 
     path = opset_16_exports[name]
     module, _ = ge.load_onnx(str(path))

@@ -304,7 +304,7 @@ def test_ge_opt_runs_the_conv_fusions_on_an_onnx_model(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_resnet50_conv_batchnorm_fusion(resnet50_onnx: Path) -> None:
-    from models import model_inputs, onnxruntime_outputs
+    from ge.testing.real_models import model_inputs, onnxruntime_outputs
 
     module, _ = ge.load_onnx(str(resnet50_onnx))
     with collect_statistics() as stats:

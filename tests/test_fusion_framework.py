@@ -399,7 +399,7 @@ def test_ge_optimize_errors_are_one_line(tmp_path: Path, args: tuple[str, ...], 
 
 def _optimised(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch_file: str | None = None, **options):
     import ge as engine
-    from models import model_path
+    from ge.testing.real_models import model_path
 
     monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path))
     monkeypatch.setenv("DUMP_GE_GRAPH", "2")
@@ -410,7 +410,7 @@ def _optimised(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switc
 
 
 def _close_to_onnxruntime(name: str, module) -> None:
-    from models import model_inputs, model_path, onnxruntime_outputs
+    from ge.testing.real_models import model_inputs, model_path, onnxruntime_outputs
 
     from ge.core import reference
 

@@ -261,10 +261,7 @@ class CompileOptions:
         """The precision options checked together and their files read."""
         from ge.core import precision_files
 
-        return precision_files.resolve(
-            self.precision_mode, self.precision_mode_v2, self.modify_mixlist, self.keep_dtype,
-            self.customize_dtypes, self.op_precision_mode, self.op_select_implmode, self.optypelist_for_implmode,
-        )
+        return precision_files.settings_of(self)
 
     @property
     def aicore_streams(self) -> int:

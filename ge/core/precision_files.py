@@ -340,6 +340,18 @@ class PrecisionSettings:
         return self.policy in MIXED_MODES
 
 
+PRECISION_OPTIONS = (
+    "precision_mode", "precision_mode_v2", "modify_mixlist", "keep_dtype", "customize_dtypes",
+    "op_precision_mode", "op_select_implmode", "optypelist_for_implmode",
+)
+"""The options `resolve` takes, by their names in the option table."""
+
+
+def settings_of(options: object) -> PrecisionSettings:
+    """`resolve` of the precision options that `options` (compile options, a pass) holds."""
+    return resolve(**{name: getattr(options, name) for name in PRECISION_OPTIONS})
+
+
 def resolve(
     precision_mode: str | None = None,
     precision_mode_v2: str | None = None,
