@@ -229,10 +229,10 @@ def parse_stream_max_parallel_num(value: str) -> dict[str, int]:
 class CompileOptions:
     """The ATC flags of one compile (see `OPTIONS` for each one's meaning)."""
 
-    soc_version: str = option_field("soc_version")
     input_shape: str | None = option_field("input_shape")
     fusion_switch_file: str | None = option_field("fusion_switch_file")
     export_compile_stat: int = option_field("export_compile_stat")
+    soc_version: str = option_field("soc_version")
     disable_reuse_memory: int = option_field("disable_reuse_memory")
     enable_single_stream: bool = option_field("enable_single_stream")
     stream_max_parallel_num: str | None = option_field("stream_max_parallel_num")
