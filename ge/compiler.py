@@ -50,7 +50,7 @@ def compile(
         module, _ = load_onnx(os.fspath(model), input_shape=options.input_shape)
     timings["import"] = time.perf_counter() - started
     compilation = pipeline.optimize(module, options)
-    if not isinstance(model, ModuleOp):
+    if not isinstance(model, ModuleOp) and log.isEnabledFor(logging.INFO):
         shape = f" --input_shape='{options.input_shape}'" if options.input_shape else ""
         log.info("the same compile in ge-opt: ge-opt %s%s -p '%s'", os.fspath(model), shape, compilation.pipeline)
     compilation.lower()

@@ -96,6 +96,7 @@ def test_without_inputs_the_model_runs_on_generated_ones(bert_om: Path, tmp_path
 
 def test_seed_goes_with_generated_inputs_only(bert_om: Path) -> None:
     assert_fails_cleanly(ge_run(bert_om, *inputs(bert_om), "--seed", "1"), "--seed makes inputs for a run without --input")
+    assert_fails_cleanly(ge_run(bert_om, "--timing-only", "--seed", "1"), "--seed makes inputs, which --timing-only does not use")
 
 
 def test_a_single_input_model_takes_a_bare_file(tmp_path: Path) -> None:

@@ -58,7 +58,6 @@ def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | 
         return now
 
     t = time.perf_counter()
-    check_kernels(module)
     sched = schedule_of(module)
     assigned = streams.assign(sched, settings.max_streams, streams.MAX_EVENT_IDS)
     t = timed("streams", t)
@@ -70,6 +69,7 @@ def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | 
     t = timed("verify", t)
     blob = weight_blob(sched, plan)
     t = timed("weights", t)
+    check_kernels(module)
     text = kernels_text(module)
     timed("kernels", t)
     kernel_count = sum(1 for n in sched.nodes if n.kernel is not None)

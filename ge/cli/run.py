@@ -82,6 +82,8 @@ def run(
         raise OptionError(f"'{model}': no such model file")
     if timing_only and output is not None:
         raise OptionError("--output has nothing to write with --timing-only (no values are computed)")
+    if timing_only and seed is not None:
+        raise OptionError("--seed makes inputs, which --timing-only does not use (no values are computed)")
     session = Session(config)
     runtime = session.runtime(model)
     names = [d.name for d in runtime.model.inputs]

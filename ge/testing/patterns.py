@@ -374,7 +374,7 @@ def conv_covering_input(*, variants: Sequence[str] = ("exact", "padded", "groupe
     def build(g: GraphState) -> None:
         variant = g.choice(variants)
         x = g.pick(rank=4)
-        (n, c, h, w), dt = g.shape_of(x), g.dtype_of(x)
+        (_, c, h, w), dt = g.shape_of(x), g.dtype_of(x)
         if variant == "grouped" and c == 1:
             variant = "padded"
         groups = c if variant == "grouped" else 1
