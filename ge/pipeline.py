@@ -37,6 +37,7 @@ from ge import fusion_switch
 
 from ge.core import ir
 from ge.core.errors import OptionError
+from ge.core.files import published
 from ge.core.options import CompileOptions
 from passes.format_selection import AFTER_FORMAT_SELECTION, FormatSelection
 from passes.fusion import FusionKind, FusionStatistics, builtin_fusion_passes, collect_statistics, ordered
@@ -117,7 +118,7 @@ class GraphDumper:
     def _write(self, module: ModuleOp, phase: str, sequence: int) -> None:
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, f"ge_onnx_{sequence:08d}_graph_{self.graph_id}_{phase}.mlir")
-        with open(path, "w") as f:
+        with published(path, what="graph dump") as f:
             f.write(self._text(module))
         if self.mode == "1":
             from ge.core.weights import store_of

@@ -35,6 +35,7 @@ from dialects.ascend_graph import (
 )
 from ge.core import dtypes, inputs, ir, reference
 from ge.core.errors import InputError
+from ge.core.files import published
 from ge.core.options import CompileOptions
 from ge.core.weights import WeightStore
 from ge.frontend import load_onnx
@@ -185,11 +186,9 @@ def _errors(got: np.ndarray | None, want: np.ndarray | None) -> tuple[float | No
 
 
 def write_csv(path: Path, rows: list[LayerRow]) -> None:
-    """All rows, atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
+    """All rows, whole or not at all."""
+    with published(path, what="CSV report") as f:
         writer = csv.writer(f)
         writer.writerow(CSV_COLUMNS)
         for row in rows:
             writer.writerow(row.cells())
-    tmp.replace(path)

@@ -35,6 +35,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from ge.core.files import published
 from passes.registry import project_passes, register_pass
 
 
@@ -157,11 +158,9 @@ class FusionStatistics:
             with open(path, encoding="utf-8") as f:
                 merged = json.load(f)
         merged.update(doc)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with published(path, what="fusion result") as f:
             json.dump(merged, f, indent=4, sort_keys=True)
             f.write("\n")
-        os.replace(tmp, path)
         _written.add(path)
         return path
 

@@ -366,7 +366,7 @@ def test_ge_optimize_reports_and_writes(tmp_path: Path) -> None:
     assert "ConvBatchnormFusionPass" in result_file["session_and_graph_id_0_0"]["graph_fusion"]
     module = ir.parse((tmp_path / "out.mlir").read_text())
     assert kernel_scopes(module) == after
-    assert (tmp_path / "out.mlir.npz").exists()  # the folded filters
+    assert len(list(tmp_path.glob("out.mlir.*.npz"))) == 1  # the folded filters
 
 
 def test_ge_optimize_export_compile_stat_0_and_switch_file(tmp_path: Path) -> None:

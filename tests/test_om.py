@@ -17,6 +17,7 @@ from ge.om import model as om
 from ge.om import OmError
 from ge.om import Region
 from ge.om.tasks import KernelTask, MemcpyTask, ModelEndGraphTask
+from ge.core.files import FileError
 from ge.models import DEMO_MODELS
 
 QUIET = {"export_compile_stat": 0}
@@ -81,7 +82,7 @@ def test_a_failed_write_leaves_nothing_and_keeps_the_old_file(model, saved, tmp_
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(zipfile.ZipFile, "writestr", broken)
-    with pytest.raises(OSError):
+    with pytest.raises(FileError, match=r"cannot write model '.*m\.om': No space left on device"):
         model.save(target)
     assert sorted(os.listdir(tmp_path)) == ["m.om"]
     assert target.read_bytes() == saved.read_bytes()

@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ge.core.errors import OptionError
+from ge.core.files import check_output
 from ge.core.options import ATC
 
 console = Console()
@@ -60,8 +61,7 @@ def atc(ctx: typer.Context) -> None:
     options = compile_options(flags, extra=REQUIRED)
     if not model.is_file():
         raise OptionError(f"--model={model}: no such file")
-    if not output.parent.is_dir():
-        raise OptionError(f"--output={output}: directory '{output.parent}' does not exist")
+    check_output(output, "--output")
 
     import ge
 

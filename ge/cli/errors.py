@@ -5,7 +5,9 @@ read the same and a user can grep them."""
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -86,9 +88,21 @@ def one_line(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {_flat(str(exc))} (rerun with --log=debug for the traceback)"
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that cleanup (`finally`, the temporary
+    files of `ge.core.files.published`) runs as it does for Ctrl-C."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 @contextmanager
 def reporting(tool: str, level: str) -> Iterator[None]:
-    """Turn any failure inside into `tool: error: <one line>` and exit code 1."""
+    """Turn any failure inside into `tool: error: <one line>` and exit code 1; SIGTERM
+    and Ctrl-C unwind (cleaning up) and exit 143 and 130."""
+    main = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    previous = signal.signal(signal.SIGTERM, _terminate) if main else None
     try:
         yield
     except (Exception, ArgSpecParseError) as exc:  # xDSL's pipeline syntax error is a BaseException
@@ -99,3 +113,9 @@ def reporting(tool: str, level: str) -> Iterator[None]:
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    except Terminated:
+        print(f"{tool}: terminated", file=sys.stderr)
+        raise SystemExit(128 + signal.SIGTERM) from None
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)

@@ -7,13 +7,16 @@ IR that parses back to the same IR.
 Weights stay out of the text: the module attribute `ascend_graph.weights` holds the
 absolute path of the file they reload from (the `.onnx` model, or an `.npz`). A
 pass that creates weights makes that file insufficient; then `-o out.mlir` also
-writes every weight the module uses to `out.mlir.npz` and points the attribute
-there. Without `-o` there is nowhere to put them, and a warning says so. The
-weights an input came with are taken to reload from its file (the importer stores
-only tensors it can reload; a `.mlir` names its file), so only new handles count.
+writes every weight the module uses to `out.mlir.<hash>.npz`, named by the weights'
+content, and points the attribute there: runs writing one output at once each
+publish a matching pair. Without `-o` (or to `-`, a device or a FIFO) there is
+nowhere to put them, and a warning says so. The weights an input came with are
+taken to reload from its file (the importer stores only tensors it can reload; a
+`.mlir` names its file), so only new handles count.
 
-Errors are one line (see `ge.cli.errors`), and `-o` is written atomically: a failed
-run leaves neither a partial `.mlir` nor an `.npz` behind.
+Errors are one line (see `ge.cli.errors`), and `-o` goes through
+`ge.core.files.published`: a failed run leaves neither a partial `.mlir` nor an
+`.npz` behind, and a device, FIFO or symlink is written through, not replaced.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
@@ -40,6 +42,7 @@ from dialects.ascend_kernel import AscendKernel
 from ge.core import weights
 from ge.cli.errors import DEFAULT_LOG, LOG_LEVELS, configure_logging, log_level_in, reporting
 from ge.core.errors import OptionError
+from ge.core.files import published, regular_output
 from passes import registry
 
 DIALECTS: dict[str, Callable[[], Dialect]] = {
@@ -75,8 +78,8 @@ class GEOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         self._input_refs: set[WeightRefAttr] = set()
-        self._npz_files: list[weights.WeightStore] = []
-        self._tmp_output: str | None = None
+        self._sidecars: list[weights.WeightStore] = []
+        self._output: IO[str] | None = None
         super().__init__(description="Run ascend-ge pass pipelines on .mlir or .onnx input.", args=args)
 
     # ------------------------------------------------------------ registration
@@ -133,7 +136,7 @@ class GEOptMain(xDSLOptMain):
             "",
             "weights: the module attribute ascend_graph.weights names the .onnx or .npz file",
             "the weights reload from; with -o FILE, weights created by passes are saved to",
-            "FILE.npz and the attribute points there.",
+            "FILE.<content hash>.npz and the attribute points there.",
         ]
         return "\n".join(lines)
 
@@ -177,13 +180,7 @@ class GEOptMain(xDSLOptMain):
     # ----------------------------------------------------------------- output
 
     def prepare_output(self) -> IO[str]:
-        if self.args.output_file is None:
-            return sys.stdout
-        folder = os.path.dirname(self.args.output_file) or "."
-        if not os.path.isdir(folder):
-            raise OptionError(f"-o {self.args.output_file}: directory '{folder}' does not exist")
-        self._tmp_output = f"{self.args.output_file}.{os.getpid()}.tmp"
-        return open(self._tmp_output, "w")
+        return sys.stdout if self._output is None else self._output
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         self._place_new_weights(prog)
@@ -196,31 +193,24 @@ class GEOptMain(xDSLOptMain):
         if refs <= self._input_refs:
             return
         created = len(refs - self._input_refs)
-        if self.args.output_file is None:
-            log.warning("%d weight(s) created by the passes are not saved; use -o FILE to save them to FILE.npz", created)
+        output = self.args.output_file
+        if not regular_output(output):
+            log.warning(
+                "%d weight(s) created by the passes are not saved; use -o FILE.mlir to save them beside it", created
+            )
             return
-        n = len(self._npz_files)
-        suffix = ".npz" if n == 0 else f".{n + 1}.npz"  # one file per module of a --split-input-file run
-        path = os.path.abspath(self.args.output_file + suffix)  # absolute, as the importer's keys
-        source = weights.store_of(module)
-        saved = weights.WeightStore(path)
-        for ref in sorted(refs, key=lambda r: r.weight.data):
-            saved.add(ref.weight.data, source.get(ref))
-        weights.attach(module, saved)
-        self._npz_files.append(saved)
+        self._sidecars.append(weights.sidecar(module, output, refs))
 
     def run(self) -> None:
         """xDSL's run, then the weights and the output file, only if all went well."""
-        try:
+        output = self.args.output_file
+        if output is None:
             super().run()
-            for store in self._npz_files:
+            return
+        with published(output) as self._output:
+            super().run()
+            for store in self._sidecars:
                 store.save(store.key)
-            if self._tmp_output is not None:
-                os.replace(self._tmp_output, self.args.output_file)
-        except BaseException:
-            if self._tmp_output is not None and os.path.exists(self._tmp_output):
-                os.remove(self._tmp_output)
-            raise
 
 
 def _naming_the_pass(callback: PassPipelineCallbackType | None) -> PassPipelineCallbackType:

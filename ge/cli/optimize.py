@@ -6,13 +6,14 @@ the time of each phase, the kernels the build would make before and after (see
 counts, as fusion_result.json counts them. fusion_result.json is written as
 `--export_compile_stat` says: 2 right after the graph is optimised, 1 when the
 command ends normally, 0 never. `--output=FILE.mlir` writes the optimised IR; when
-the passes made new weights (folded filters), they go to `FILE.mlir.npz` and the
-IR names that file. Both are written atomically, after everything else succeeded.
+the passes made new weights (folded filters), they go to `FILE.mlir.<hash>.npz`,
+named by their content, and the IR names that file. Both are written whole or not
+at all, after everything else succeeded.
 """
 
 from __future__ import annotations
 
-import os
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ge.pipeline import Compilation
 
 console = Console()
+log = logging.getLogger("ge")
 
 
 def optimize(
@@ -46,12 +48,13 @@ def optimize(
     from ge import pipeline
     from ge.cli.atc import compile_options, load_plugins, parse_flags
     from ge.cli.opt import weight_refs
+    from ge.core.files import check_output
     from dialects.kernel_boundary import kernel_scopes
 
     options = compile_options(parse_flags(load_plugins(ctx.args)), extra=("output",))
     input_shape, soc_version = options.input_shape, options.soc_version
-    if output is not None and not output.parent.is_dir():
-        raise ge.OptionError(f"--output {output}: directory '{output.parent}' does not exist")
+    if output is not None:
+        check_output(output, "--output")
     started = time.perf_counter()
     module, _ = ge.load_onnx(str(model), input_shape=input_shape)
     imported = time.perf_counter() - started
@@ -111,27 +114,17 @@ def _no_task_splits(module: ModuleOp) -> str:
 
 
 def _write_ir(module: ModuleOp, output: Path, input_refs: set[WeightRefAttr]) -> None:
-    """The IR, and the weights the passes created beside it, written atomically."""
+    """The IR, and the weights the passes created beside it (named by their content),
+    each written whole or not at all."""
     from ge.core import ir, weights
+    from ge.core.files import published, regular_output
     from ge.cli.opt import weight_refs
 
     refs = weight_refs(module)
-    tmp = f"{output}.{os.getpid()}.tmp"
-    npz = os.path.abspath(f"{output}.npz")
-    saved: weights.WeightStore | None = None
-    if not refs <= input_refs:
-        source = weights.store_of(module)
-        saved = weights.WeightStore(npz)
-        for ref in sorted(refs, key=lambda r: r.weight.data):
-            saved.add(ref.weight.data, source.get(ref))
-        weights.attach(module, saved)
-    try:
-        with open(tmp, "w") as f:
-            f.write(ir.to_text(module))
-        if saved is not None:
-            saved.save(npz)
-        os.replace(tmp, output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    if not refs <= input_refs and not regular_output(output):
+        log.warning("%d weight(s) created by the passes are not saved; use --output=FILE.mlir", len(refs - input_refs))
+    elif not refs <= input_refs:
+        saved = weights.sidecar(module, str(output), refs)
+        saved.save(saved.key)
+    with published(output, what="IR") as f:
+        f.write(ir.to_text(module))

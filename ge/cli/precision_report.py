@@ -53,6 +53,7 @@ def precision_report(
     import numpy as np
 
     from ge.cli.atc import compile_options, load_plugins, parse_flags
+    from ge.core.files import check_output
 
     if top is not None and top < 1:
         raise OptionError(f"--top {top} is not allowed; give a count >= 1")
@@ -60,6 +61,8 @@ def precision_report(
     soc_version = options.soc_version
     from ge.precision_report import build_report, write_csv
 
+    if csv_file is not None:
+        check_output(csv_file, "--csv")
     report = build_report(model, options, _given_inputs(input or []), seed)
     rows = report.rows
     if top is not None:

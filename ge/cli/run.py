@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ge.core.errors import InputError, OptionError
+from ge.core.files import published
 from ge.core.options import OPTION
 
 if TYPE_CHECKING:
@@ -136,7 +137,8 @@ def write_outputs(outputs: dict[str, np.ndarray], directory: Path) -> list[str]:
     written = []
     for name, value in outputs.items():
         path = directory / (name.replace("/", "_").replace(os.sep, "_").replace(":", "_") + ".npy")
-        np.save(path, value)
+        with published(path, "wb", what="output array") as f:
+            np.save(f, value)
         written.append(str(path))
     return written
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+import zipfile
+import zlib
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from dialects.ascend_graph import WeightRefAttr
 from ge.core.errors import ModelError
+from ge.core.files import published
 
 WEIGHTS_ATTR = "ascend_graph.weights"
 
@@ -88,34 +91,115 @@ class WeightStore:
 
     def save(self, path: str) -> None:
         """Write every weight to an `.npz` file that `open_store` can reload."""
-        tmp = f"{path}.tmp"
-        with open(tmp, "wb") as f:
+        with published(path, "wb", what="weight file") as f:
             np.savez(f, **self._arrays)
-        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: str) -> WeightStore:
         """Reload a store from an `.npz` file or from an ONNX model's tensors."""
-        store = cls(path)
         if not os.path.isfile(path):
             raise WeightError(f"weight file '{path}' does not exist")
         if path.endswith(".npz"):
+            return cls._load_npz(path)
+        return cls._load_onnx(path)
+
+    @classmethod
+    def _load_npz(cls, path: str) -> WeightStore:
+        store = cls(path)
+        try:
             with np.load(path, allow_pickle=False) as data:
                 for name in data.files:
                     store.add(name, data[name])
-            return store
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+            # np.load refuses pickled (object) arrays with a ValueError, as we want
+            raise WeightError(f"weight file '{path}' is not a valid .npz of arrays: {e}") from None
+        return store
+
+    @classmethod
+    def _load_onnx(cls, path: str) -> WeightStore:
         import onnx
         from onnx import numpy_helper
 
-        model = onnx.load(path, load_external_data=True)
+        model = onnx.ModelProto()
+        try:
+            with open(path, "rb") as f:
+                model.ParseFromString(f.read())
+        except Exception as e:  # protobuf raises DecodeError, or RuntimeError from its C++ core
+            raise WeightError(f"weight file '{path}' is not an ONNX model: {e}") from None
+        load_external_data(model, path)
+        store = cls(path)
         for init in model.graph.initializer:
             store.add(init.name, numpy_helper.to_array(init))
         for node in model.graph.node:
-            if node.op_type == "Constant":
-                for attr in node.attribute:
-                    if attr.name == "value":
-                        store.add(node.output[0], numpy_helper.to_array(attr.t))
+            for attr in node.attribute:
+                if node.op_type == "Constant" and attr.name == "value":
+                    store.add(node.output[0], numpy_helper.to_array(attr.t))
         return store
+
+
+def _graph_tensors(graph):
+    """Every tensor of an ONNX graph that can hold external data: initializers and
+    node attributes, in subgraphs too."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+        yield sparse.indices
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _graph_tensors(attr.g)
+            for g in attr.graphs:
+                yield from _graph_tensors(g)
+
+
+def load_external_data(model, path: str | None) -> None:
+    """Load an ONNX model's external tensor data, refusing any location outside the
+    model's folder (our check, before onnx's loader opens anything)."""
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+    external = [t for t in _graph_tensors(model.graph) if uses_external_data(t)]
+    if not external:
+        return
+    if path is None:
+        raise ModelError(
+            f"tensor '{external[0].name}' keeps its data in an external file, which needs the "
+            "model's location: pass the model's path instead of a ModelProto"
+        )
+    base = os.path.realpath(os.path.dirname(path))
+    for tensor in external:
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        if not location:
+            raise ModelError(f"tensor '{tensor.name}' uses external data but names no location")
+        resolved = os.path.realpath(os.path.join(base, location))
+        if os.path.isabs(location) or os.path.commonpath([base, resolved]) != base:
+            raise ModelError(
+                f"tensor '{tensor.name}': external data location '{location}' is outside the "
+                f"model's directory '{base}'; only relative paths inside it are allowed"
+            )
+        if not os.path.isfile(resolved):
+            raise ModelError(f"tensor '{tensor.name}': external data file '{location}' does not exist in '{base}'")
+    try:
+        load_external_data_for_model(model, base)
+    except Exception as e:
+        raise ModelError(f"cannot load the external data of '{path}': {e}") from e
+
+
+def sidecar(module: ModuleOp, output: str, refs: Iterable[WeightRefAttr]) -> WeightStore:
+    """The weights `refs` of `module` as a store beside `output`, named by their content,
+    and made the module's store. The IR written to `output` names this file, so runs
+    that write one output at once never pair one run's IR with another's weights."""
+    refs = sorted(refs, key=lambda r: r.weight.data)
+    content = hashlib.sha256("".join(f"{r.weight.data}\0{r.digest.data}\0" for r in refs).encode())
+    folder, name = os.path.split(os.path.realpath(output))
+    saved = WeightStore(os.path.join(folder, f"{name}.{content.hexdigest()[:16]}.npz"))
+    source = store_of(module)
+    for ref in refs:
+        saved.add(ref.weight.data, source.get(ref))
+    attach(module, saved)
+    return saved
 
 
 def store_for(key: str) -> WeightStore:

@@ -44,7 +44,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import onnx
 from onnx import helper
-from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -56,7 +55,7 @@ from ge.core.errors import GEError, ModelError
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_ops import CONVERTERS, Node
 from ge.frontend.tensors import dense, element_type, sparse_array, tensor_array, value_info_type
-from ge.core.weights import INLINE_LIMIT, WeightStore, attach, store_for
+from ge.core.weights import INLINE_LIMIT, WeightStore, attach, load_external_data, store_for
 
 OPSET_MIN, OPSET_MAX = 11, 21
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -115,52 +114,6 @@ def _check_structure(model: onnx.ModelProto, where: str) -> None:
         names += [node.name, node.op_type, node.domain, *node.input, *node.output, *(a.name for a in node.attribute)]
     if not all(isinstance(name, str) for name in names):
         raise ModelError(f"{where} is malformed: a name in it is not valid UTF-8")
-
-
-def _graph_tensors(graph: onnx.GraphProto):
-    """Every tensor that can hold external data: initializers and node attributes."""
-    yield from graph.initializer
-    for sparse in graph.sparse_initializer:
-        yield sparse.values
-        yield sparse.indices
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.HasField("t"):
-                yield attr.t
-            yield from attr.tensors
-            if attr.HasField("g"):
-                yield from _graph_tensors(attr.g)
-            for g in attr.graphs:
-                yield from _graph_tensors(g)
-
-
-def _load_external_data(model: onnx.ModelProto, path: str | None) -> None:
-    """Load external tensor data, refusing any location outside the model's folder."""
-    external = [t for t in _graph_tensors(model.graph) if uses_external_data(t)]
-    if not external:
-        return
-    if path is None:
-        raise ModelError(
-            f"tensor '{external[0].name}' keeps its data in an external file, which needs the "
-            "model's location: pass the model's path instead of a ModelProto"
-        )
-    base = os.path.realpath(os.path.dirname(path))
-    for tensor in external:
-        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
-        if not location:
-            raise ModelError(f"tensor '{tensor.name}' uses external data but names no location")
-        resolved = os.path.realpath(os.path.join(base, location))
-        if os.path.isabs(location) or os.path.commonpath([base, resolved]) != base:
-            raise ModelError(
-                f"tensor '{tensor.name}': external data location '{location}' is outside the "
-                f"model's directory '{base}'; only relative paths inside it are allowed"
-            )
-        if not os.path.isfile(resolved):
-            raise ModelError(f"tensor '{tensor.name}': external data file '{location}' does not exist in '{base}'")
-    try:
-        load_external_data_for_model(model, base)
-    except Exception as e:
-        raise ModelError(f"cannot load the external data of '{path}': {e}") from e
 
 
 def _default_opset(model: onnx.ModelProto) -> int:
@@ -684,7 +637,7 @@ def load_onnx(
     try:
         _check_structure(proto, where)
         opset = _default_opset(proto)
-        _load_external_data(proto, path)
+        load_external_data(proto, path)
         proto = _inline_functions(proto)
         overrides = parse_input_shape(input_shape, _input_shapes(proto)) if input_shape is not None else {}
         key = path or f"<memory:{proto.graph.name or 'graph'}:{next(_MEMORY_MODELS)}>"

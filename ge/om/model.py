@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from ge.om.memory import MemoryPlan, Region
 from ge.om.tasks import Task
 from ge.core.errors import ModelError
+from ge.core.files import published
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -140,28 +140,21 @@ class Model:
 
 
 def write(model: Model, path: str | os.PathLike) -> str:
-    """Write `model` as a sealed `.om` zip at `path` via a temporary file and a rename."""
+    """Write `model` as a sealed `.om` zip at `path`, whole or not at all (`ge.core.files.published`)."""
     path = os.fspath(path)
     manifest = {"magic": MAGIC, "format_version": FORMAT_VERSION, "entries": list(ENTRIES)}
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w+b") as f:
-            with zipfile.ZipFile(f, "w") as z:
-                z.writestr(MANIFEST, json.dumps(manifest, indent=1), zipfile.ZIP_DEFLATED)
-                z.writestr(MODEL, json.dumps(model.description(), separators=(",", ":")), zipfile.ZIP_DEFLATED)
-                z.writestr(KERNELS, model.kernels, zipfile.ZIP_DEFLATED)
-                z.writestr(WEIGHTS, model.weights, zipfile.ZIP_STORED)  # weights barely compress
-                z.comment = SEAL + b"0" * DIGEST_CHARS
-            size = f.seek(0, os.SEEK_END) - DIGEST_CHARS
-            f.seek(0)
-            digest = _digest(f, size)
-            f.seek(-DIGEST_CHARS, os.SEEK_END)
-            f.write(digest.encode())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with published(path, "w+b", what="model") as f:
+        with zipfile.ZipFile(f, "w") as z:
+            z.writestr(MANIFEST, json.dumps(manifest, indent=1), zipfile.ZIP_DEFLATED)
+            z.writestr(MODEL, json.dumps(model.description(), separators=(",", ":")), zipfile.ZIP_DEFLATED)
+            z.writestr(KERNELS, model.kernels, zipfile.ZIP_DEFLATED)
+            z.writestr(WEIGHTS, model.weights, zipfile.ZIP_STORED)  # weights barely compress
+            z.comment = SEAL + b"0" * DIGEST_CHARS
+        size = f.seek(0, os.SEEK_END) - DIGEST_CHARS
+        f.seek(0)
+        digest = _digest(f, size)
+        f.seek(-DIGEST_CHARS, os.SEEK_END)
+        f.write(digest.encode())
     return path
 
 

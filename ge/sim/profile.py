@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from dialects.ascend_kernel import PIPES
 from ge.sim import timing
+from ge.core.files import published
 from ge.core.soc import SocProfile
 
 RATIO_COLUMNS = {"M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1": "mte1_ratio", "MTE2": "mte2_ratio", "MTE3": "mte3_ratio", "FIX": "fixpipe_ratio"}
@@ -201,13 +202,13 @@ class Profile:
         csv_path = os.path.join(directory, "op_summary.csv")
         trace_path = os.path.join(directory, "trace.json")
         self.write_csv(csv_path)
-        with open(trace_path, "w") as f:
+        with published(trace_path, what="trace") as f:
             json.dump(self.trace(), f, separators=(",", ":"))
         return [csv_path, trace_path]
 
     def write_csv(self, path: str | os.PathLike) -> None:
         clock = self.clock_mhz
-        with open(path, "w", newline="") as f:
+        with published(path, what="op summary") as f:
             out = csv.writer(f)
             out.writerow(CSV_COLUMNS)
             for row in self.rows():
