@@ -31,6 +31,8 @@ STDOUT = "-"
 class FileError(GEError):
     """A file named by the user cannot be read or written as asked."""
 
+    code = "E10001"  # as any other bad option value: the file is one
+
 
 def _target(path: str) -> str:
     """What writing `path` writes: the end of its symlink chain."""
