@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass, field
 
 from ge.core.errors import OptionError
+from ge.core.files import read_text
 from passes.fusion import FUSION_PASSES, FusionKind, builtin_fusion_passes
 
 log = logging.getLogger("ge")
@@ -54,11 +55,7 @@ class FusionSwitches:
 def load(path: str) -> FusionSwitches:
     """Read a switch file in either format; errors name the file and the key or line."""
     builtin_fusion_passes()  # the names are checked against every built-in pass
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise OptionError(f"fusion_switch_file '{path}' cannot be read: {e.strerror}") from e
+    text = read_text(path, "fusion_switch_file")
     if text.lstrip().startswith("{"):
         return _from_json(path, text)
     return _from_lines(path, text)

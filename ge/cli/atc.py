@@ -37,7 +37,9 @@ FRAMEWORKS = {"0": "Caffe", "1": "MindSpore", "3": "TensorFlow", "5": "ONNX"}
 ONNX = "5"
 REQUIRED = ("model", "framework", "output", "soc_version")
 
-CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": ["--help", "-h"]}
+CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
+"""`-h` is read as `--help` before click sees it (`ge.cli.main.atc_spelling`): as a short
+option, click would find it inside any single-dash argument with an `h` in it."""
 
 
 def atc(ctx: typer.Context) -> None:

@@ -1,6 +1,7 @@
 """How `ge` and `ge-opt` fail: one line on stderr and exit code 1, never a traceback
 unless `--log=debug` (as ATC does). Both commands share this so that their messages
-read the same and a user can grep them."""
+read the same and a user can grep them; command-line mistakes that click or argparse
+find (an unknown option, a bad value) read and exit the same way."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+import typer
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
     DiagnosticException,
@@ -20,7 +22,7 @@ from xdsl.utils.exceptions import (
     VerifyException,
 )
 
-from ge.core.errors import GEError
+from ge.core.errors import GEError, OptionError
 
 LOG_LEVELS: dict[str, int] = {
     "debug": logging.DEBUG,
@@ -73,6 +75,10 @@ def one_line(exc: BaseException) -> str:
     """The exception as one sentence a user can act on."""
     if isinstance(exc, GEError):
         return _flat(str(exc))
+    if isinstance(exc, typer.TyperException):  # click's usage errors, as typer raises them
+        ctx = getattr(exc, "ctx", None)
+        where = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
+        return f"[{OptionError.code}] {_flat(exc.format_message()).rstrip('.')}{where}"
     if isinstance(exc, ParseError):
         return f"{exc.span.get_location()}: {_flat(exc.msg)}"
     if isinstance(exc, PassFailedException):
@@ -105,14 +111,14 @@ def reporting(tool: str, level: str) -> Iterator[None]:
     previous = signal.signal(signal.SIGTERM, _terminate) if main else None
     try:
         yield
+    except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort
+        print(f"{tool}: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
     except (Exception, ArgSpecParseError) as exc:  # xDSL's pipeline syntax error is a BaseException
         if level == "debug":
             traceback.print_exception(exc, file=sys.stderr)
         print(f"{tool}: error: {one_line(exc)}", file=sys.stderr)
         raise SystemExit(1) from None
-    except KeyboardInterrupt:
-        print(f"{tool}: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
     except Terminated:
         print(f"{tool}: terminated", file=sys.stderr)
         raise SystemExit(128 + signal.SIGTERM) from None

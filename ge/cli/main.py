@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -214,10 +215,19 @@ def _log_first(argv: Sequence[str]) -> list[str]:
     return logs + rest
 
 
+ATC_FLAG = re.compile(r"-([A-Za-z][A-Za-z0-9_-]+(=.*)?)", re.DOTALL)
+
+
+def atc_spelling(argv: Sequence[str]) -> list[str]:
+    """ATC takes `-name=value` as well as `--name=value`; click would read the single
+    dash as a cluster of one-letter flags. `-h` stays the short form of `--help`."""
+    return ["--help" if arg == "-h" else ATC_FLAG.sub(r"--\1", arg) if ATC_FLAG.fullmatch(arg) else arg for arg in argv]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _log_first(sys.argv[1:] if argv is None else argv)
+    args = _log_first(atc_spelling(sys.argv[1:] if argv is None else argv))
     with reporting("ge", log_level_in(args)):
-        app(args=args, prog_name="ge")
+        app(args=args, prog_name="ge", standalone_mode=False)  # errors reach `reporting`
 
 
 if __name__ == "__main__":

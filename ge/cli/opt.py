@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
-from typing import IO
+from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.ir import Dialect
@@ -41,8 +43,8 @@ from dialects.ascend_graph import AscendGraph, WeightRefAttr
 from dialects.ascend_kernel import AscendKernel
 from ge.core import weights
 from ge.cli.errors import DEFAULT_LOG, LOG_LEVELS, configure_logging, log_level_in, reporting
-from ge.core.errors import OptionError
-from ge.core.files import published, regular_output
+from ge.core.errors import ModelError, OptionError
+from ge.core.files import decoded, published, regular_output
 from passes import registry
 
 DIALECTS: dict[str, Callable[[], Dialect]] = {
@@ -122,6 +124,7 @@ class GEOptMain(xDSLOptMain):
             help=f"log level, as ATC's --log; 'debug' also shows tracebacks (default: {DEFAULT_LOG})",
         )
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.error = _refuse  # type: ignore[method-assign]  (one line and exit 1, as every error)
         arg_parser.epilog = self._passes_help()
 
     def _passes_help(self) -> str:
@@ -170,10 +173,25 @@ class GEOptMain(xDSLOptMain):
         weights.attach(module, store)
         return module
 
+    def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        name = self.args.input_file
+        extension = self.args.frontend or (os.path.splitext(name)[1].lstrip(".") if name else "mlir")
+        if extension not in self.available_frontends:
+            known = ", ".join(f".{e}" for e in self.available_frontends)
+            raise OptionError(f"input '{name}': unknown format '.{extension}'; ge-opt reads {known} (or name one with --frontend)")
+        return super().prepare_input()
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         if file_extension != "onnx" and self.args.input_shape is not None:
             raise OptionError(f"--input-shape applies to ONNX input only, not to .{file_extension} input")
-        module = super().parse_chunk(chunk, file_extension, start_offset)
+        if file_extension != "onnx":
+            data = chunk.read()
+            decoded(data, self.args.input_file or "<stdin>", "input")
+            chunk = io.BytesIO(data)
+        try:
+            module = super().parse_chunk(chunk, file_extension, start_offset)
+        except RecursionError:
+            raise ModelError(f"input '{self.args.input_file or '<stdin>'}' nests regions or modules too deeply to parse") from None
         self._input_refs = set() if module is None else weight_refs(module)
         return module
 
@@ -211,6 +229,10 @@ class GEOptMain(xDSLOptMain):
             super().run()
             for store in self._sidecars:
                 store.save(store.key)
+
+
+def _refuse(message: str) -> NoReturn:
+    raise OptionError(f"{message}; see 'ge-opt --help'")
 
 
 def _naming_the_pass(callback: PassPipelineCallbackType | None) -> PassPipelineCallbackType:

@@ -23,15 +23,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
-from ge.core.errors import GEError
+from ge.core.errors import OptionError
 
 STDOUT = "-"
 
 
-class FileError(GEError):
-    """A file named by the user cannot be read or written as asked."""
-
-    code = "E10001"  # as any other bad option value: the file is one
+class FileError(OptionError):
+    """A file named by the user (by an option, mostly) cannot be read or written as asked."""
 
 
 def _target(path: str) -> str:
@@ -142,6 +140,11 @@ def read_text(path: str | os.PathLike, what: str = "file", limit: int = 1 << 30)
         raise FileError(f"{what} '{path}' cannot be read: {e.strerror or e}") from None
     if len(data) > limit:
         raise FileError(f"{what} '{path}' is larger than {limit:,} bytes")
+    return decoded(data, path, what)
+
+
+def decoded(data: bytes, path: str, what: str = "file") -> str:
+    """`data` read from `path` as UTF-8 text, or a clear error saying where it is not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -34,12 +34,12 @@ ours where CANN's texts leave room:
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ge.core.errors import OptionError
+from ge.core.files import read_text
 from ge.core.options import DEFAULT_OP_SELECT_IMPLMODE, DEFAULT_PRECISION_MODE, PRECISION_MODES_V2
 
 MIXED_MODES = ("allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16")
@@ -88,13 +88,7 @@ def _fail(option: str, path: str, line: int | None, message: str) -> OptionError
 
 
 def _read(option: str, path: str) -> list[str]:
-    if not os.path.isfile(path):
-        raise OptionError(f"{option} '{path}' does not exist or is not a file")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise OptionError(f"{option} '{path}' cannot be read: {e}") from e
+    return read_text(path, option).splitlines()
 
 
 def _content(line: str, comments: str = "#") -> str:

@@ -23,6 +23,7 @@ fit misses by more than 3x (recording errors) are left out of the second.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -37,6 +38,7 @@ import numpy as np
 
 from ge.core import soc as soc_profiles
 from ge.core.errors import CalibrationError, GEError
+from ge.core.files import read_text
 from ge.sim.costs import (
     FRACTAL_BYTES,
     REFERENCE_SOC,
@@ -271,7 +273,7 @@ def _rows(path: Path) -> Iterable[_Row]:
     if not path.is_file():
         raise CalibrationError(f"{path}: missing (a calibration directory holds {', '.join(COLUMNS)})")
     columns = COLUMNS[path.name]
-    with path.open(newline="") as f:
+    with io.StringIO(read_text(path, "calibration table"), newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None or tuple(h.strip() for h in header) != columns:
