@@ -233,6 +233,15 @@ def test_a_bad_output_is_refused_before_the_compile(tmp_path: Path, args: tuple[
     assert files_in(tmp_path) in ([], ["missing"])
 
 
+def test_ge_run_refuses_an_output_directory_that_is_a_file_before_running(tmp_path: Path):
+    om = tmp_path / "m.om"
+    assert run("ge", "atc", f"--model={RESNET.path}", "--framework=5", f"--output={tmp_path / 'm'}", "--soc_version=Ascend310P3").returncode == 0
+    (tmp_path / "taken").write_text("a file")
+    result = run("ge", "run", om, "--profile", tmp_path / "taken" / "prof")
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"ge: error: [E10001] --profile '{tmp_path}/taken/prof': '{tmp_path}/taken' is not a directory"
+
+
 # ----------------------------------------------------------------- concurrency
 
 

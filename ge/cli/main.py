@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ge.cli.errors import DEFAULT_LOG, configure_logging, log_level_in, reporting
+from ge.core.files import check_output_directory
 from ge.core.options import DEFAULT_SOC_VERSION
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ def demo(
     import ge.session  # noqa: F401
     from ge.models import DEMO_MODELS
 
+    check_output_directory(output, "--output")
     output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     for model in DEMO_MODELS:

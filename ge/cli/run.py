@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ge.core.errors import InputError, OptionError
-from ge.core.files import published
+from ge.core.files import check_output_directory, published
 from ge.core.options import OPTION
 
 if TYPE_CHECKING:
@@ -85,6 +85,9 @@ def run(
         raise OptionError("--output has nothing to write with --timing-only (no values are computed)")
     if timing_only and seed is not None:
         raise OptionError("--seed makes inputs, which --timing-only does not use (no values are computed)")
+    for directory, flag in ((output, "--output"), (profile, "--profile")):
+        if directory is not None:
+            check_output_directory(directory, flag)
     session = Session(config)
     runtime = session.runtime(model)
     names = [d.name for d in runtime.model.inputs]

@@ -75,6 +75,18 @@ def check_output(path: str | os.PathLike, what: str = "output") -> None:
         raise FileError(f"{what} '{path}' is not writable")
 
 
+def check_output_directory(path: str | os.PathLike, what: str = "output directory") -> None:
+    """Refuse a directory for outputs that cannot be made or written, before any work."""
+    path = os.fspath(path)
+    existing = path
+    while not os.path.exists(existing):  # made with its parents: the nearest existing one decides
+        existing = os.path.dirname(existing) or "."
+    if not os.path.isdir(existing):
+        raise FileError(f"{what} '{path}': '{existing}' is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise FileError(f"{what} '{path}': '{existing}' is not writable")
+
+
 def _new_file_mode(existing: str) -> int:
     """The old file's permission bits, or what `open` would give a new file."""
     try:
