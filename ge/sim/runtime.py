@@ -199,7 +199,11 @@ class Runtime:
         """One block of `kernel`, timed once per runtime (traced when asked)."""
         key = (kernel, trace)
         if key not in self._timings:
-            self._timings[key] = timing.time_block(self.kernels[kernel].program(), trace)
+            decoded = self.kernels[kernel].program()
+            try:
+                self._timings[key] = timing.time_block(decoded, trace)
+            except ModelError as e:
+                raise ModelError(f"kernel @{kernel}: {e.args[0]}") from e
         return self._timings[key]
 
     def run(self, inputs: Mapping[str, np.ndarray] | None = None) -> RunOutput:
