@@ -25,8 +25,11 @@ DESCRIPTION_BYTES = 64 * MiB
 KERNELS_BYTES = 256 * MiB
 """kernels.mlir: at most 340 KB for a real model (ResNet-50 on Ascend310), 34 MB for 100 gears."""
 COMPRESSION_RATIO = 100
-"""An entry's declared size over its compressed size: at most 21 for a real model
-(kernels.mlir); deflate reaches about 1000 on a zip bomb."""
+"""An entry's declared size over its compressed size, for entries over `RATIO_FLOOR`
+bytes: at most 21 for a real model (kernels.mlir); deflate reaches about 1000 on a
+zip bomb."""
+RATIO_FLOOR = 1 * MiB
+"""Below this, an entry's ratio says nothing (a small repetitive text compresses well)."""
 JSON_DEPTH = 32
 """Nesting of model.json's arrays and objects: 5 in every model."""
 

@@ -231,7 +231,7 @@ def _check_sizes(z: zipfile.ZipFile, file_size: int) -> None:
             raise Malformed(f"{name} declares {packed} compressed bytes in a {file_size}-byte file")
         if name in most and size > most[name]:
             raise Malformed(f"{name} declares {size} bytes; allowed: at most {most[name]}")
-        if size > limits.COMPRESSION_RATIO * max(packed, 1):
+        if size > limits.RATIO_FLOOR and size > limits.COMPRESSION_RATIO * max(packed, 1):
             raise Malformed(
                 f"{name} declares {size} bytes from {packed} compressed ({size // max(packed, 1)}:1); "
                 f"allowed: at most {limits.COMPRESSION_RATIO}:1 (a zip bomb?)"
