@@ -345,7 +345,7 @@ def _soc(name: str) -> socs.SocProfile:
 def _check_plan(memory: MemoryPlan, soc: socs.SocProfile) -> None:
     """Each region within the plan, the plan within the SoC's device memory."""
     capacity = soc.device_memory_bytes
-    device = f" ({soc.name}'s device memory)"
+    device = f" ({soc.name}'s device memory, {capacity / limits.GiB:g} GiB)"
     for r in REGION_ORDER:
         integer(memory.sizes[r], f"memory.regions.{r.value}.size", 0, capacity, device)
     integer(memory.total, "the memory plan's total size", 0, capacity, device)
@@ -361,7 +361,7 @@ def _descs(data: object, where: str, memory: MemoryPlan, soc: socs.SocProfile) -
             nbytes = limits.ITEMSIZE[desc.dtype]
             for dim in shape:
                 nbytes *= dim
-            integer(nbytes, f"the bytes of {at}.{name} {list(shape)}", 0, soc.device_memory_bytes, f" ({soc.name}'s device memory)")
+            integer(nbytes, f"the bytes of {at}.{name} {list(shape)}", 0, soc.device_memory_bytes, f" ({soc.name}'s device memory, {soc.device_memory_bytes / limits.GiB:g} GiB)")
         _within(desc.addr, desc.size, memory, at)
     return descs
 
