@@ -73,14 +73,14 @@ def field(data: Mapping, key: str, where: str) -> object:
 
 def mapping(value: object, where: str) -> Mapping:
     if not isinstance(value, Mapping):
-        raise Malformed(f"{where} must be an object, not {_show(value)}")
+        raise Malformed(f"{where} must be an object, not {shown(value)}")
     return value
 
 
 def items(value: object, where: str, most: int, why: str = "") -> Sequence:
     """A JSON array of at most `most` items."""
     if not isinstance(value, list):
-        raise Malformed(f"{where} must be an array, not {_show(value)}")
+        raise Malformed(f"{where} must be an array, not {shown(value)}")
     if len(value) > most:
         raise Malformed(f"{where} has {len(value)} items; allowed: at most {most}{why}")
     return value
@@ -89,7 +89,7 @@ def items(value: object, where: str, most: int, why: str = "") -> Sequence:
 def integer(value: object, where: str, low: int = 0, high: int | None = None, why: str = "") -> int:
     """An int (not a bool, not a float) in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise Malformed(f"{where} must be an integer, not {_show(value)}")
+        raise Malformed(f"{where} must be an integer, not {shown(value)}")
     if value < low or (high is not None and value > high):
         allowed = f"{low} to {high}" if high is not None else f"at least {low}"
         raise Malformed(f"{where} is {value}; allowed: {allowed}{why}")
@@ -98,7 +98,7 @@ def integer(value: object, where: str, low: int = 0, high: int | None = None, wh
 
 def text(value: object, where: str) -> str:
     if not isinstance(value, str):
-        raise Malformed(f"{where} must be a string, not {_show(value)}")
+        raise Malformed(f"{where} must be a string, not {shown(value)}")
     if len(value) > TEXT_CHARS:
         raise Malformed(f"{where} has {len(value)} characters; allowed: at most {TEXT_CHARS}")
     return value
@@ -123,6 +123,7 @@ def _at(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
-def _show(value: object) -> str:
-    shown = repr(value)
-    return f"{type(value).__name__} {shown if len(shown) <= 40 else shown[:37] + '...'}"
+def shown(value: object) -> str:
+    """A value for a message: its type and a repr cut to 40 characters."""
+    r = repr(value)
+    return f"{type(value).__name__} {r if len(r) <= 40 else r[:37] + '...'}"

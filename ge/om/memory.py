@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ge.om import limits
-from ge.om.limits import Malformed, field, integer, items, mapping, text
+from ge.om.limits import Malformed, field, integer, items, mapping, shown, text
 
 
 class Region(str, Enum):
@@ -83,7 +83,7 @@ class MemoryPlan:
         data = mapping(data, where)
         regions = mapping(field(data, "regions", where), f"{where}.regions")
         if set(regions) != {r.value for r in REGION_ORDER}:  # keys of a JSON object are strings
-            raise Malformed(f"{where}.regions has {sorted(regions)}; it must have exactly {[r.value for r in REGION_ORDER]}")
+            raise Malformed(f"{where}.regions has {shown(sorted(regions))}; it must have exactly {[r.value for r in REGION_ORDER]}")
         bases, sizes = {}, {}
         for r in REGION_ORDER:
             at = f"{where}.regions.{r.value}"

@@ -394,5 +394,5 @@ def _within(addr: int, size: int, memory: MemoryPlan, where: str) -> None:
         raise Malformed(f"{where} [{addr}, {addr + size}) lies outside the plan's {memory.total} bytes")
 
 
-_KERNEL_NAME = re.compile(r"^ascend_kernel\.kernel @([\w.$-]+) ", re.MULTILINE)
-"""A kernel's symbol name, as `ge.backend.kernels_text` prints it."""
+_KERNEL_NAME = re.compile(r"^ascend_kernel\.kernel @(\S+) attributes \{", re.MULTILINE)
+"""A kernel's symbol name, as `ge.backend.kernels_text` prints it (and `ge.sim.program` reads it)."""

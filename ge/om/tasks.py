@@ -18,7 +18,7 @@ from enum import Enum
 from typing import ClassVar
 
 from ge.om import limits
-from ge.om.limits import Malformed, field, integer, items, mapping, text
+from ge.om.limits import Malformed, field, integer, items, mapping, shown, text
 
 
 class Direction(str, Enum):
@@ -70,7 +70,7 @@ class Task:
         data = mapping(data, where)
         kind = field(data, "kind", where)
         if not isinstance(kind, str) or kind not in TASK_KINDS:
-            raise Malformed(f"{where}.kind is {kind!r}; allowed: {', '.join(TASK_KINDS)}")
+            raise Malformed(f"{where}.kind is {shown(kind)}; allowed: {', '.join(TASK_KINDS)}")
         return TASK_KINDS[kind]._decode(data, where)
 
     @classmethod
@@ -132,7 +132,7 @@ class MemcpyTask(Task):
     def _decode(cls, data: Mapping, where: str) -> Task:
         direction = field(data, "direction", where)
         if not isinstance(direction, str) or direction not in {d.value for d in Direction}:
-            raise Malformed(f"{where}.direction is {direction!r}; allowed: {', '.join(d.value for d in Direction)}")
+            raise Malformed(f"{where}.direction is {shown(direction)}; allowed: {', '.join(d.value for d in Direction)}")
         return cls(
             integer(field(data, "stream", where), f"{where}.stream"),
             Direction(direction),
