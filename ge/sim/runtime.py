@@ -61,9 +61,10 @@ from ge.sim.kernels import Layout, Numerics
 from ge.sim.profile import Profile, TaskRecord
 
 RUN_BLOCKS = 1 << 20
-"""The blocks (block_dim times the kernel's phases, over all its KERNEL tasks) one run
-may place: about a second of the runtime's work. The real models place at most
-6,000 (BERT-base on Ascend910B1: 2,672 blocks)."""
+"""The blocks (block_dim times the kernel's phases, over all KERNEL tasks) one run may
+place: about a second of the runtime's work. A real model's launches add up to a few
+thousand blocks (ResNet-50 on Ascend910A: 2,696)."""
+
 
 @dataclass
 class RunOutput:
