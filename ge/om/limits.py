@@ -7,8 +7,8 @@ value and what is allowed (as `Malformed`, which `ge.om.read` turns into an
 `OmError` naming the file).
 
 The limits are far above what a real model needs (noted beside each: the largest
-of the real-model tests, ResNet-50, MobileNetV2, ViT-B/16 and BERT-base, on every
-SoC) and far below what would exhaust the host. Memory sizes are bounded by the
+of the real-model tests' ResNet-50, MobileNetV2 and BERT-base on every SoC) and far
+below what would exhaust the host. Memory sizes are bounded by the
 SoC's device memory (`SocProfile.device_memory_bytes`), checked in `ge.om.model`.
 """
 
