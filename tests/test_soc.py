@@ -85,3 +85,9 @@ def test_compile_options_check_soc_version() -> None:
     assert CompileOptions(soc_version="Ascend910B1").soc_version == "Ascend910B1"
     with pytest.raises(OptionError, match="soc_version 'Ascend910' is not allowed; use one of Ascend310, "):
         CompileOptions(soc_version="Ascend910")
+
+
+def test_device_memory_is_the_usual_cards() -> None:
+    """One chip's DDR/HBM as its usual card ships it (sources in each profile)."""
+    gib = KB**3
+    assert [soc.load(n).device_memory_bytes for n in PARTS] == [8 * gib, 24 * gib, 32 * gib, 64 * gib]

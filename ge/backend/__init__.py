@@ -62,6 +62,13 @@ def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | 
     assigned = streams.assign(sched, settings.max_streams, streams.MAX_EVENT_IDS)
     t = timed("streams", t)
     plan = memory.plan(sched, assigned, reuse=settings.reuse_memory)
+    device = socs.load(settings.soc_version)
+    if plan.total > device.device_memory_bytes:  # before the weight blob is allocated
+        regions = ", ".join(f"{r.value} {n:,}" for r, n in plan.sizes.items())
+        raise ModelError(
+            f"the model needs {plan.total:,} bytes of device memory ({regions}), more than the "
+            f"{device.device_memory_bytes:,} bytes of {device.name}; use a smaller input shape or batch, or a larger SoC"
+        )
     t = timed("memory", t)
     task_list = tasks.generate(sched, assigned, plan)
     t = timed("tasks", t)

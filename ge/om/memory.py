@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from ge.om import limits
+from ge.om.limits import Malformed, field, integer, items, mapping, shown, text
+
 
 class Region(str, Enum):
     """Where a buffer lives; only the feature map is shared between buffers."""
@@ -73,14 +76,42 @@ class MemoryPlan:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> MemoryPlan:
-        regions = {Region(name): r for name, r in data["regions"].items()}
+    def from_json(cls, data: object, where: str = "memory") -> MemoryPlan:
+        """The plan of a `.om` description, each field checked for its type and sign, and
+        each placement for lying within its region (the regions are checked against the
+        device's memory by `ge.om.model`)."""
+        data = mapping(data, where)
+        regions = mapping(field(data, "regions", where), f"{where}.regions")
+        if set(regions) != {r.value for r in REGION_ORDER}:  # keys of a JSON object are strings
+            raise Malformed(f"{where}.regions has {shown(sorted(regions))}; it must have exactly {[r.value for r in REGION_ORDER]}")
+        bases, sizes = {}, {}
+        for r in REGION_ORDER:
+            at = f"{where}.regions.{r.value}"
+            region = mapping(regions[r.value], at)
+            bases[r] = integer(field(region, "base", at), f"{at}.base")
+            sizes[r] = integer(field(region, "size", at), f"{at}.size")
+        tensors = items(field(data, "tensors", where), f"{where}.tensors", limits.TENSORS)
+        placements = tuple(_placement(t, f"{where}.tensors[{i}]", sizes) for i, t in enumerate(tensors))
+        candidates = mapping(field(data, "candidates", where), f"{where}.candidates")
         return cls(
-            data["strategy"],
-            tuple(Placement(t["name"], Region(t["region"]), t["offset"], t["size"]) for t in data["tensors"]),
-            {r: v["base"] for r, v in regions.items()},
-            {r: v["size"] for r, v in regions.items()},
-            data["feature_map_minimum"],
-            data["feature_map_no_reuse"],
-            dict(data["candidates"]),
+            text(field(data, "strategy", where), f"{where}.strategy"),
+            placements,
+            bases,
+            sizes,
+            integer(field(data, "feature_map_minimum", where), f"{where}.feature_map_minimum"),
+            integer(field(data, "feature_map_no_reuse", where), f"{where}.feature_map_no_reuse"),
+            {text(k, f"{where}.candidates"): integer(v, f"{where}.candidates.{k}") for k, v in candidates.items()},
         )
+
+
+def _placement(data: object, where: str, sizes: dict[Region, int]) -> Placement:
+    data = mapping(data, where)
+    name = text(field(data, "region", where), f"{where}.region")
+    if name not in {r.value for r in REGION_ORDER}:
+        raise Malformed(f"{where}.region is {name!r}; allowed: {', '.join(r.value for r in REGION_ORDER)}")
+    region = Region(name)
+    offset = integer(field(data, "offset", where), f"{where}.offset")
+    size = integer(field(data, "size", where), f"{where}.size")
+    if offset + size > sizes[region]:
+        raise Malformed(f"{where} [{offset}, {offset + size}) lies outside its {sizes[region]}-byte {region.value} region")
+    return Placement(text(field(data, "name", where), f"{where}.name"), region, offset, size)

@@ -12,13 +12,22 @@ and sealed: the zip's comment, the file's last bytes, is `ge-om sha256:` and the
 SHA-256 of every byte before the digest. The seal covers the zip's own headers
 too, so any altered byte is caught, not only those inside an entry.
 
-Writing goes to a temporary file beside the target and is renamed over it only
-when complete, so a failed compile leaves no partial `.om`. Reading checks, in
+Writing goes through `ge.core.files.published`: the file is delivered only when
+complete, so a failed compile leaves no partial `.om`. Reading checks, in
 order: a zip (else "not a model file", or "truncated" when only its start is one),
-our magic (else "a foreign zip"), a format version this code reads (else
-"newer"), then the seal, and fails with an `OmError` naming the file and what is
-wrong. `FORMAT_VERSION` goes up whenever the layout changes; a reader accepts
-every version up to its own.
+the entries' declared sizes (against `ge.om.limits` and the file's size), our magic
+(else "a foreign zip"), a format version this code reads (else "newer"), then the
+seal, and fails with an `OmError` naming the file and what is wrong.
+`FORMAT_VERSION` goes up whenever the layout changes; a reader accepts every
+version up to its own.
+
+The seal catches damage, not malice: whoever alters a file can recompute it. So
+the description is then checked field by field before anything is sized by it
+(`_model`): types, counts, shapes and dtypes, the memory plan within the SoC's
+device memory, every task's stream, event, port, tensor and kernel within what
+the model holds. Entries are read through a bounded reader that never takes the
+zip's declared sizes on trust; the weights are read only once the plan, checked,
+says how many bytes they are.
 """
 
 from __future__ import annotations
@@ -26,16 +35,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
-from ge.om.memory import MemoryPlan, Region
-from ge.om.tasks import Task
+from ge.core import soc as socs
 from ge.core.errors import ModelError
 from ge.core.files import published
+from ge.om import limits
+from ge.om.limits import Malformed, integer, items, mapping, text
+from ge.om.memory import REGION_ORDER, MemoryPlan, Region
+from ge.om.tasks import (
+    Arg,
+    Direction,
+    EventRecordTask,
+    EventWaitTask,
+    KernelTask,
+    MemcpyTask,
+    Task,
+)
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -82,17 +103,27 @@ class TensorDesc:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> TensorDesc:
+    def from_json(cls, data: object, where: str) -> TensorDesc:
+        """A port of a `.om` description: a known dtype, shapes of non-negative dims
+        (their bytes are checked against the device by `ge.om.model`)."""
+        data = mapping(data, where)
+        dtype = text(limits.field(data, "dtype", where), f"{where}.dtype")
+        if dtype not in limits.ITEMSIZE:
+            raise Malformed(f"{where}.dtype is {dtype!r}; allowed: {', '.join(limits.ITEMSIZE)}")
         return cls(
-            data["name"],
-            data["dtype"],
-            tuple(data["shape"]),
-            data["format"],
-            data["origin_format"],
-            tuple(data["origin_shape"]),
-            data["size"],
-            data["addr"],
+            text(limits.field(data, "name", where), f"{where}.name"),
+            dtype,
+            _shape(limits.field(data, "shape", where), f"{where}.shape"),
+            text(limits.field(data, "format", where), f"{where}.format"),
+            text(limits.field(data, "origin_format", where), f"{where}.origin_format"),
+            _shape(limits.field(data, "origin_shape", where), f"{where}.origin_shape"),
+            integer(limits.field(data, "size", where), f"{where}.size"),
+            integer(limits.field(data, "addr", where), f"{where}.addr"),
         )
+
+
+def _shape(data: object, where: str) -> tuple[int, ...]:
+    return tuple(integer(d, f"{where}[{i}]") for i, d in enumerate(items(data, where, limits.RANK)))
 
 
 @dataclass(frozen=True)
@@ -150,32 +181,79 @@ def write(model: Model, path: str | os.PathLike) -> str:
             z.writestr(KERNELS, model.kernels, zipfile.ZIP_DEFLATED)
             z.writestr(WEIGHTS, model.weights, zipfile.ZIP_STORED)  # weights barely compress
             z.comment = SEAL + b"0" * DIGEST_CHARS
-        size = f.seek(0, os.SEEK_END) - DIGEST_CHARS
-        f.seek(0)
-        digest = _digest(f, size)
-        f.seek(-DIGEST_CHARS, os.SEEK_END)
-        f.write(digest.encode())
+        seal(f)
     return path
 
 
+def seal(f: BinaryIO) -> None:
+    """Write the digest of every byte before it into the last `DIGEST_CHARS` bytes of
+    `f`, an open zip whose comment is `SEAL` and that many placeholder bytes."""
+    size = f.seek(0, os.SEEK_END) - DIGEST_CHARS
+    f.seek(0)
+    digest = _digest(f, size)
+    f.seek(-DIGEST_CHARS, os.SEEK_END)
+    f.write(digest.encode())
+
+
 def read(path: str | os.PathLike) -> Model:
-    """Load a `.om` file, refusing anything truncated, altered, foreign or newer."""
+    """Load a `.om` file, refusing anything truncated, altered, foreign, newer or out of bounds."""
     path = os.fspath(path)
     with open(path, "rb") as f:
         if f.read(len(ZIP_START)) != ZIP_START:
             raise OmError(f"'{path}' is not a .om model file (not a zip container)")
         try:
             with zipfile.ZipFile(f) as z:
+                _check_sizes(z, f.seek(0, os.SEEK_END))
                 _check_manifest(z, path)
                 _check_seal(f, z.comment, path)
-                entries = {name: z.read(name) for name in ENTRIES}
+                return _model(_json(_entry(z, MODEL, limits.DESCRIPTION_BYTES), MODEL), lambda name, most: _entry(z, name, most))
+        except Malformed as e:
+            raise OmError(f"'{path}': {e}") from e
         except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError, OSError) as e:
             # damaged headers make zipfile fail in many ways: a bad seek, a bad length, a bad name
             raise OmError(f"'{path}' is truncated or corrupt: {e}") from e
+
+
+def _check_sizes(z: zipfile.ZipFile, file_size: int) -> None:
+    """Refuse an entry whose declared sizes cannot be (a zip bomb, or headers that lie),
+    before anything is decompressed."""
+    most = {MANIFEST: limits.MANIFEST_BYTES, MODEL: limits.DESCRIPTION_BYTES, KERNELS: limits.KERNELS_BYTES}
+    for info in z.infolist():
+        name, size, packed = info.filename, info.file_size, info.compress_size
+        if packed > file_size:
+            raise Malformed(f"{name} declares {packed} compressed bytes in a {file_size}-byte file")
+        if name in most and size > most[name]:
+            raise Malformed(f"{name} declares {size} bytes; allowed: at most {most[name]}")
+        if size > limits.RATIO_FLOOR and size > limits.COMPRESSION_RATIO * max(packed, 1):
+            raise Malformed(
+                f"{name} declares {size} bytes from {packed} compressed ({size // max(packed, 1)}:1); "
+                f"allowed: at most {limits.COMPRESSION_RATIO}:1 (a zip bomb?)"
+            )
+
+
+def _entry(z: zipfile.ZipFile, name: str, most: int) -> bytes:
+    """The bytes of entry `name`, refusing more than `most` whatever its header declares."""
+    info = z.getinfo(name)
+    if info.file_size > most:
+        raise Malformed(f"{name} declares {info.file_size} bytes; allowed: at most {most}")
+    with z.open(info) as entry:
+        data = entry.read(most + 1)
+    if len(data) > most:
+        raise Malformed(f"{name} holds more than {most} bytes")
+    return data
+
+
+def _json(data: bytes, name: str) -> object:
+    """`data` parsed, refusing nesting deeper than `limits.JSON_DEPTH`."""
     try:
-        return _model(json.loads(entries[MODEL]), entries[KERNELS].decode(), entries[WEIGHTS])
-    except (ValueError, KeyError, TypeError) as e:
-        raise OmError(f"'{path}': the model description is malformed ({type(e).__name__}: {e})") from e
+        doc = json.loads(data)
+    except RecursionError as e:
+        raise Malformed(f"{name} nests deeper than {limits.JSON_DEPTH} levels") from e
+    except ValueError as e:
+        raise Malformed(f"{name} is not valid JSON ({e})") from e
+    if limits.depth(doc) > limits.JSON_DEPTH:
+        raise Malformed(f"{name} nests deeper than {limits.JSON_DEPTH} levels")
+    return doc
 
 
 def _digest(f: BinaryIO, size: int) -> str:
@@ -194,10 +272,7 @@ def _check_manifest(z: zipfile.ZipFile, path: str) -> None:
     names = set(z.namelist())
     if MANIFEST not in names:
         raise OmError(f"'{path}' is a zip file but not a .om model: it has no {MANIFEST}")
-    try:
-        manifest = json.loads(z.read(MANIFEST))
-    except ValueError as e:
-        raise OmError(f"'{path}': {MANIFEST} is not valid JSON ({e})") from e
+    manifest = _json(_entry(z, MANIFEST, limits.MANIFEST_BYTES), MANIFEST)
     if not isinstance(manifest, dict) or manifest.get("magic") != MAGIC:
         raise OmError(f"'{path}' is a zip file but not a .om model: its manifest lacks the magic '{MAGIC}'")
     version = manifest.get("format_version")
@@ -221,24 +296,96 @@ def _check_seal(f: BinaryIO, comment: bytes, path: str) -> None:
         raise OmError(f"'{path}' does not match its SHA-256 seal; the file was altered or damaged")
 
 
-def _model(d: dict, kernels: str, weights: bytes) -> Model:
-    memory = MemoryPlan.from_json(d["memory"])
+def _model(d: object, entry: Callable[[str, int], bytes]) -> Model:
+    """The model of a description, every field checked before it sizes anything; `entry`
+    reads another entry of the file, refusing more than the bytes given."""
+    d = mapping(d, MODEL)
+    soc = _soc(text(limits.field(d, "soc_version", ""), "soc_version"))
+    memory = MemoryPlan.from_json(limits.field(d, "memory", ""))
+    _check_plan(memory, soc)
+    inputs = _descs(limits.field(d, "inputs", ""), "inputs", memory, soc)
+    outputs = _descs(limits.field(d, "outputs", ""), "outputs", memory, soc)
+    streams = integer(limits.field(d, "streams", ""), "streams", 1, limits.STREAMS)
+    events = integer(limits.field(d, "events", ""), "events", 0, limits.EVENTS)
+    tasks = tuple(Task.from_json(t, f"tasks[{i}]") for i, t in enumerate(items(limits.field(d, "tasks", ""), "tasks", limits.TASKS)))
+    weights = entry(WEIGHTS, memory.sizes[Region.WEIGHT])
     if len(weights) != memory.sizes[Region.WEIGHT]:
-        raise ValueError(f"the weight blob has {len(weights)} bytes, the plan's weight region {memory.sizes[Region.WEIGHT]}")
-    return Model(
-        soc_version=d["soc_version"],
-        options=d["options"],
-        inputs=_descs(d["inputs"]),
-        outputs=_descs(d["outputs"]),
+        raise Malformed(f"the weight blob has {len(weights)} bytes, the plan's weight region {memory.sizes[Region.WEIGHT]}")
+    kernels = entry(KERNELS, limits.KERNELS_BYTES).decode()
+    model = Model(
+        soc_version=soc.name,
+        options=dict(mapping(limits.field(d, "options", ""), "options")),
+        inputs=inputs,
+        outputs=outputs,
         memory=memory,
-        streams=d["streams"],
-        events=d["events"],
+        streams=streams,
+        events=events,
         kernels=kernels,
-        tasks=tuple(Task.from_json(t) for t in d["tasks"]),
+        tasks=tasks,
         weights=weights,
-        build=d["build"],
+        build=dict(mapping(limits.field(d, "build", ""), "build")),
     )
+    _check_tasks(model)
+    return model
 
 
-def _descs(items: Sequence[dict]) -> tuple[TensorDesc, ...]:
-    return tuple(TensorDesc.from_json(t) for t in items)
+def _soc(name: str) -> socs.SocProfile:
+    if name not in socs.names():
+        raise Malformed(f"soc_version is {name!r}; allowed: {', '.join(socs.names())}")
+    return socs.load(name)
+
+
+def _check_plan(memory: MemoryPlan, soc: socs.SocProfile) -> None:
+    """Each region within the plan, the plan within the SoC's device memory."""
+    capacity = soc.device_memory_bytes
+    device = f" ({soc.name}'s device memory, {capacity / limits.GiB:g} GiB)"
+    for r in REGION_ORDER:
+        integer(memory.sizes[r], f"memory.regions.{r.value}.size", 0, capacity, device)
+    integer(memory.total, "the memory plan's total size", 0, capacity, device)
+    for r in REGION_ORDER:
+        integer(memory.bases[r], f"memory.regions.{r.value}.base", 0, memory.total - memory.sizes[r], " (the region must lie within the plan)")
+
+
+def _descs(data: object, where: str, memory: MemoryPlan, soc: socs.SocProfile) -> tuple[TensorDesc, ...]:
+    descs = tuple(TensorDesc.from_json(t, f"{where}[{i}]") for i, t in enumerate(items(data, where, limits.PORTS)))
+    for i, desc in enumerate(descs):
+        at = f"{where}[{i}]"
+        for name, shape in (("shape", desc.shape), ("origin_shape", desc.origin_shape)):
+            nbytes = limits.ITEMSIZE[desc.dtype]
+            for dim in shape:
+                nbytes *= dim
+            integer(nbytes, f"the bytes of {at}.{name} {list(shape)}", 0, soc.device_memory_bytes, f" ({soc.name}'s device memory, {soc.device_memory_bytes / limits.GiB:g} GiB)")
+        _within(desc.addr, desc.size, memory, at)
+    return descs
+
+
+def _check_tasks(model: Model) -> None:
+    """Every task's stream, event, port, tensor, addresses and kernel exist in the model."""
+    kernels = set(_KERNEL_NAME.findall(model.kernels))
+    ports = {Direction.H2D: len(model.inputs), Direction.D2H: len(model.outputs)}
+    tensors = len(model.memory.placements)
+    for i, task in enumerate(model.tasks):
+        at = f"tasks[{i}]"
+        integer(task.stream, f"{at}.stream", 0, model.streams - 1, f" (the model has {model.streams} streams)")
+        args: tuple[Arg, ...] = ()
+        if isinstance(task, EventRecordTask | EventWaitTask):
+            integer(task.event, f"{at}.event", 0, model.events - 1, f" (the model has {model.events} event ids)")
+        elif isinstance(task, MemcpyTask):
+            integer(task.port, f"{at}.port", 0, ports[task.direction] - 1, f" (the model has {ports[task.direction]} {'inputs' if task.direction is Direction.H2D else 'outputs'})")
+            args = (task.arg,)
+        elif isinstance(task, KernelTask):
+            if task.kernel not in kernels:
+                raise Malformed(f"{at}.kernel is {task.kernel!r}, which {KERNELS} does not hold")
+            args = (*task.inputs, *task.outputs, *task.workspace)
+        for j, arg in enumerate(args):
+            integer(arg.tensor, f"{at} argument {j}'s tensor", 0, tensors - 1, f" (the plan has {tensors} tensors)")
+            _within(arg.addr, arg.size, model.memory, f"{at} argument {j}")
+
+
+def _within(addr: int, size: int, memory: MemoryPlan, where: str) -> None:
+    if addr + size > memory.total:
+        raise Malformed(f"{where} [{addr}, {addr + size}) lies outside the plan's {memory.total} bytes")
+
+
+_KERNEL_NAME = re.compile(r"^ascend_kernel\.kernel @(\S+) attributes \{", re.MULTILINE)
+"""A kernel's symbol name, as `ge.backend.kernels_text` prints it (and `ge.sim.program` reads it)."""

@@ -12,10 +12,13 @@ The backend generates the list (`ge.backend.tasks`); the simulator runs it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import ClassVar
+
+from ge.om import limits
+from ge.om.limits import Malformed, field, integer, items, mapping, shown, text
 
 
 class Direction(str, Enum):
@@ -33,9 +36,13 @@ class Arg:
         return [self.tensor, self.addr, self.size]
 
     @classmethod
-    def from_json(cls, data: Sequence[int]) -> Arg:
-        tensor, addr, size = data
-        return cls(int(tensor), int(addr), int(size))
+    def from_json(cls, data: object, where: str) -> Arg:
+        """Three non-negative integers; whether they point into the plan is `ge.om.model`'s check."""
+        values = items(data, where, 3)
+        if len(values) != 3:
+            raise Malformed(f"{where} must be [tensor, addr, size], not {len(values)} values")
+        tensor, addr, size = (integer(v, f"{where}[{i}]") for i, v in enumerate(values))
+        return cls(tensor, addr, size)
 
 
 @dataclass(frozen=True)
@@ -57,15 +64,18 @@ class Task:
         return out
 
     @staticmethod
-    def from_json(data: dict) -> Task:
-        kind = data.get("kind")
-        if kind not in TASK_KINDS:
-            raise ValueError(f"unknown task kind {kind!r}")
-        return TASK_KINDS[kind]._decode(data)
+    def from_json(data: object, where: str) -> Task:
+        """A task of a `.om` description, its fields checked for type and sign (what they
+        refer to is `ge.om.model`'s check)."""
+        data = mapping(data, where)
+        kind = field(data, "kind", where)
+        if not isinstance(kind, str) or kind not in TASK_KINDS:
+            raise Malformed(f"{where}.kind is {shown(kind)}; allowed: {', '.join(TASK_KINDS)}")
+        return TASK_KINDS[kind]._decode(data, where)
 
     @classmethod
-    def _decode(cls, data: dict) -> Task:
-        return cls(**{f.name: data[f.name] for f in fields(cls)})
+    def _decode(cls, data: Mapping, where: str) -> Task:
+        return cls(**{f.name: integer(field(data, f.name, where), f"{where}.{f.name}") for f in fields(cls)})
 
 
 @dataclass(frozen=True)
@@ -79,9 +89,18 @@ class KernelTask(Task):
     workspace: tuple[Arg, ...]
 
     @classmethod
-    def _decode(cls, data: dict) -> Task:
-        args = {k: tuple(Arg.from_json(a) for a in data[k]) for k in ("inputs", "outputs", "workspace")}
-        return cls(data["stream"], data["kernel"], data["name"], data["block_dim"], **args)
+    def _decode(cls, data: Mapping, where: str) -> Task:
+        args = {
+            k: tuple(Arg.from_json(a, f"{where}.{k}[{i}]") for i, a in enumerate(items(field(data, k, where), f"{where}.{k}", limits.ARGS)))
+            for k in ("inputs", "outputs", "workspace")
+        }
+        return cls(
+            integer(field(data, "stream", where), f"{where}.stream"),
+            text(field(data, "kernel", where), f"{where}.kernel"),
+            text(field(data, "name", where), f"{where}.name"),
+            integer(field(data, "block_dim", where), f"{where}.block_dim", 1, limits.BLOCK_DIM, " (CANN's block_dim limit)"),
+            **args,
+        )
 
 
 @dataclass(frozen=True)
@@ -110,8 +129,16 @@ class MemcpyTask(Task):
                 "port": self.port, "arg": self.arg.to_json()}
 
     @classmethod
-    def _decode(cls, data: dict) -> Task:
-        return cls(data["stream"], Direction(data["direction"]), data["port"], Arg.from_json(data["arg"]))
+    def _decode(cls, data: Mapping, where: str) -> Task:
+        direction = field(data, "direction", where)
+        if not isinstance(direction, str) or direction not in {d.value for d in Direction}:
+            raise Malformed(f"{where}.direction is {shown(direction)}; allowed: {', '.join(d.value for d in Direction)}")
+        return cls(
+            integer(field(data, "stream", where), f"{where}.stream"),
+            Direction(direction),
+            integer(field(data, "port", where), f"{where}.port"),
+            Arg.from_json(field(data, "arg", where), f"{where}.arg"),
+        )
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,12 @@ size, the weight blob at the weight region's base. A run then:
    - MODEL_END_GRAPH ends the model.
 3. returns the outputs in their logical layout, with every task's times.
 
+Loading refuses a model whose memory plan needs more than the SoC's device memory
+(`SocProfile.device_memory_bytes`), so the device buffer is never larger than the
+device; a run refuses a task list that would place more than `RUN_BLOCKS` blocks
+on the cores before it places any (the runtime places each block, so its work
+grows with the blocks: a block_dim of 1e9 must not become 1e9 steps).
+
 Kernels read memory only through their argument addresses and write only through
 them, and a write lands when its kernel ends: a plan that reuses bytes while they are
 still to be read yields a wrong answer. With `timing_only`, no memory is allocated
@@ -46,12 +52,18 @@ from ml_dtypes import bfloat16
 
 from ge.core import soc as socs
 from ge.om import Model, Region, TensorDesc
+from ge.om.limits import BLOCK_DIM
 from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
 from ge.core.errors import InputError, ModelError, OptionError
 from ge.sim.config import RunConfig
 from ge.sim import program, timing
 from ge.sim.kernels import Layout, Numerics
 from ge.sim.profile import Profile, TaskRecord
+
+RUN_BLOCKS = 1 << 20
+"""The blocks (block_dim times the kernel's phases, over all KERNEL tasks) one run may
+place: about a second of the runtime's work. A real model's launches add up to a few
+thousand blocks (ResNet-50 on Ascend910A: 2,696)."""
 
 
 @dataclass
@@ -99,6 +111,11 @@ class Runtime:
         self.model = model
         self.config = config if config is not None else RunConfig()
         self.soc = socs.load(model.soc_version)
+        if model.memory.total > self.soc.device_memory_bytes:
+            raise ModelError(
+                f"the model needs {model.memory.total:,} bytes of device memory, more than the "
+                f"{self.soc.device_memory_bytes:,} bytes of {self.soc.name}"
+            )
         self.cores = self._cores()
         self.kernels = program.split_kernels(model.kernels)
         self._timings: dict[tuple[str, bool], timing.BlockTiming] = {}
@@ -126,6 +143,12 @@ class Runtime:
             if isinstance(task, KernelTask):
                 if task.kernel not in self.kernels:
                     raise ModelError(f"task {i} ('{task.name}') launches kernel @{task.kernel}, which the model does not hold")
+                tiled = self.kernels[task.kernel].header.block_dim
+                if not 1 <= task.block_dim <= BLOCK_DIM or task.block_dim != tiled:
+                    raise ModelError(
+                        f"task {i} ('{task.name}') launches @{task.kernel} on {task.block_dim} blocks; "
+                        f"the kernel is tiled for {tiled} (at most {BLOCK_DIM})"
+                    )
                 args = (*task.inputs, *task.outputs, *task.workspace)
                 written += [(a.addr, a.addr + a.size) for a in (*task.outputs, *task.workspace)]
             elif isinstance(task, MemcpyTask):
@@ -177,16 +200,24 @@ class Runtime:
         """One block of `kernel`, timed once per runtime (traced when asked)."""
         key = (kernel, trace)
         if key not in self._timings:
-            self._timings[key] = timing.time_block(self.kernels[kernel].program(), trace)
+            decoded = self.kernels[kernel].program()
+            try:
+                self._timings[key] = timing.time_block(decoded, trace)
+            except ModelError as e:
+                raise ModelError(f"kernel @{kernel}: {e.args[0]}") from e
         return self._timings[key]
 
     def run(self, inputs: Mapping[str, np.ndarray] | None = None) -> RunOutput:
         """Run the model once: `inputs` by name (optional when timing only, checked if given)."""
         numerics = not self.config.timing_only
         trace_pipes = self.config.profile_level == "pipe"
+        self._check_blocks()
         if numerics:
             data = self.check_inputs(inputs if inputs is not None else {})
-            memory = np.zeros(self.model.memory.total, np.uint8)
+            try:
+                memory = np.zeros(self.model.memory.total, np.uint8)
+            except MemoryError as e:
+                raise ModelError(f"the host cannot hold the model's {self.model.memory.total:,} bytes of device memory; run it with timing_only") from e
             base = self.model.memory.bases[Region.WEIGHT]
             weights = np.frombuffer(self.model.weights, np.uint8)
             memory[base : base + weights.size] = weights
@@ -198,6 +229,14 @@ class Runtime:
         outputs: dict[str, np.ndarray] = {}
         records = self._execute(state, data, outputs, trace_pipes)
         return RunOutput(outputs, self._profile(records, trace_pipes))
+
+    def _check_blocks(self) -> None:
+        """Refuse a run that would place more than `RUN_BLOCKS` blocks, before placing any."""
+        blocks = sum(
+            task.block_dim * len(self.block_timing(task.kernel).phases) for task in self.model.tasks if isinstance(task, KernelTask)
+        )
+        if blocks > RUN_BLOCKS:
+            raise ModelError(f"the task list places {blocks:,} blocks on the cores in one run; the simulator runs at most {RUN_BLOCKS:,}")
 
     def _fused(self) -> dict[int, _Copy]:
         """The H2D copies by input port: one shared copy for the inputs input_fusion_size fuses."""

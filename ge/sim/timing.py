@@ -48,8 +48,9 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from ge.sim.program import BARRIER, LOOP, PIPE, RUN, S_PIPE, SET, SYNC_ALL, WAIT
+from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
+from ge.sim.program import BARRIER, LOOP, PIPE, RUN, S_PIPE, SET, SYNC_ALL, WAIT
 
 log = logging.getLogger("ge.sim")
 
@@ -181,7 +182,8 @@ class _Block:
             elif op == WAIT:
                 ready = flags.pop(ins[2], None)
                 if ready is None:
-                    raise AssertionError(f"wait_flag {ins[2]} without a set_flag before it (the kernel verifier forbids it)")
+                    # the kernel verifier forbids it, but a `.om`'s kernels are read, not verified
+                    raise ModelError(f"its program waits on flag {ins[2]} with no set_flag before it")
                 t[pipe] = ready if ready > start else start
             elif op == BARRIER:
                 t[pipe] = start

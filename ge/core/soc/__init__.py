@@ -5,10 +5,17 @@
     profile.ub_bytes, profile.align("ub", 100) == 128
 
 Each file holds one part's AI core counts, clock, buffer sizes, GM rate, cube
-shapes, vector rate, event ids, alignments, FIX pipe and the aicore_num values a
-virtual instance may have, plus a `source` object saying where each number comes
-from. Passes read them by `--soc_version` name; an unknown name is an
-`OptionError` that lists the known ones.
+shapes, vector rate, event ids, alignments, FIX pipe, the aicore_num values a
+virtual instance may have and its device memory, plus a `source` object saying
+where each number comes from. Device memory (one chip, as its usual card ships it):
+
+    Ascend310     8 GiB LPDDR4X   Atlas 200 module / Atlas 300I (model 3000), per chip
+    Ascend310P3  24 GiB LPDDR4X   Atlas 300I Pro
+    Ascend910A   32 GiB HBM2      Atlas 300T (model 9000) / Atlas 800 (model 9000)
+    Ascend910B1  64 GiB HBM2e     Atlas 800T A2
+
+Passes read them by `--soc_version` name; an unknown name is an `OptionError`
+that lists the known ones.
 """
 
 from __future__ import annotations
@@ -65,6 +72,9 @@ class SocProfile:
     fix_pipe: bool
     virtual_aicore_nums: tuple[int, ...]
     """The aicore_num values a virtual instance of this part may have (empty: none)."""
+    device_memory_bytes: int
+    """The device memory (DDR or HBM) of one chip as its usual card ships it: the
+    most a model's memory plan may need, at compile time and when loaded."""
     source: tuple[tuple[str, str], ...]
     """Where each number comes from, by field."""
 
@@ -116,5 +126,6 @@ def _profile(doc: dict) -> SocProfile:
         alignment=tuple((b, doc["alignment"][b]) for b in ALIGNED),
         fix_pipe=doc["fix_pipe"],
         virtual_aicore_nums=tuple(doc["virtual_aicore_nums"]),
+        device_memory_bytes=doc["device_memory_bytes"],
         source=tuple(doc["source"].items()),
     )

@@ -11,13 +11,14 @@ filter are in NC1HWC0 and FRACTAL_Z as the cube's product on those layouts
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import ParseError
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from dialects import ascend_graph as ag
 from dialects.ascend_kernel import KernelOp, YieldOp
@@ -27,6 +28,10 @@ from ge.core.errors import ModelError
 from ge.sim.kernels import cube
 from ge.sim.kernels.layout import Layout
 from ge.sim.program import KernelText
+
+
+_WIDE_INTEGER = re.compile(r"(?<![\w%@#$.])[su]?i\d{3,}\b")
+"""An integer type of 100 bits or more (the kernels' dtypes have at most 64)."""
 
 
 class Numerics:
@@ -53,10 +58,17 @@ class Numerics:
         return self._ops[name]
 
     def _parse(self) -> dict[str, KernelOp]:
+        """The kernels' compute regions. A `.om`'s text is read, not trusted: an integer
+        type wider than any dtype is refused before xDSL sizes its range (an `i` of a
+        billion bits), and the IR is verified: what xDSL refuses is a ModelError."""
         text = "\n".join(k.compute_text() for k in self._texts.values())
+        wide = _WIDE_INTEGER.search(text)
+        if wide is not None:
+            raise ModelError(f"the model's kernels declare the integer type {wide.group(0)[:40]}; the widest dtype has 64 bits")
         try:
             module = Parser(ir.context(), text, "kernels.mlir").parse_module()
-        except ParseError as e:
+            module.verify()  # the ops' shape rules hold, so their attributes size nothing their types do not
+        except (ParseError, VerifyException, ValueError) as e:
             raise ModelError(f"the model's kernels do not parse: {e}") from e
         return {op.sym_name.data: op for op in module.ops if isinstance(op, KernelOp)}
 
@@ -108,7 +120,10 @@ class Numerics:
                 if cube.fits(op, x.format, w.format, x.dtype) and w.dtype == x.dtype:
                     bias = logical(op.bias) if op.bias is not None else None
                     b = self._filter(w, memory, w_addr)
-                    values[op.y] = cube.conv2d(op, x.physical(memory, x_addr), b, w.origin_shape[2:], bias)
+                    try:
+                        values[op.y] = cube.conv2d(op, x.physical(memory, x_addr), b, w.origin_shape[2:], bias)
+                    except ValueError as e:  # a shape rule the kernel's attributes break (as the reference reports it)
+                        raise ModelError(f"kernel @{kernel.sym_name.data}: {e}") from e
                     continue
             for r, value in zip(op.results, reference.evaluate_op(op, [logical(v) for v in op.operands])):
                 values[r] = value
