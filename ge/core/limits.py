@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Sequence
 
 from ge.core.errors import ModelError
@@ -29,9 +28,12 @@ MAX_TENSOR_BYTES = 1 << 36
 is refused before its shapes are used to size anything."""
 
 MAX_FOLDED_BYTES = 1 << 30
-"""Bytes of a constant computed at compile time (1 GiB). Folding holds operands and
-result in host memory; a GiB still folds the weight casts of a 500M-parameter model,
-and a larger result is left to compute at run time (folding is only an optimisation)."""
+"""Bytes of a constant the compiler computes or expands in host memory (1 GiB): a
+folded result, a Range, a sparse initializer made dense, a dense attribute of IR
+text (a splat is one value in the text, its full size in memory). Folding still
+covers the weight casts of a 500M-parameter model; a larger fold is left to run
+time (folding is only an optimisation), anything else is refused. Weights read from
+the model's file are not computed, so this does not bound them."""
 
 MAX_NESTING_DEPTH = 100
 """Nesting of regions, attributes and lists in `.mlir` text. xDSL's parser, verifier
@@ -40,27 +42,53 @@ limit of 1000 frames), so past ~170 levels they die of a RecursionError. Our IR 
 about six levels (module, graph, kernel, loops)."""
 
 
+_HOST_CHECK_FLOOR = 1 << 26
+"""Below 64 MiB any host has the memory: the free memory is read only above it."""
+
+
 class LimitError(ModelError):
     """The model asks for more than a limit allows: names the limit, the number found
     and the limit."""
 
 
-def numel(shape: Sequence[int]) -> int:
-    """Elements of a static shape, in Python integers (so 10^10 x 10^10 does not wrap)."""
-    return math.prod(int(d) for d in shape)
-
-
 def tensor_bytes(shape: Sequence[int], itemsize: int) -> int:
-    return numel(shape) * itemsize
+    """Bytes of a tensor of `shape`, a dynamic (negative) dim counted as 1: the least
+    it can hold. Python integers, so that 10^10 x 10^10 does not wrap."""
+    return math.prod(int(d) if d >= 0 else 1 for d in shape) * itemsize
 
 
 def check_tensor(shape: Sequence[int], itemsize: int, what: str) -> None:
-    """Refuse a static `shape` of `itemsize`-byte elements larger than MAX_TENSOR_BYTES."""
+    """Refuse a tensor of `shape` and `itemsize`-byte elements above MAX_TENSOR_BYTES."""
     size = tensor_bytes(shape, itemsize)
     if size > MAX_TENSOR_BYTES:
         raise LimitError(
-            f"{what} has shape {list(shape)}: {size} bytes, more than the limit of a tensor, "
-            f"{MAX_TENSOR_BYTES} bytes ({_gib(MAX_TENSOR_BYTES)})"
+            f"{what} of shape {_dims(shape)} needs {_size(size)}, more than the limit of a tensor, "
+            f"{_size(MAX_TENSOR_BYTES)}"
+        )
+
+
+def check_folded(shape: Sequence[int], itemsize: int, what: str) -> None:
+    """Refuse to compute or expand a constant of `shape` above MAX_FOLDED_BYTES."""
+    size = tensor_bytes(shape, itemsize)
+    if size > MAX_FOLDED_BYTES:
+        raise LimitError(
+            f"{what} of shape {_dims(shape)} needs {_size(size)}, more than the limit of a constant "
+            f"the compiler computes, {_size(MAX_FOLDED_BYTES)}"
+        )
+
+
+def check_host_allocation(shape: Sequence[int], itemsize: int, what: str) -> None:
+    """`check_tensor`, and refuse to compute the tensor in host memory when the host
+    cannot give it: numpy would raise a MemoryError, or the kernel kill the process."""
+    check_tensor(shape, itemsize, what)
+    size = tensor_bytes(shape, itemsize)
+    if size <= _HOST_CHECK_FLOOR:
+        return
+    available = host_available_bytes()
+    if available is not None and size > available:
+        raise LimitError(
+            f"{what} of shape {_dims(shape)} needs {_size(size)}, more than this host has "
+            f"available ({_size(available)})"
         )
 
 
@@ -76,7 +104,7 @@ def host_available_bytes() -> int | None:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
-    except OSError:
+    except (OSError, ValueError, IndexError):
         pass
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
@@ -84,45 +112,7 @@ def host_available_bytes() -> int | None:
         return None
 
 
-def check_host_allocation(size: int, what: str) -> None:
-    """Refuse to compute `size` bytes in host memory when the host cannot give them:
-    numpy would raise a MemoryError, or the kernel would kill the process."""
-    check_tensor_bytes(size, what)
-    available = host_available_bytes()
-    if available is not None and size > available:
-        raise LimitError(
-            f"{what} needs {size} bytes ({_gib(size)}), more than this host has available "
-            f"({available} bytes, {_gib(available)})"
-        )
-
-
-def check_tensor_bytes(size: int, what: str) -> None:
-    if size > MAX_TENSOR_BYTES:
-        raise LimitError(
-            f"{what} needs {size} bytes, more than the limit of a tensor, "
-            f"{MAX_TENSOR_BYTES} bytes ({_gib(MAX_TENSOR_BYTES)})"
-        )
-
-
-_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]()]')
-
-
-def nesting_depth(text: str) -> int:
-    """The deepest nesting of `{`, `[` and `(` in IR text, string literals skipped."""
-    depth = deepest = 0
-    for match in _BRACKETS.finditer(text):
-        token = match.group()
-        if token in "{[(":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token in "}])":
-            depth -= 1
-    return deepest
-
-
-def check_nesting(text: str, what: str) -> None:
-    """Refuse IR text nested deeper than MAX_NESTING_DEPTH, before a parser recurses into it."""
-    depth = nesting_depth(text)
+def check_nesting(depth: int, what: str) -> None:
     if depth > MAX_NESTING_DEPTH:
         raise LimitError(
             f"{what} nests regions, attributes or lists {depth} levels deep, more than the limit "
@@ -130,5 +120,16 @@ def check_nesting(text: str, what: str) -> None:
         )
 
 
-def _gib(size: int) -> str:
-    return f"{size / (1 << 30):.3g} GiB"
+def _dims(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(str(d) if d >= 0 else "?" for d in shape) + "]"
+
+
+def _size(size: int) -> str:
+    """Bytes, and the same in the largest binary unit below them (`4398046511104 bytes (4 TiB)`)."""
+    units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    scaled, unit = float(size), "bytes"
+    for next_unit in units:
+        if scaled < 1024:
+            break
+        scaled, unit = scaled / 1024, next_unit
+    return f"{size} bytes" if unit == "bytes" else f"{size} bytes ({scaled:.3g} {unit})"

@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
@@ -53,7 +53,7 @@ from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputO
 from dialects.shapes import DYN, Shape, ShapeError, compatible, fmt, is_static, numel
 from ge.core import dtypes
 from ge.core.errors import GEError, ModelError
-from ge.core.limits import check_nodes, check_tensor
+from ge.core.limits import LimitError, check_folded, check_nodes, check_tensor
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_ops import CONVERTERS, Node
 from ge.frontend.tensors import dense, element_type, sparse_array, tensor_array, value_info_type
@@ -480,7 +480,12 @@ class Importer:
     # ------------------------------------------------------------------- ops
 
     def build(self, op: AscendOp) -> list[SSAValue]:
-        """Insert `op`, or the constants it computes when all its operands are constant."""
+        """Insert `op`, or the constants it computes when all its operands are constant.
+        A result larger than `limits.MAX_TENSOR_BYTES` is refused first."""
+        for i, result in enumerate(op.results):
+            if isinstance(result.type, TensorType):
+                what = f"its {op.OP_TYPE} result" + (f" {i}" if len(op.results) > 1 else "")
+                check_tensor(result.type.get_shape(), dtypes.to_numpy(result.type.element_type).itemsize, what)
         inputs = [self.array_of(v) for v in op.operands]
         small = all(
             isinstance(r.type, TensorType) and is_static(r.type.get_shape()) and numel(r.type.get_shape()) <= INLINE_LIMIT
@@ -586,8 +591,11 @@ class Importer:
             helper.make_graph([node], "fold", inputs, outputs),
             opset_imports=[helper.make_opsetid("", self.opset)],
         )
+        self._check_fold_sizes(model, arrays)
         try:
             results = ReferenceEvaluator(model).run(None, arrays)
+        except MemoryError as e:  # a result whose size ONNX's inference could not tell
+            raise LimitError(f"{where}: evaluating it on its constant inputs runs out of memory") from e
         except Exception as e:
             raise ModelError(
                 f"{where}: op type {node.op_type} is unsupported, and evaluating it on its constant "
@@ -611,6 +619,24 @@ class Importer:
                 raise ModelError(f"{where}: result '{out}' has the unsupported type {array.dtype}") from None
             folded.append(self.constant(array, label))
         return folded
+
+    @staticmethod
+    def _check_fold_sizes(model: onnx.ModelProto, arrays: Mapping[str, np.ndarray]) -> None:
+        """Refuse to evaluate a node whose results ONNX's inference, given its small
+        constant inputs as values, finds above `limits.MAX_FOLDED_BYTES` (a OneHot of
+        depth 10^12)."""
+        probe = onnx.ModelProto()
+        probe.CopyFrom(model)
+        try:
+            known = [numpy_helper.from_array(a, name) for name, a in arrays.items() if a.size <= _INFERENCE_INIT_LIMIT]
+            probe.graph.initializer.extend(known)
+            inferred = onnx.shape_inference.infer_shapes(probe, data_prop=True)
+        except Exception:
+            return  # the evaluation reports what is wrong with the node
+        for info in inferred.graph.output:
+            elem, shape = value_info_type(info)
+            if elem is not None and shape is not None:
+                check_folded(shape, dtypes.to_numpy(elem).itemsize, f"its result '{info.name}'")
 
     def _bind(self, node: onnx.NodeProto, where: str, results: list[SSAValue | None]) -> None:
         for i, out in enumerate(node.output):
@@ -691,6 +717,7 @@ class Importer:
                 raise ModelError(f"{where} has no shape; give it with input_shape")
             if any(d < 0 and d != DYN for d in shape):
                 raise ModelError(f"{where} has a negative dimension in {list(shape)}")
+            check_tensor(shape, dtypes.to_numpy(dtype).itemsize, where)
             op = DataOp(index, TensorType(dtype, shape), info.name)
             self.block.add_op(op)
             op.out.name_hint = _hint(info.name)
@@ -716,7 +743,7 @@ class Importer:
             except ModelError as e:
                 if e.args[0].startswith(where):
                     raise
-                raise ModelError(f"{where}: {e.args[0]}") from e
+                raise type(e)(f"{where}: {e.args[0]}") from e
             except GEError:
                 raise
             except (ShapeError, VerifyException) as e:

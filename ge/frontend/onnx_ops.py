@@ -43,6 +43,7 @@ from dialects.ascend_graph import bool_attr, float_attr, int_attr, ints
 from dialects.shapes import DYN, Shape, fmt, is_static, norm_axes, norm_axis, numel
 from ge.core import dtypes
 from ge.core.errors import ModelError
+from ge.core.limits import check_folded
 from ge.core.weights import INLINE_LIMIT
 from ge.frontend.tensors import element_type, sparse_array, tensor_array
 
@@ -953,10 +954,13 @@ def _range(n: Node) -> Outputs:
         raise n.error("delta is 0")
     if out_dtype.kind in "iu":
         count = max(-((start - limit) // delta), 0)
-        values = start + np.arange(count, dtype=np.int64) * delta
     else:
+        if not all(math.isfinite(v) for v in (start, limit, delta)):
+            raise n.error(f"start {start}, limit {limit} and delta {delta} must be finite")
         count = max(math.ceil((limit - start) / delta), 0)
-        values = start + np.arange(count, dtype=np.float64) * delta
+    check_folded([count], out_dtype.itemsize, "its result")
+    kind = np.int64 if out_dtype.kind in "iu" else np.float64
+    values = start + np.arange(count, dtype=kind) * delta
     return [n.const(values.astype(out_dtype))]
 
 
@@ -967,6 +971,7 @@ def _eye_like(n: Node) -> Outputs:
     if len(src) != 2 or not is_static(src):
         raise n.error(f"the input must be 2-D and static, got {fmt(src)}")
     target = element_type(n.attr("dtype"), "attribute 'dtype'") if n.attr("dtype") is not None else dtype(x)
+    check_folded(src, dtypes.to_numpy(target).itemsize, "its result")
     return [n.const(np.eye(src[0], src[1], n.attr("k", 0), dtypes.to_numpy(target)))]
 
 
