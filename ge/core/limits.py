@@ -125,11 +125,12 @@ def _dims(shape: Sequence[int]) -> str:
 
 
 def _size(size: int) -> str:
-    """Bytes, and the same in the largest binary unit below them (`4398046511104 bytes (4 TiB)`)."""
+    """Bytes, and the same in the largest binary unit below them (`4398046511104 bytes
+    (4 TiB)`), in integer arithmetic: a size can exceed what a float holds."""
     units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-    scaled, unit = float(size), "bytes"
-    for next_unit in units:
-        if scaled < 1024:
-            break
-        scaled, unit = scaled / 1024, next_unit
-    return f"{size} bytes" if unit == "bytes" else f"{size} bytes ({scaled:.3g} {unit})"
+    k = min(max(size.bit_length() - 1, 0) // 10, len(units))
+    if k == 0:
+        return f"{size} bytes"
+    whole = size >> (10 * k)
+    human = f"{size / (1 << 10 * k):.3g}" if whole < 1000 else str(whole)
+    return f"{size} bytes ({human} {units[k - 1]})"

@@ -518,6 +518,8 @@ class Importer:
                 f"(opsets {OPSET_MIN} to {OPSET_MAX}) is"
             )
         converter = CONVERTERS.get(node.op_type)
+        if converter is None and not onnx.defs.has(node.op_type):
+            raise ModelError(f"{where}: op type {node.op_type} does not exist in ONNX")
         if converter is None:
             folded = self._evaluate_constant_node(node, label, where)
             if folded is None:
@@ -779,6 +781,24 @@ def _check_arity(node: onnx.NodeProto, schema: onnx.defs.OpSchema, where: str) -
     for attr in schema.attributes.values():
         if attr.required and attr.name not in given:
             raise ModelError(f"{where}: required attribute '{attr.name}' is missing")
+    for attr in node.attribute:
+        formal = schema.attributes.get(attr.name)
+        if formal is None:
+            known = ", ".join(sorted(schema.attributes)) or "none"
+            raise ModelError(f"{where}: attribute '{attr.name}' is unknown to {node.op_type} (its attributes: {known})")
+        if attr.type != int(formal.type):
+            raise ModelError(
+                f"{where}: attribute '{attr.name}' is {_attribute_kind(attr.type)}, but {node.op_type} takes "
+                f"{_attribute_kind(formal.type)}"
+            )
+
+
+def _attribute_kind(kind: int) -> str:
+    """An attribute kind as ONNX spells it (INT, INTS, TENSOR, ...)."""
+    try:
+        return onnx.AttributeProto.AttributeType.Name(kind)
+    except ValueError:
+        return f"of unknown kind {kind}"
 
 
 def _onnx_type_name(dtype: Attribute) -> str:

@@ -318,11 +318,11 @@ def _mish(n: Node) -> Outputs:
 
 @converts(Clip=13)
 def _clip(n: Node) -> Outputs:
-    """Bounds come from the (constant) inputs, or from `min`/`max` attributes as Clip
-    had them before opset 11 (some exporters still write them)."""
+    """Bounds come from the (constant) inputs: the `min`/`max` attributes of Clip
+    before opset 11 are refused as unknown attributes, as ONNX's checker does."""
     props: dict[str, Attribute] = {}
     for i, key in ((1, "min"), (2, "max")):
-        bound = n.scalar_input(i, key) if n.has(i) else n.attr(key)
+        bound = n.scalar_input(i, key)
         if bound is not None:
             props[key] = float_attr(bound)
     return [n.emit(ag.ClipByValueOp, [n.x(0)], props)]
@@ -955,9 +955,10 @@ def _range(n: Node) -> Outputs:
     if out_dtype.kind in "iu":
         count = max(-((start - limit) // delta), 0)
     else:
-        if not all(math.isfinite(v) for v in (start, limit, delta)):
-            raise n.error(f"start {start}, limit {limit} and delta {delta} must be finite")
-        count = max(math.ceil((limit - start) / delta), 0)
+        steps = (limit - start) / delta
+        if not math.isfinite(steps):
+            raise n.error(f"start {start}, limit {limit} and delta {delta} give no finite number of values")
+        count = max(math.ceil(steps), 0)
     check_folded([count], out_dtype.itemsize, "its result")
     kind = np.int64 if out_dtype.kind in "iu" else np.float64
     values = start + np.arange(count, dtype=kind) * delta
