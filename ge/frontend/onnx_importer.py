@@ -519,7 +519,7 @@ class Importer:
             )
         converter = CONVERTERS.get(node.op_type)
         if converter is None and not onnx.defs.has(node.op_type):
-            raise ModelError(f"{where}: op type {node.op_type} does not exist in ONNX")
+            raise ModelError(f"{where}: op type {node.op_type} is unsupported: it does not exist in ONNX")
         if converter is None:
             folded = self._evaluate_constant_node(node, label, where)
             if folded is None:

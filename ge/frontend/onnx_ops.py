@@ -501,7 +501,12 @@ def _layer_norm(n: Node) -> Outputs:
 
 @converts(InstanceNormalization=22)
 def _instance_norm(n: Node) -> Outputs:
+    """Scale and bias hold one value per channel (dim 1), which ONNX's inference does not check."""
     operands = [n.x(0), n.x(1), n.x(2)]
+    channels = shape(operands[0])[1:2]
+    for what, value in (("scale", operands[1]), ("B", operands[2])):
+        if channels and channels[0] != DYN and shape(value) != channels:
+            raise n.error(f"{what} has shape {fmt(shape(value))}, expected {fmt(channels)} (the channels)")
     return [n.emit(ag.InstanceNormOp, operands, {"epsilon": float_attr(n.attr("epsilon", 1e-5))})]
 
 
@@ -773,7 +778,16 @@ def _slice(n: Node) -> Outputs:
 
 @converts(Gather=13)
 def _gather(n: Node) -> Outputs:
-    return [n.emit(ag.GatherOp, [n.x(0), n.x(1)], {"axis": int_attr(n.attr("axis", 0))})]
+    """Constant indices are checked against the axis here: out of range, ONNX says the
+    result is an error, and an error found at import names the node."""
+    x, axis = n.x(0), n.attr("axis", 0)
+    indices = n.importer.array_of(n.x(1))
+    if indices is not None and shape(x) and indices.size:
+        dim = shape(x)[norm_axis(axis, len(shape(x)))]
+        wrong = indices[(indices < -dim) | (indices >= dim)] if dim != DYN else indices[:0]
+        if wrong.size:
+            raise n.error(f"index {int(wrong.reshape(-1)[0])} is out of range for axis {axis} of size {dim}")
+    return [n.emit(ag.GatherOp, [x, n.x(1)], {"axis": int_attr(axis)})]
 
 
 @converts(GatherElements=13)
