@@ -22,10 +22,21 @@ Decisions worth knowing:
 - Nodes that no graph output depends on are not imported (after the whole graph
   has been checked for undefined values and cycles), so an unsupported op in a dead
   branch does not stop an import.
-- Our own shape inference (each op's `infer_result_types`) decides every type. ONNX's
-  shape inference only cross-checks it, once every node is converted: a contradiction
-  is a "shape conflict". It runs on a copy of the imported nodes whose large
-  initializers are replaced by typed inputs, so that it does not copy the weights.
+- Our own shape inference (each op's `infer_result_types`) decides every type. Once
+  every node is converted, ONNX's checker and its strict shape and type inference
+  (what `check_model(full_check=True)` does) check the imported nodes, and their
+  types cross-check ours: a contradiction is a "shape conflict", and so is one with
+  a declared type. They run on a copy of the imported nodes whose large initializers
+  are replaced by typed inputs, so that they do not copy the weights, and whose
+  outputs carry our types (the checker wants a shape on every graph output; an
+  exporter may leave it out). They do not run first: on a graph it finds
+  inconsistent, ONNX's C++ inference can abort the process.
+- Before that, what the checker would also refuse is refused with a sentence of our
+  own: no outputs, names declared twice, an IR version newer than onnx's, an
+  attribute the op's schema does not have or of the wrong kind.
+- Sizes are checked before anything is allocated (`ge.core.limits`): the node count
+  once local functions are inlined (counted, not inlined), every tensor the import
+  builds, and every constant it computes.
 - Ops without an `ascend_graph` counterpart whose inputs are all constant (shape
   arithmetic such as Mod) are evaluated with ONNX's reference evaluator.
 - `input_shape` replaces the inputs' shapes; the model's declared intermediate and
@@ -37,6 +48,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -58,6 +70,8 @@ from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_ops import CONVERTERS, Node
 from ge.frontend.tensors import dense, element_type, sparse_array, tensor_array, value_info_type
 from ge.core.weights import INLINE_LIMIT, WeightStore, attach, store_for
+
+log = logging.getLogger(__name__)
 
 OPSET_MIN, OPSET_MAX = 11, 21
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -373,6 +387,9 @@ def _checked_types(
         inferred = onnx.shape_inference.infer_shapes(light(untyped), check_type=True, strict_mode=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
         raise _checker_error(e) from e
+    except Exception:  # a failure of ONNX's own (not a verdict on the model): ours decides
+        log.debug("ONNX's checker or shape inference failed on the model", exc_info=True)
+        return {}
     return {v.name: value_info_type(v) for v in (*inferred.graph.value_info, *inferred.graph.output)}
 
 
@@ -789,7 +806,7 @@ def _check_arity(node: onnx.NodeProto, schema: onnx.defs.OpSchema, where: str) -
         if attr.type != int(formal.type):
             raise ModelError(
                 f"{where}: attribute '{attr.name}' is {_attribute_kind(attr.type)}, but {node.op_type} takes "
-                f"{_attribute_kind(formal.type)}"
+                f"{_attribute_kind(int(formal.type))}"
             )
 
 
