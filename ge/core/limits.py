@@ -19,8 +19,9 @@ from ge.core.errors import ModelError
 
 MAX_NODES = 1_000_000
 """Nodes of a graph once its local functions are inlined. The largest exported
-models (LLMs, with every layer unrolled) have about 10^5 nodes, and the importer
-converts a few thousand nodes per second: a million is already most of an hour."""
+models (LLMs, every layer unrolled) have about 10^5 nodes, and the importer converts
+about a thousand nodes a second (BERT-base: 1020 nodes in 2 s), so a million is
+already half an hour; 2^30 would be years, and memory long before."""
 
 MAX_TENSOR_BYTES = 1 << 36
 """Bytes of one tensor (64 GiB): the HBM of the largest device we model (Ascend
@@ -38,9 +39,8 @@ the model's file are not computed, so this does not bound them."""
 MAX_NESTING_DEPTH = 100
 """Nesting of regions, attributes and lists in `.mlir` text. xDSL's parser, verifier
 and printer recurse once per level (about six Python frames each, against Python's
-limit of 1000 frames), so past ~170 levels they die of a RecursionError. Our IR nests
-about six levels (module, graph, kernel, loops)."""
-
+limit of 1000 frames), so past ~170 levels they die of a RecursionError. Our own IR
+nests about five (module, graph or kernel, op, attribute dictionary, list)."""
 
 _HOST_CHECK_FLOOR = 1 << 26
 """Below 64 MiB any host has the memory: the free memory is read only above it."""
@@ -92,11 +92,6 @@ def check_host_allocation(shape: Sequence[int], itemsize: int, what: str) -> Non
         )
 
 
-def check_nodes(count: int, what: str) -> None:
-    if count > MAX_NODES:
-        raise LimitError(f"{what} has {count} nodes, more than the limit of {MAX_NODES}")
-
-
 def host_available_bytes() -> int | None:
     """The memory this host can still give (Linux's MemAvailable), or None if unknown."""
     try:
@@ -110,6 +105,11 @@ def host_available_bytes() -> int | None:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         return None
+
+
+def check_nodes(count: int, what: str) -> None:
+    if count > MAX_NODES:
+        raise LimitError(f"{what} has {count} nodes, more than the limit of {MAX_NODES}")
 
 
 def check_nesting(depth: int, what: str) -> None:
