@@ -4,8 +4,8 @@ Small valid models (and the bundled tiny_resnet) are mutated the ways a broken
 exporter or a hostile file would: dims of inputs and initializers (0, negative,
 10^12), attribute values (out of range, wrong kind, missing, unknown), op types,
 input and output names, initializer data and types, the IR version and opset. The
-mutated model is serialized, parsed back and given to `ge.frontend.load_onnx`, and
-when it imports, to `ge.compile`. Whatever happens must be one of:
+mutated model is serialized, parsed back and given to `ge.frontend.load_onnx` (with
+an `--input_shape` of drawn dims, at times), and when it imports, to `ge.compile`. Whatever happens must be one of:
 
 - the model imports (and compiles);
 - a `GEError` subclass with a one-line message.
@@ -254,8 +254,19 @@ MUTATIONS = [
 ]
 
 
+def _input_shape(model: onnx.ModelProto, data: st.DataObject) -> str | None:
+    """At times, ATC's `--input_shape` for the first input: its rank, one dim drawn."""
+    if not model.graph.input or data.draw(st.integers(0, 3)):
+        return None
+    first = model.graph.input[0]
+    dims = [d.dim_value for d in first.type.tensor_type.shape.dim]
+    if dims:
+        dims[data.draw(st.integers(0, len(dims) - 1))] = data.draw(INTS)
+    return f"{first.name}:" + ",".join(map(str, dims))
+
+
 @settings(
-    max_examples=60,
+    max_examples=100,
     deadline=timedelta(seconds=10),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -268,7 +279,8 @@ def test_mutated_models_fail_only_with_one_line_errors(seed: str, data: st.DataO
     serialized = onnx.ModelProto()
     serialized.ParseFromString(model.SerializeToString())
     try:
-        module, _ = load_onnx(serialized)
+        input_shape = _input_shape(model, data)
+        module, _ = load_onnx(serialized, input_shape)
         if seed != "tiny_resnet":  # its compile takes seconds: the small seeds compile
             ge.compile(module, {"soc_version": "Ascend310P3"})
     except GEError as e:
