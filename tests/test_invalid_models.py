@@ -146,6 +146,13 @@ def test_function_bomb_is_counted_before_inlining():
     assert time.perf_counter() - started < 5
 
 
+def test_node_count_of_a_plain_graph(monkeypatch):
+    monkeypatch.setattr(limits, "MAX_NODES", 10)
+    nodes = [helper.make_node("Relu", ["x" if i == 0 else f"t{i - 1}"], [f"t{i}"]) for i in range(12)]
+    refused(make(nodes, [vi("x", F, [2])], [vi("t11", F, [2])]), "the graph has 12 nodes, more than the limit of 10",
+            error=LimitError)
+
+
 def test_small_functions_still_inline():
     module, _ = load_onnx(_doubling_functions(4))
     assert sum(isinstance(op, ag.ReluOp) for op in module.walk()) == 8

@@ -250,11 +250,12 @@ def _inlined_node_count(model: onnx.ModelProto) -> int:
 
 def _inline_functions(model: onnx.ModelProto) -> onnx.ModelProto:
     """Model-local functions are expanded into their bodies before import, unless
-    the expanded graph would exceed `limits.MAX_NODES`."""
+    the expanded graph would exceed `limits.MAX_NODES` (so would the graph itself)."""
+    check_nodes(len(model.graph.node), "the graph")  # before walking a huge one
+    check_nodes(_inlined_node_count(model), "the graph, its local functions inlined,")
     local = {(f.domain, f.name) for f in model.functions}
     if not any((n.domain, n.op_type) in local for n in _subgraph_nodes(model.graph.node)):
         return model
-    check_nodes(_inlined_node_count(model), "the graph with its local functions inlined")
     from onnx import inliner
 
     try:
