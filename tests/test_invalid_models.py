@@ -114,7 +114,7 @@ def test_declared_output_shape_conflict_names_the_declaration():
     refused(model, "node 'r' (Relu)", "the model declares [3, 2]", "infers [2, 3]")
 
 
-def test_torch_style_models_still_import():
+def test_outputs_without_a_shape_and_unsorted_nodes_still_import():
     """Outputs without a declared shape (ONNX's checker wants one) and unsorted nodes
     are ours to fill in and sort: the checker sees our types and order."""
     nodes = [helper.make_node("Neg", ["t"], ["y"]), helper.make_node("Relu", ["x"], ["t"])]
