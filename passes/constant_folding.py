@@ -10,7 +10,8 @@ computes depends on a graph input), it is `Pure`, its results have static shapes
 and folding does not grow the constants much: each result has at most
 `max_elements` elements, or no more than its operands have together (a Cast or
 Transpose of a weight always folds; an Expand of a scalar to a large tensor does
-not). The values come from the reference interpreter (`ge.core.reference.evaluate_op`),
+not), and never more than `limits.MAX_FOLDED_BYTES` (a splat constant is one value
+in the IR, but its full size once computed). The values come from the reference interpreter (`ge.core.reference.evaluate_op`),
 so a folded graph computes what the unfolded one did, bit for bit. An op the
 interpreter refuses (an index out of range, say) is left for run time to report.
 
@@ -36,13 +37,17 @@ from xdsl.traits import Pure
 
 from dialects import shapes
 from dialects.ascend_graph import AscendOp, ConstOp, DataOp, NetOutputOp
+from ge.core import dtypes
 from ge.core.errors import GEError
+from ge.core.limits import MAX_FOLDED_BYTES, tensor_bytes
 from ge.core.reference import evaluate_op
 from passes.graph_match import constant_value, new_constant, store_around
 
-
-
 # ----------------------------------------------------------------------------- folding
+
+
+def _bytes(type: TensorType) -> int:
+    return tensor_bytes(type.get_shape(), dtypes.to_numpy(type.element_type).itemsize)
 
 
 class FoldConstantOp(RewritePattern):
@@ -63,6 +68,8 @@ class FoldConstantOp(RewritePattern):
         given = sum(shapes.numel(v.type.get_shape()) for v in op.operands)  # type: ignore[attr-defined]
         if any(shapes.numel(t.get_shape()) > max(self.max_elements, given) for t in types):  # type: ignore[union-attr]
             return
+        if any(_bytes(t) > MAX_FOLDED_BYTES for t in types):  # type: ignore[arg-type]
+            return  # a splat operand is small in the IR, not in memory
         store = store_around(op)
         try:
             values = evaluate_op(op, [constant_value(v) for v in op.operands], store)  # type: ignore[arg-type]

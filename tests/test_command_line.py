@@ -52,7 +52,13 @@ def test_unknown_input_extension_names_the_known_ones(tmp_path: Path):
 
 def test_deeply_nested_modules_are_refused(tmp_path: Path):
     (tmp_path / "deep.mlir").write_text("builtin.module {" * 5000 + "}" * 5000)
-    fails_with(run("ge-opt", tmp_path / "deep.mlir"), "ge-opt", "nests regions or modules too deeply")
+    fails_with(run("ge-opt", tmp_path / "deep.mlir"), "ge-opt", "nests regions, attributes or lists 5000 levels deep, more than the limit of 100")
+
+
+def test_a_huge_splat_constant_is_refused_before_parsing(tmp_path: Path):
+    text = 'builtin.module { "test.op"() {value = dense<1.0> : tensor<100000x100000xf32>} : () -> () }'
+    (tmp_path / "splat.mlir").write_text(text)
+    fails_with(run("ge-opt", tmp_path / "splat.mlir"), "ge-opt", "a dense attribute of shape [100000, 100000] needs 40000000000 bytes")
 
 
 def test_binary_switch_file_is_refused(tmp_path: Path):

@@ -41,9 +41,9 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from dialects.ascend_graph import AscendGraph, WeightRefAttr
 from dialects.ascend_kernel import AscendKernel
-from ge.core import weights
+from ge.core import ir, weights
 from ge.cli.errors import DEFAULT_LOG, LOG_LEVELS, configure_logging, log_level_in, reporting
-from ge.core.errors import ModelError, OptionError
+from ge.core.errors import OptionError
 from ge.core.files import decoded, published, regular_output
 from passes import registry
 
@@ -184,14 +184,12 @@ class GEOptMain(xDSLOptMain):
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         if file_extension != "onnx" and self.args.input_shape is not None:
             raise OptionError(f"--input-shape applies to ONNX input only, not to .{file_extension} input")
-        if file_extension != "onnx":
+        if file_extension != "onnx":  # text xDSL's parser can take: UTF-8, nesting and constants bounded
+            name = self.args.input_file or "<stdin>"
             data = chunk.read()
-            decoded(data, self.args.input_file or "<stdin>", "input")
+            ir.check_text(decoded(data, name, "input"), name)
             chunk = io.BytesIO(data)
-        try:
-            module = super().parse_chunk(chunk, file_extension, start_offset)
-        except RecursionError:
-            raise ModelError(f"input '{self.args.input_file or '<stdin>'}' nests regions or modules too deeply to parse") from None
+        module = super().parse_chunk(chunk, file_extension, start_offset)
         self._input_refs = set() if module is None else weight_refs(module)
         return module
 

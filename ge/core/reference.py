@@ -36,7 +36,7 @@ from xdsl.traits import SymbolTable
 from dialects import ascend_graph as ag
 from dialects import ascend_kernel as ak
 from dialects import formats, shapes
-from ge.core import dtypes
+from ge.core import dtypes, limits
 from ge.core.ir import graph_of
 from ge.core.errors import InputError, ModelError
 from ge.core.weights import WEIGHTS_ATTR, WeightError, WeightStore, store_of
@@ -190,6 +190,7 @@ def evaluate_op(op: Operation, inputs: Sequence[np.ndarray], weights: WeightStor
     if kernel is None:
         raise ModelError(f"{_label(op)}: the reference interpreter has no kernel for {op.name}")
     args = _check_args(op, inputs)
+    _check_result_sizes(op)
     try:
         with np.errstate(all="ignore"):
             produced = kernel(op, args)
@@ -197,6 +198,16 @@ def evaluate_op(op: Operation, inputs: Sequence[np.ndarray], weights: WeightStor
         raise ModelError(f"{_label(op)}: {e}") from e
     results = produced if isinstance(produced, list) else [produced]
     return [_conform(op, i, value) for i, value in enumerate(results)]
+
+
+def _check_result_sizes(op: Operation) -> None:
+    """Refuse, before computing, a static result larger than a tensor may be or than
+    the host can hold: a numpy MemoryError (or the OOM killer) says less."""
+    for i, result in enumerate(op.results):
+        t = result.type
+        if isinstance(t, TensorType):
+            what = f"{_label(op)}: result {i}"
+            limits.check_host_allocation(ag.shape_of(t), dtypes.to_numpy(t.element_type).itemsize, what)
 
 
 def _check_args(op: Operation, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -22,10 +22,21 @@ Decisions worth knowing:
 - Nodes that no graph output depends on are not imported (after the whole graph
   has been checked for undefined values and cycles), so an unsupported op in a dead
   branch does not stop an import.
-- Our own shape inference (each op's `infer_result_types`) decides every type. ONNX's
-  shape inference only cross-checks it, once every node is converted: a contradiction
-  is a "shape conflict". It runs on a copy of the imported nodes whose large
-  initializers are replaced by typed inputs, so that it does not copy the weights.
+- Our own shape inference (each op's `infer_result_types`) decides every type. Once
+  every node is converted, ONNX's checker and its strict shape and type inference
+  (what `check_model(full_check=True)` does) check the imported nodes, and their
+  types cross-check ours: a contradiction is a "shape conflict", and so is one with
+  a declared type. They run on a copy of the imported nodes whose large initializers
+  are replaced by typed inputs, so that they do not copy the weights, and whose
+  outputs carry our types (the checker wants a shape on every graph output; an
+  exporter may leave it out). They do not run first: on a graph it finds
+  inconsistent, ONNX's C++ inference can abort the process.
+- Before that, what the checker would also refuse is refused with a sentence of our
+  own: no outputs, names declared twice, an IR version newer than onnx's, an
+  attribute the op's schema does not have or of the wrong kind.
+- Sizes are checked before anything is allocated (`ge.core.limits`): the node count
+  once local functions are inlined (counted, not inlined), every tensor the import
+  builds, and every constant it computes.
 - Ops without an `ascend_graph` counterpart whose inputs are all constant (shape
   arithmetic such as Mod) are evaluated with ONNX's reference evaluator.
 - `input_shape` replaces the inputs' shapes; the model's declared intermediate and
@@ -37,13 +48,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -52,10 +64,13 @@ from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputO
 from dialects.shapes import DYN, Shape, ShapeError, compatible, fmt, is_static, numel
 from ge.core import dtypes
 from ge.core.errors import GEError, ModelError
+from ge.core.limits import LimitError, check_folded, check_nodes, check_tensor
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_ops import CONVERTERS, Node
 from ge.frontend.tensors import dense, element_type, sparse_array, tensor_array, value_info_type
 from ge.core.weights import INLINE_LIMIT, WeightStore, attach, load_external_data, store_for
+
+log = logging.getLogger(__name__)
 
 OPSET_MIN, OPSET_MAX = 11, 21
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -105,6 +120,10 @@ def _check_structure(model: onnx.ModelProto, where: str) -> None:
         raise ModelError(f"{where} is not an ONNX model: it has no graph")
     if model.ir_version <= 0:
         raise ModelError(f"{where} is not an ONNX model: it has no IR version")
+    if model.ir_version > onnx.IR_VERSION:
+        raise ModelError(
+            f"{where} has IR version {model.ir_version}, which is unsupported; supported: up to {onnx.IR_VERSION}"
+        )
     if not model.opset_import:
         raise ModelError(f"{where} is not an ONNX model: it imports no opset")
     graph = model.graph
@@ -114,6 +133,14 @@ def _check_structure(model: onnx.ModelProto, where: str) -> None:
         names += [node.name, node.op_type, node.domain, *node.input, *node.output, *(a.name for a in node.attribute)]
     if not all(isinstance(name, str) for name in names):
         raise ModelError(f"{where} is malformed: a name in it is not valid UTF-8")
+    if not graph.output:
+        raise ModelError(f"{where} has no graph outputs: a model must compute at least one")
+    for kind, values in (("graph input", graph.input), ("graph output", graph.output), ("initializer", graph.initializer)):
+        seen: set[str] = set()
+        for value in values:
+            if value.name in seen:
+                raise ModelError(f"{where}: {kind} '{value.name}' is declared twice; names must be unique")
+            seen.add(value.name)
 
 
 def _default_opset(model: onnx.ModelProto) -> int:
@@ -129,10 +156,58 @@ def _default_opset(model: onnx.ModelProto) -> int:
     return opset
 
 
+def _subgraph_nodes(nodes: Sequence[onnx.NodeProto]):
+    """`nodes` and the nodes of their subgraphs (If, Loop, Scan bodies), at any depth."""
+    stack = [iter(nodes)]
+    while stack:
+        node = next(stack[-1], None)
+        if node is None:
+            stack.pop()
+            continue
+        yield node
+        for attr in node.attribute:
+            graphs = [attr.g] if attr.HasField("g") else list(attr.graphs)
+            stack.extend(iter(g.node) for g in graphs)
+
+
+def _inlined_node_count(model: onnx.ModelProto) -> int:
+    """The nodes the graph will have once its local functions are inlined, counted
+    per function once (memoised), without inlining: functions that call each other
+    twice over double the count at every level."""
+    bodies = {(f.domain, f.name, f.overload): f.node for f in model.functions}
+    counts: dict[tuple[str, str, str], int] = {}
+
+    def calls(nodes: Sequence[onnx.NodeProto]) -> list[tuple[str, str, str]]:
+        return [key for n in _subgraph_nodes(nodes) if (key := (n.domain, n.op_type, n.overload)) in bodies]
+
+    def total(nodes: Sequence[onnx.NodeProto]) -> int:
+        return sum(counts.get((n.domain, n.op_type, n.overload), 1) for n in _subgraph_nodes(nodes))
+
+    # Post-order over the call graph, iteratively: a chain of 10^4 functions is no problem.
+    for root in bodies:
+        stack, on_path = [(root, iter(calls(bodies[root])))], {root}
+        while stack:
+            key, pending = stack[-1]
+            callee = next((c for c in pending if c not in counts), None)
+            if callee is None:
+                counts[key] = total(bodies[key])
+                on_path.discard(key)
+                stack.pop()
+                continue
+            if callee in on_path:
+                raise ModelError(f"local function '{callee[1]}' (domain '{callee[0]}') calls itself, directly or not")
+            on_path.add(callee)
+            stack.append((callee, iter(calls(bodies[callee]))))
+    return total(model.graph.node)
+
+
 def _inline_functions(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Model-local functions are expanded into their bodies before import."""
+    """Model-local functions are expanded into their bodies before import, unless
+    the expanded graph would exceed `limits.MAX_NODES` (so would the graph itself)."""
+    check_nodes(len(model.graph.node), "the graph")  # before walking a huge one
+    check_nodes(_inlined_node_count(model), "the graph, its local functions inlined,")
     local = {(f.domain, f.name) for f in model.functions}
-    if not any((n.domain, n.op_type) in local for n in model.graph.node):
+    if not any((n.domain, n.op_type) in local for n in _subgraph_nodes(model.graph.node)):
         return model
     from onnx import inliner
 
@@ -225,41 +300,69 @@ def _live_nodes(graph: onnx.GraphProto, order: list[int]) -> list[int]:
     return [i for i in order if i in live]
 
 
-# --------------------------------------------------------------- ONNX's shape inference
+# ------------------------------------------------------------ ONNX's checker and inference
 
 
-def _onnx_types(
+def _checked_types(
     model: onnx.ModelProto, nodes: Sequence[onnx.NodeProto], inputs: Sequence[onnx.ValueInfoProto],
-    drop_declared: bool,
+    outputs: Sequence[onnx.ValueInfoProto],
 ) -> dict[str, tuple[Attribute | None, Shape | None]]:
-    """The types ONNX's shape inference gives the values of `nodes` (declared ones included).
+    """Check the imported nodes as `onnx.checker.check_model(full_check=True)` does (the
+    checker, then strict shape and type inference), and return the types ONNX infers.
 
     It runs only once our own inference has accepted every node: on a graph it finds
     inconsistent, ONNX's C++ inference can fail an assertion and abort the process.
+    It checks a light copy: the nodes in our order (ONNX wants them sorted; we sort
+    them), large initializers as typed inputs (so that it neither copies nor reads
+    them), and `outputs` typed by the caller for the checker (which wants a shape on
+    every output). The inference sees no declared types but the inputs', so that a
+    declaration it disagrees with is reported by the caller's comparison, which
+    says more than ONNX's merge error.
     """
     graph = model.graph
     small = [t for t in graph.initializer if numel(t.dims) <= _INFERENCE_INIT_LIMIT]
     input_names = {i.name for i in inputs}
+    large = [t for t in graph.initializer if numel(t.dims) > _INFERENCE_INIT_LIMIT]
     hidden = [
         helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-        for t in graph.initializer
-        if numel(t.dims) > _INFERENCE_INIT_LIMIT and t.name not in input_names
+        for t in (*large, *(s.values for s in graph.sparse_initializer))
+        if t.name not in input_names
     ]
-    outputs = list(graph.output)
-    if drop_declared:
-        outputs = [helper.make_tensor_value_info(o.name, o.type.tensor_type.elem_type, None) for o in outputs]
-    light = helper.make_graph(
-        nodes, graph.name, list(inputs) + hidden, outputs, initializer=small,
-        value_info=[] if drop_declared else graph.value_info,
-    )
-    light_model = helper.make_model(light, opset_imports=model.opset_import, ir_version=model.ir_version)
-    light_model.functions.extend(model.functions)
+
+    def light(declared: Sequence[onnx.ValueInfoProto]) -> onnx.ModelProto:
+        copy = helper.make_graph(nodes, graph.name, list(inputs) + hidden, list(declared), initializer=small)
+        proto = helper.make_model(copy, opset_imports=model.opset_import, ir_version=model.ir_version)
+        proto.functions.extend(model.functions)
+        return proto
+
     try:
-        inferred = onnx.shape_inference.infer_shapes(light_model, strict_mode=False)
-    except Exception:
-        # ONNX's inference only cross-checks ours; where it gives up, ours decides.
-        inferred = light_model
+        onnx.checker.check_model(light(outputs))
+        untyped = [helper.make_empty_tensor_value_info(o.name) for o in outputs]
+        inferred = onnx.shape_inference.infer_shapes(light(untyped), check_type=True, strict_mode=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+        raise _checker_error(e) from e
+    except Exception:  # a failure of ONNX's own (not a verdict on the model): ours decides
+        log.debug("ONNX's checker or shape inference failed on the model", exc_info=True)
+        return {}
     return {v.name: value_info_type(v) for v in (*inferred.graph.value_info, *inferred.graph.output)}
+
+
+_CHECKER_NODE = re.compile(r"==> Context: Bad node spec for node\. Name: (.*?) OpType: (\S+)")
+_INFERENCE_NODE = re.compile(r"\(op_type:([^,]*), node name: (.*?)\): (?:\[\w+\] )?(.*)")
+
+
+def _checker_error(error: Exception) -> ModelError:
+    """ONNX's checker or inference error as one line naming the node."""
+    text = str(error)
+    if match := _INFERENCE_NODE.search(text):
+        op_type, name, reason = match.groups()
+        return ModelError(f"node '{name}' ({op_type}): {reason.strip()} (ONNX's shape inference)")
+    reason = text.split("==> Context:")[0]
+    reason = " ".join(line.strip() for line in reason.splitlines() if line.strip())
+    if match := _CHECKER_NODE.search(text):
+        name, op_type = match.groups()
+        return ModelError(f"node '{name}' ({op_type}): {reason} (ONNX's checker)")
+    return ModelError(f"the model does not pass ONNX's checker: {reason}")
 
 
 # --------------------------------------------------------------------------- values
@@ -348,7 +451,12 @@ class Importer:
     # ------------------------------------------------------------------- ops
 
     def build(self, op: AscendOp) -> list[SSAValue]:
-        """Insert `op`, or the constants it computes when all its operands are constant."""
+        """Insert `op`, or the constants it computes when all its operands are constant.
+        A result larger than `limits.MAX_TENSOR_BYTES` is refused first."""
+        for i, result in enumerate(op.results):
+            if isinstance(result.type, TensorType):
+                what = f"its {op.OP_TYPE} result" + (f" {i}" if len(op.results) > 1 else "")
+                check_tensor(result.type.get_shape(), dtypes.to_numpy(result.type.element_type).itemsize, what)
         inputs = [self.array_of(v) for v in op.operands]
         small = all(
             isinstance(r.type, TensorType) and is_static(r.type.get_shape()) and numel(r.type.get_shape()) <= INLINE_LIMIT
@@ -381,6 +489,8 @@ class Importer:
                 f"(opsets {OPSET_MIN} to {OPSET_MAX}) is"
             )
         converter = CONVERTERS.get(node.op_type)
+        if converter is None and not onnx.defs.has(node.op_type):
+            raise ModelError(f"{where}: op type {node.op_type} is unsupported: it does not exist in ONNX")
         if converter is None:
             folded = self._evaluate_constant_node(node, label, where)
             if folded is None:
@@ -454,8 +564,11 @@ class Importer:
             helper.make_graph([node], "fold", inputs, outputs),
             opset_imports=[helper.make_opsetid("", self.opset)],
         )
+        self._check_fold_sizes(model, arrays)
         try:
             results = ReferenceEvaluator(model).run(None, arrays)
+        except MemoryError as e:  # a result whose size ONNX's inference could not tell
+            raise LimitError(f"{where}: evaluating it on its constant inputs runs out of memory") from e
         except Exception as e:
             raise ModelError(
                 f"{where}: op type {node.op_type} is unsupported, and evaluating it on its constant "
@@ -480,6 +593,24 @@ class Importer:
             folded.append(self.constant(array, label))
         return folded
 
+    @staticmethod
+    def _check_fold_sizes(model: onnx.ModelProto, arrays: Mapping[str, np.ndarray]) -> None:
+        """Refuse to evaluate a node whose results ONNX's inference, given its small
+        constant inputs as values, finds above `limits.MAX_FOLDED_BYTES` (a OneHot of
+        depth 10^12)."""
+        probe = onnx.ModelProto()
+        probe.CopyFrom(model)
+        try:
+            known = [numpy_helper.from_array(a, name) for name, a in arrays.items() if a.size <= _INFERENCE_INIT_LIMIT]
+            probe.graph.initializer.extend(known)
+            inferred = onnx.shape_inference.infer_shapes(probe, data_prop=True)
+        except Exception:
+            return  # the evaluation reports what is wrong with the node
+        for info in inferred.graph.output:
+            elem, shape = value_info_type(info)
+            if elem is not None and shape is not None:
+                check_folded(shape, dtypes.to_numpy(elem).itemsize, f"its result '{info.name}'")
+
     def _bind(self, node: onnx.NodeProto, where: str, results: list[SSAValue | None]) -> None:
         for i, out in enumerate(node.output):
             if not out:
@@ -494,29 +625,46 @@ class Importer:
             self.values[out] = value
 
     def cross_check(self, live: Sequence[int], overrides: Mapping[str, Shape]) -> None:
-        """Our inferred types must not contradict ONNX's inferred or declared ones."""
+        """ONNX's checker must accept the imported nodes, and our inferred types must
+        not contradict ONNX's inferred ones, nor the model's declared ones (which
+        describe the old inputs when `overrides` gives new ones)."""
         graph = self.graph
         inputs = [_with_shape(i, overrides[i.name]) if i.name in overrides else i for i in graph.input]
-        nodes = [graph.node[i] for i in live]
-        onnx_types = _onnx_types(self.model, nodes, inputs, drop_declared=bool(overrides))
+        nodes = [_named(graph.node[i], i) for i in live]
+        outputs = [self._typed_by_us(o.name) for o in graph.output]
+        inferred = _checked_types(self.model, nodes, inputs, outputs)
+        declared = {} if overrides else {v.name: value_info_type(v) for v in (*graph.value_info, *graph.output)}
         for i, node in zip(live, nodes):
             where = f"node '{_node_label(node, i)}' ({node.op_type})"
             for out in node.output:
-                if out in self.values and out in onnx_types:
-                    self._check_type(where, out, self.values[out], *onnx_types[out])
+                if out not in self.values:
+                    continue
+                if out in inferred:
+                    self._check_type(where, out, self.values[out], "ONNX infers", *inferred[out])
+                if out in declared:
+                    self._check_type(where, out, self.values[out], "the model declares", *declared[out])
 
-    def _check_type(self, where: str, name: str, value: SSAValue, dtype: Attribute | None, shape: Shape | None) -> None:
+    def _typed_by_us(self, name: str) -> onnx.ValueInfoProto:
+        """A graph output declared with the type our inference gives it."""
+        type = self.values[name].type
+        assert isinstance(type, TensorType)
+        elem = helper.np_dtype_to_tensor_dtype(dtypes.to_numpy(type.element_type))
+        return helper.make_tensor_value_info(name, elem, [None if d == DYN else d for d in type.get_shape()])
+
+    def _check_type(
+        self, where: str, name: str, value: SSAValue, source: str, dtype: Attribute | None, shape: Shape | None,
+    ) -> None:
         ours = value.type
         assert isinstance(ours, TensorType)
         our_shape = tuple(ours.get_shape())
         if shape is not None and not compatible(shape, our_shape):
             raise ModelError(
-                f"{where}: shape conflict on output '{name}': ONNX gives {fmt(shape)}, "
+                f"{where}: shape conflict on output '{name}': {source} {fmt(shape)}, "
                 f"the ascend_graph op infers {fmt(our_shape)}"
             )
         if dtype is not None and dtype != ours.element_type:
             raise ModelError(
-                f"{where}: type conflict on output '{name}': ONNX gives {dtypes.name(dtype)}, "
+                f"{where}: type conflict on output '{name}': {source} {dtypes.name(dtype)}, "
                 f"the ascend_graph op infers {dtypes.name(ours.element_type)}"
             )
 
@@ -542,6 +690,7 @@ class Importer:
                 raise ModelError(f"{where} has no shape; give it with input_shape")
             if any(d < 0 and d != DYN for d in shape):
                 raise ModelError(f"{where} has a negative dimension in {list(shape)}")
+            check_tensor(shape, dtypes.to_numpy(dtype).itemsize, where)
             op = DataOp(index, TensorType(dtype, shape), info.name)
             self.block.add_op(op)
             op.out.name_hint = _hint(info.name)
@@ -567,15 +716,15 @@ class Importer:
             except ModelError as e:
                 if e.args[0].startswith(where):
                     raise
-                raise ModelError(f"{where}: {e.args[0]}") from e
+                raise type(e)(f"{where}: {e.args[0]}") from e
             except GEError:
                 raise
             except (ShapeError, VerifyException) as e:
                 raise ModelError(f"{where}: {e}") from e
             except Exception as e:  # a malformed node we did not foresee: still one clear line
                 raise ModelError(f"{where}: cannot import it ({type(e).__name__}: {e})") from e
-        self.cross_check(live, overrides)
         outputs = [self.value(o.name) for o in graph.output]
+        self.cross_check(live, overrides)
         self.block.add_op(NetOutputOp(outputs, [o.name for o in graph.output]))
         self._drop_unused_constants()
         module = ModuleOp([GraphOp(symbol_name(graph.name), Region(self.block))])
@@ -603,12 +752,40 @@ def _check_arity(node: onnx.NodeProto, schema: onnx.defs.OpSchema, where: str) -
     for attr in schema.attributes.values():
         if attr.required and attr.name not in given:
             raise ModelError(f"{where}: required attribute '{attr.name}' is missing")
+    for attr in node.attribute:
+        formal = schema.attributes.get(attr.name)
+        if formal is None:
+            known = ", ".join(sorted(schema.attributes)) or "none"
+            raise ModelError(f"{where}: attribute '{attr.name}' is unknown to {node.op_type} (its attributes: {known})")
+        if attr.type != int(formal.type):
+            raise ModelError(
+                f"{where}: attribute '{attr.name}' is {_attribute_kind(attr.type)}, but {node.op_type} takes "
+                f"{_attribute_kind(int(formal.type))}"
+            )
+
+
+def _attribute_kind(kind: int) -> str:
+    """An attribute kind as ONNX spells it (INT, INTS, TENSOR, ...)."""
+    try:
+        return onnx.AttributeProto.AttributeType.Name(kind)
+    except ValueError:
+        return f"of unknown kind {kind}"
 
 
 def _onnx_type_name(dtype: Attribute) -> str:
     """ONNX's spelling of an element type, as in its schemas' `tensor(...)`."""
     proto_type = helper.np_dtype_to_tensor_dtype(dtypes.to_numpy(dtype))
     return onnx.TensorProto.DataType.Name(proto_type).lower()
+
+
+def _named(node: onnx.NodeProto, index: int) -> onnx.NodeProto:
+    """The node, or a copy named as our errors name it when it has no name."""
+    if node.name:
+        return node
+    named = onnx.NodeProto()
+    named.CopyFrom(node)
+    named.name = _node_label(node, index)
+    return named
 
 
 def _with_shape(info: onnx.ValueInfoProto, shape: Shape) -> onnx.ValueInfoProto:

@@ -43,6 +43,7 @@ from dialects.ascend_graph import bool_attr, float_attr, int_attr, ints
 from dialects.shapes import DYN, Shape, fmt, is_static, norm_axes, norm_axis, numel
 from ge.core import dtypes
 from ge.core.errors import ModelError
+from ge.core.limits import check_folded
 from ge.core.weights import INLINE_LIMIT
 from ge.frontend.tensors import element_type, sparse_array, tensor_array
 
@@ -317,11 +318,11 @@ def _mish(n: Node) -> Outputs:
 
 @converts(Clip=13)
 def _clip(n: Node) -> Outputs:
-    """Bounds come from the (constant) inputs, or from `min`/`max` attributes as Clip
-    had them before opset 11 (some exporters still write them)."""
+    """Bounds come from the (constant) inputs: the `min`/`max` attributes of Clip
+    before opset 11 are refused as unknown attributes, as ONNX's checker does."""
     props: dict[str, Attribute] = {}
     for i, key in ((1, "min"), (2, "max")):
-        bound = n.scalar_input(i, key) if n.has(i) else n.attr(key)
+        bound = n.scalar_input(i, key)
         if bound is not None:
             props[key] = float_attr(bound)
     return [n.emit(ag.ClipByValueOp, [n.x(0)], props)]
@@ -500,7 +501,12 @@ def _layer_norm(n: Node) -> Outputs:
 
 @converts(InstanceNormalization=22)
 def _instance_norm(n: Node) -> Outputs:
+    """Scale and bias hold one value per channel (dim 1), which ONNX's inference does not check."""
     operands = [n.x(0), n.x(1), n.x(2)]
+    channels = shape(operands[0])[1:2]
+    for what, value in (("scale", operands[1]), ("B", operands[2])):
+        if channels and channels[0] != DYN and shape(value) != channels:
+            raise n.error(f"{what} has shape {fmt(shape(value))}, expected {fmt(channels)} (the channels)")
     return [n.emit(ag.InstanceNormOp, operands, {"epsilon": float_attr(n.attr("epsilon", 1e-5))})]
 
 
@@ -772,7 +778,16 @@ def _slice(n: Node) -> Outputs:
 
 @converts(Gather=13)
 def _gather(n: Node) -> Outputs:
-    return [n.emit(ag.GatherOp, [n.x(0), n.x(1)], {"axis": int_attr(n.attr("axis", 0))})]
+    """Constant indices are checked against the axis here: out of range, ONNX says the
+    result is an error, and an error found at import names the node."""
+    x, axis = n.x(0), n.attr("axis", 0)
+    indices = n.importer.array_of(n.x(1))
+    if indices is not None and shape(x) and indices.size:
+        dim = shape(x)[norm_axis(axis, len(shape(x)))]
+        wrong = indices[(indices < -dim) | (indices >= dim)] if dim != DYN else indices[:0]
+        if wrong.size:
+            raise n.error(f"index {int(wrong.reshape(-1)[0])} is out of range for axis {axis} of size {dim}")
+    return [n.emit(ag.GatherOp, [x, n.x(1)], {"axis": int_attr(axis)})]
 
 
 @converts(GatherElements=13)
@@ -953,10 +968,14 @@ def _range(n: Node) -> Outputs:
         raise n.error("delta is 0")
     if out_dtype.kind in "iu":
         count = max(-((start - limit) // delta), 0)
-        values = start + np.arange(count, dtype=np.int64) * delta
     else:
-        count = max(math.ceil((limit - start) / delta), 0)
-        values = start + np.arange(count, dtype=np.float64) * delta
+        steps = (limit - start) / delta
+        if not math.isfinite(steps):
+            raise n.error(f"start {start}, limit {limit} and delta {delta} give no finite number of values")
+        count = max(math.ceil(steps), 0)
+    check_folded([count], out_dtype.itemsize, "its result")
+    kind = np.int64 if out_dtype.kind in "iu" else np.float64
+    values = start + np.arange(count, dtype=kind) * delta
     return [n.const(values.astype(out_dtype))]
 
 
@@ -967,6 +986,7 @@ def _eye_like(n: Node) -> Outputs:
     if len(src) != 2 or not is_static(src):
         raise n.error(f"the input must be 2-D and static, got {fmt(src)}")
     target = element_type(n.attr("dtype"), "attribute 'dtype'") if n.attr("dtype") is not None else dtype(x)
+    check_folded(src, dtypes.to_numpy(target).itemsize, "its result")
     return [n.const(np.eye(src[0], src[1], n.attr("k", 0), dtypes.to_numpy(target)))]
 
 

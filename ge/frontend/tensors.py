@@ -15,6 +15,7 @@ from xdsl.ir import Attribute
 from dialects.shapes import DYN, Shape
 from ge.core import dtypes
 from ge.core.errors import ModelError
+from ge.core.limits import check_folded
 
 SUPPORTED = "FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT8/16/32/64, UINT8/16/32/64, BOOL"
 
@@ -45,6 +46,9 @@ def sparse_array(sparse: onnx.SparseTensorProto, what: str) -> np.ndarray:
     """The dense value of a sparse (COO) tensor with linear or per-dim indices."""
     values = tensor_array(sparse.values, what)
     indices = tensor_array(sparse.indices, what).astype(np.int64)
+    if any(d < 0 for d in sparse.dims):
+        raise ModelError(f"{what} has a negative dim in {list(sparse.dims)}")
+    check_folded(sparse.dims, values.dtype.itemsize, what)
     dense = np.zeros(tuple(sparse.dims), values.dtype)
     try:
         if indices.ndim == 1:

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from dialects import ascend_graph as ag
@@ -60,14 +59,15 @@ class Numerics:
     def _parse(self) -> dict[str, KernelOp]:
         """The kernels' compute regions. A `.om`'s text is read, not trusted: an integer
         type wider than any dtype is refused before xDSL sizes its range (an `i` of a
-        billion bits), and the IR is verified: what xDSL refuses is a ModelError."""
+        billion bits), `ir.parse` bounds nesting and constants and verifies the IR, and
+        what xDSL refuses is a ModelError."""
         text = "\n".join(k.compute_text() for k in self._texts.values())
         wide = _WIDE_INTEGER.search(text)
         if wide is not None:
             raise ModelError(f"the model's kernels declare the integer type {wide.group(0)[:40]}; the widest dtype has 64 bits")
         try:
-            module = Parser(ir.context(), text, "kernels.mlir").parse_module()
-            module.verify()  # the ops' shape rules hold, so their attributes size nothing their types do not
+            module = ir.parse(text, "kernels.mlir")  # bounded, then verified: the ops' shape rules hold,
+            # so their attributes size nothing their types do not
         except (ParseError, VerifyException, ValueError) as e:
             raise ModelError(f"the model's kernels do not parse: {e}") from e
         return {op.sym_name.data: op for op in module.ops if isinstance(op, KernelOp)}
