@@ -318,3 +318,21 @@ def test_mutated_files_fail_only_with_the_projects_errors(tiny_contents, tmp_pat
         Runtime(model, RunConfig(timing_only=True)).run()
     except GEError:
         pass
+
+
+# ---------------------------------------------------------------- host memory
+
+
+def test_a_run_the_host_cannot_hold_is_refused_before_allocating(tiny: Path, monkeypatch):
+    """A plan within the device's memory may still exceed the host's: the numerics run
+    and the generated inputs are refused with the numbers, before numpy allocates."""
+    from ge.core import inputs, limits as core_limits
+
+    monkeypatch.setattr(core_limits, "_HOST_CHECK_FLOOR", 0)
+    monkeypatch.setattr(core_limits, "host_available_bytes", lambda: 1024)
+    runtime = Runtime(om.read(tiny))
+    with pytest.raises(core_limits.LimitError, match=r"generated input 'input' of shape \[1, 3, 32, 32\] needs .*more than this host has available"):
+        inputs.generated(runtime.input_specs(), seed=0)
+    with pytest.raises(core_limits.LimitError, match=r"the device memory of a run with numerics \(timing_only needs none\)"):
+        runtime.run(DEMO_MODELS[0].sample_inputs())
+    assert Runtime(om.read(tiny), RunConfig(timing_only=True)).run().profile is not None

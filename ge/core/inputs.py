@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ge.core.errors import InputError
+from ge.core.limits import check_host_allocation
 
 
 def generated(specs: Iterable[tuple[str, np.dtype, Sequence[int]]], seed: int | None) -> dict[str, np.ndarray]:
@@ -23,6 +24,8 @@ def generated(specs: Iterable[tuple[str, np.dtype, Sequence[int]]], seed: int | 
         dtype = np.dtype(dtype)
         if any(d < 0 for d in shape):
             raise InputError(f"input '{name}' has a dynamic shape {list(shape)}; give its value or a static --input_shape")
+        drawn = dtype.itemsize if rng is None else max(dtype.itemsize, 8)  # numpy draws in 64 bits
+        check_host_allocation(shape, drawn, f"generated input '{name}'")
         if rng is None:
             feeds[name] = np.zeros(shape, dtype)
         elif dtype.kind == "f" or dtype.name == "bfloat16":

@@ -55,6 +55,7 @@ from ge.om import Model, Region, TensorDesc
 from ge.om.limits import BLOCK_DIM
 from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
 from ge.core.errors import InputError, ModelError, OptionError
+from ge.core.limits import check_host_allocation
 from ge.sim.config import RunConfig
 from ge.sim import program, timing
 from ge.sim.kernels import Layout, Numerics
@@ -214,10 +215,8 @@ class Runtime:
         self._check_blocks()
         if numerics:
             data = self.check_inputs(inputs if inputs is not None else {})
-            try:
-                memory = np.zeros(self.model.memory.total, np.uint8)
-            except MemoryError as e:
-                raise ModelError(f"the host cannot hold the model's {self.model.memory.total:,} bytes of device memory; run it with timing_only") from e
+            check_host_allocation((self.model.memory.total,), 1, "the device memory of a run with numerics (timing_only needs none)")
+            memory = np.zeros(self.model.memory.total, np.uint8)
             base = self.model.memory.bases[Region.WEIGHT]
             weights = np.frombuffer(self.model.weights, np.uint8)
             memory[base : base + weights.size] = weights
