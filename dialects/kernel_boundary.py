@@ -7,6 +7,9 @@ lowering that makes kernels of them, and the backend that schedules them:
   one kernel;
 - `_no_task = true` (GE's attribute): the op launches nothing (a Split whose outputs
   are slices of its input);
+- `_virtual_cores = <n> : i64` (set for `--virtual_type=1`): the op's kernel is tiled
+  for n cores, its block_dim a multiple of n, so that it runs balanced on any
+  virtual-instance slice whose size divides n (n = 1: it runs on one core);
 - views: the shape ops GE deletes before the build (Reshape, Flatten, Squeeze,
   Unsqueeze: their output is their input's memory with another shape; Identity: a
   copy the consumer can read in place), and a TransData that moves no byte;
@@ -14,6 +17,8 @@ lowering that makes kernels of them, and the backend that schedules them:
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
@@ -24,6 +29,7 @@ from dialects.shapes import is_static
 
 SCOPE_ATTR = "_fusion_scope"
 NO_TASK_ATTR = "_no_task"
+VIRTUAL_CORES_ATTR = "_virtual_cores"
 
 VIEW_OPS: tuple[type[Operation], ...] = (ag.ReshapeOp, ag.FlattenOp, ag.SqueezeOp, ag.UnsqueezeOp, ag.IdentityOp)
 """Pure shape views: GE removes them before the build."""
@@ -42,6 +48,13 @@ def is_no_task(op: Operation) -> bool:
 def scope_of(op: Operation) -> int | None:
     attr = op.attributes.get(SCOPE_ATTR)
     return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def virtual_cores(ops: Iterable[Operation]) -> int | None:
+    """The cores a kernel of `ops` is tiled for on virtual instances (the fewest any of
+    its ops asks for), or None when built for the whole chip."""
+    asked = [a.value.data for op in ops if isinstance(a := op.attributes.get(VIRTUAL_CORES_ATTR), IntegerAttr)]
+    return min(asked, default=None)
 
 
 def is_view(op: Operation) -> bool:

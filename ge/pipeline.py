@@ -200,13 +200,14 @@ def phases(options: CompileOptions, switches: fusion_switch.FusionSwitches | Non
                 log.info("fusion pass %s is switched off", cls.name)
         return tuple(chosen)
 
+    virtual = (configured(get_pass("virtual-instance"), options),) if options.virtual_type == 1 else ()
     return (
         Phase("prepare", ("AfterInferShape",), (configured(get_pass("constant-folding"), options),)),
         Phase("optimize original graph", ("OptimizeOriginalGraph",), fusion(FusionKind.GRAPH, False)),
         Phase("precision selection", ("AfterPrecision",), (configured(PrecisionSelection, options),)),
         Phase("format selection", ("AfterFormat",), (configured(FormatSelection, options), *fusion(FusionKind.GRAPH, False, True))),
         Phase("optimize subgraph", ("AfterUBFusion",), fusion(FusionKind.UB, False)),
-        Phase("before build", ("PreRunAfterOptimizeGraphBeforeBuild",), fusion(FusionKind.UB, True)),
+        Phase("before build", ("PreRunAfterOptimizeGraphBeforeBuild",), (*fusion(FusionKind.UB, True), *virtual)),
         Phase(LOWERING, (), (configured(LowerToKernel, options),)),
     )
 

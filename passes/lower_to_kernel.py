@@ -38,7 +38,7 @@ from ge.core import soc as socs
 from ge.core.options import check_fields, option_field
 from ge.core.errors import ModelError
 from passes.lowering import plan
-from dialects.kernel_boundary import makes_kernel, scope_of
+from dialects.kernel_boundary import makes_kernel, scope_of, virtual_cores
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Scope:
         """What makes two scopes the same kernel: all but the node names."""
         index = {r: f"%{i}.{j}" for i, op in enumerate(self.ops) for j, r in enumerate(op.results)}
         index.update({v: f"in{i}" for i, v in enumerate(self.inputs)})
-        parts = [soc, ",".join(str(v.type) for v in self.inputs)]
+        parts = [soc, ",".join(str(v.type) for v in self.inputs), f"virtual cores {virtual_cores(self.ops)}"]
         for op in self.ops:
             props = sorted((k, str(v)) for k, v in op.properties.items() if k != "name")
             mode = op.attributes.get("impl_mode")

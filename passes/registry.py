@@ -85,6 +85,7 @@ _PROJECT_PASSES.update(
         "TransdataTransdataPass": _pass_in("format_selection", "TransdataTransdataPass"),
         "lower-to-kernel": _pass_in("lower_to_kernel", "LowerToKernel"),
         "precision-selection": _pass_in("precision_selection", "PrecisionSelection"),
+        "virtual-instance": _pass_in("virtual_instance", "VirtualInstance"),
     }
 )
 

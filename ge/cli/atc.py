@@ -19,6 +19,7 @@ whole compile succeeded, and atomically.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -144,6 +145,27 @@ def compile_options(flags: dict[str, str], extra: tuple[str, ...] = (), **fixed:
     return CompileOptions.from_flags(**{name: OPTION[name].parse(value) for name, value in flags.items()}, **fixed)
 
 
+def block_dims(compiled) -> str:
+    """Every kernel's block_dim, counted, and whether the model was built for virtual instances."""
+    from collections import Counter
+
+    from ge.core import soc
+    from ge.om.tasks import KernelTask
+
+    launches = [t for t in compiled.tasks if isinstance(t, KernelTask)]
+    counts = Counter(t.block_dim for t in launches)
+    text = "block_dim: " + ", ".join(f"{dim} on {n} kernel task{'s' * (n > 1)}" for dim, n in sorted(counts.items(), reverse=True))
+    if compiled.options.get("virtual_type") != 1:
+        return text + "; built for the whole chip (--virtual_type=0)"
+    sizes = soc.load(compiled.soc_version).virtual_aicore_nums
+    single = [t.name for t in launches if t.block_dim == 1]
+    soft = f"; on one core (soft-sync): {', '.join(single)}" if single else ""
+    return (
+        f"{text}; built for virtual instances: balanced on slices of {', '.join(map(str, sizes))} AI cores "
+        f"(every block_dim a multiple of {math.lcm(*sizes)}){soft}"
+    )
+
+
 def report(model: Path, output: Path, compiled, saved: float) -> None:
     """What a compile made: phases with their times, kernels, tasks, streams, the memory plan."""
     from ge.om import Region
@@ -162,6 +184,7 @@ def report(model: Path, output: Path, compiled, saved: float) -> None:
         f"kernels: {compiled.build['kernels']}, tasks: {compiled.build['tasks']}, "
         f"streams: {compiled.streams}, event ids: {compiled.events}"
     )
+    console.print(block_dims(compiled))
     plan = compiled.memory
     fm = plan.sizes[Region.FEATURE_MAP]
     ratio = f" ({fm / plan.feature_map_minimum:.2f}x)" if plan.feature_map_minimum else ""

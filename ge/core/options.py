@@ -124,6 +124,7 @@ DEFAULT_PRECISION_MODE = "force_fp16"
 OP_SELECT_IMPLMODES = ("high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all")
 DEFAULT_OP_SELECT_IMPLMODE = "high_performance"
 
+BUFFER_OPTIMIZE = ("l2_optimize", "l1_optimize", "off_optimize")
 _CACHE = "kernels are generated in every compile; there is no operator compile cache yet"
 
 OPTIONS: tuple[Option, ...] = (
@@ -143,6 +144,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("op_precision_mode", str, None, "An ini of implementation modes by op type ([ByOpType]) and node name ([ByNodeName])."),
     Option("op_select_implmode", str, None, "The operators' implementation mode (default high_performance).", choices=OP_SELECT_IMPLMODES),
     Option("optypelist_for_implmode", str, None, "Op types (comma-separated) that op_select_implmode applies to."),
+    Option("virtual_type", int, 0, "1 builds for virtual instances (vNPU slices of the chip): every kernel's block_dim a multiple of the least common multiple of the SoC's slice sizes, soft-sync ops on one core, no vector-core attachment; 0 builds for the whole chip.", choices=(0, 1)),
+    Option("buffer_optimize", str, "l2_optimize", "Buffer optimisation: l2_optimize, l1_optimize (L1 fusion) or off_optimize; l1_optimize excludes virtual_type=1.", choices=BUFFER_OPTIMIZE, no_effect="there is no L1 fusion and no L2 model to tune yet"),
     Option("host_env_os", str, None, "The host's operating system.", no_effect="the model runs on the simulator, whatever the host's operating system"),
     Option("host_env_cpu", str, None, "The host's CPU architecture.", no_effect="the model runs on the simulator, whatever the host's CPU architecture"),
     Option("op_compiler_cache_mode", str, None, "The operator compile cache: enable, force or disable.", no_effect=_CACHE),
@@ -244,6 +247,7 @@ class CompileOptions:
     op_precision_mode: str | None = option_field("op_precision_mode")
     op_select_implmode: str | None = option_field("op_select_implmode")
     optypelist_for_implmode: str | None = option_field("optypelist_for_implmode")
+    virtual_type: int = option_field("virtual_type")
     session_id: int = 0
     """GE's session id (not an ATC flag): names fusion_result.json's session."""
     graph_id: int = 0
@@ -255,6 +259,11 @@ class CompileOptions:
             raise OptionError(f"fusion_switch_file '{self.fusion_switch_file}' does not exist or is not a file")
         if self.stream_max_parallel_num is not None:
             parse_stream_max_parallel_num(self.stream_max_parallel_num)
+        if self.virtual_type == 1 and not soc.load(self.soc_version).virtual_aicore_nums:
+            supported = [name for name in soc.names() if soc.load(name).virtual_aicore_nums]
+            raise OptionError(
+                f"virtual_type=1: {self.soc_version} has no virtual instances; they exist on {', '.join(supported)}"
+            )
         self.precision_settings()
 
     def precision_settings(self) -> PrecisionSettings:
@@ -281,6 +290,11 @@ class CompileOptions:
             if name not in known and not (name in OPTION and OPTION[name].no_effect and ATC in OPTION[name].tools):
                 names = sorted(o.name for o in options_of(ATC))
                 raise OptionError(f"unknown option '{name}'; known options: {', '.join(names)}")
+        if flags.get("buffer_optimize") == "l1_optimize" and flags.get("virtual_type") == 1:
+            raise OptionError(
+                "buffer_optimize=l1_optimize cannot be used with virtual_type=1: L1 fusion is not performed "
+                "in virtualization scenarios; use l2_optimize or off_optimize"
+            )
         return cls(**warn_no_effect(flags))
 
     def given(self) -> dict[str, object]:

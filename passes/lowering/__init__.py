@@ -69,6 +69,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dialects import ascend_graph as ag
 from dialects.ascend_kernel import ScalarOp
+from dialects.kernel_boundary import virtual_cores
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
 from passes.lowering.attention import attention_plan
@@ -88,26 +89,33 @@ from passes.lowering.vector import scope_label, vector_plan
 def plan(profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Plan:
     """The plan of one kernel scope: `ops` in program order, read `inputs` and
     written `outputs` (the values crossing the scope's boundary)."""
+    virtual = virtual_cores(ops)
     cubes = [op for op in ops if isinstance(op, ag.CubeOp)]
     if not cubes:
         if profile.split_cores:
-            return vector_plan(profile, ops, inputs, outputs, profile.vector_cores, "VectorCore")
-        return vector_plan(profile, ops, inputs, outputs, profile.ai_cores, "AiCore")
+            vector = profile.vector_cores if virtual is None else virtual * profile.vector_cores // profile.ai_cores
+            return vector_plan(profile, ops, inputs, outputs, vector, "VectorCore", exact=virtual is not None)
+        return vector_plan(profile, ops, inputs, outputs, virtual or profile.ai_cores, "AiCore", exact=virtual is not None)
     cube = cubes[0]
     if len(cubes) > 1 or ops[0] is not cube:
         raise ModelError(f"{scope_label(ops)}: a kernel holds one cube op, its first; this scope has {len(cubes)}, after {ops[0].name}")
     if isinstance(cube, ag.MultiHeadAttentionOp):
-        return attention_plan(profile, cube, inputs, outputs)
+        return attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
     gemm, n_logical = gemm_of(profile, cube)
     e = epilogue_of(profile, cube, list(ops[1:]), outputs, n_logical)
     if e.nd_store:
         gemm = replace(gemm, out_nd=True)
-    t = tile_gemm(profile, gemm, profile.ai_cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=e.bias is not None and profile.fix_pipe)
-    workspace = t.block_dim * e.workspace(t.m0, t.n0, gemm.out_bytes)
+    cores = virtual or profile.ai_cores
+    t = tile_gemm(
+        profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=e.bias is not None and profile.fix_pipe,
+        exact=virtual is not None,
+    )
+    block_dim = t.block_dim if virtual is None else -(-t.block_dim // cores) * cores  # idle blocks where the work is short
+    workspace = block_dim * e.workspace(t.m0, t.n0, gemm.out_bytes)
 
     def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
         prog = Program(profile)
         ops_ = cube_program(prog, gemm, t, e, gm, gm[cube.operands[0]], gm[cube.operands[1]], ws)
         return [*prog.allocs, ScalarOp(SETUP_INSTRS), *ops_]
 
-    return Plan(t.block_dim, "AiCore", {**t.params(gemm), "epilogue": EPILOGUES.index(e.kind)}, workspace, program)
+    return Plan(block_dim, "AiCore", {**t.params(gemm), "epilogue": EPILOGUES.index(e.kind)}, workspace, program)

@@ -41,7 +41,7 @@ from passes.lowering.recipes import BINARY, UNARY, dtype_name
 
 
 def attention_plan(
-    profile: SocProfile, op: ag.MultiHeadAttentionOp, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
+    profile: SocProfile, op: ag.MultiHeadAttentionOp, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], cores: int
 ) -> Plan:
     """MultiHeadAttention as four phases of one kernel, joined by `sync_all`: the
     Q/K/V projections (bias added as by a matmul), the scores of every head, their
@@ -66,7 +66,6 @@ def attention_plan(
         Gemm(b * heads, sq, sk, ev // heads, din, dout, out_nd=ag.format_of(op.results[0].type) is None and profile.fix_pipe),
     ]
     names = ["q", "k", "v", "s", op.results[0]]
-    cores = profile.ai_cores
     units = max(max(g.batch * -(-g.m // FRACTAL) * -(-g.n // FRACTAL) for g in gemms), b * heads * sq)
     block_dim = min(cores, units)
     in_b = max(1, formats.element_bits(din) // 8)

@@ -142,20 +142,23 @@ def cube_k(profile: SocProfile, dtype: Attribute) -> int:
         raise ModelError(f"{e}; choose the cube's dtypes first (precision-selection)") from e
 
 
-def block_split(units: Sequence[int], cores: int, cost: Callable[[tuple[int, ...]], float]) -> tuple[int, ...]:
+def block_split(
+    units: Sequence[int], cores: int, cost: Callable[[tuple[int, ...]], float], exact: bool = False
+) -> tuple[int, ...]:
     """Blocks per dimension, at most `cores` in all (one wave): the split whose
     largest block has the fewest units, then the least `cost` of the largest
     block, then the most blocks. It fills the cores whenever some split does
-    without giving a block more work."""
-    best: tuple[int, float, int, tuple[int, ...]] | None = None
+    without giving a block more work. With `exact`, a split into exactly `cores`
+    blocks comes first, where one exists (a kernel for virtual instances)."""
+    best: tuple[bool, int, float, int, tuple[int, ...]] | None = None
 
     def visit(prefix: tuple[int, ...]) -> None:
         nonlocal best
         used = math.prod(prefix)
         if len(prefix) == len(units):
             per = tuple(-(-u // d) for u, d in zip(units, prefix))
-            score = (math.prod(per), cost(per), -used)
-            if best is None or score < best[:3]:
+            score = (exact and used != cores, math.prod(per), cost(per), -used)
+            if best is None or score < best[:4]:
                 best = (*score, prefix)
             return
         for d in range(1, min(units[len(prefix)], cores // used) + 1):
@@ -163,11 +166,12 @@ def block_split(units: Sequence[int], cores: int, cost: Callable[[tuple[int, ...
 
     visit(())
     assert best is not None
-    return best[3]
+    return best[4]
 
 
 def tile_gemm(
-    profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool = False
+    profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool = False,
+    exact: bool = False,
 ) -> CubeTiling:
     """Blocks, L0 tiles and L1 panels of a Gemm. `epilogue_ub(m0, n0)` is the UB the
     epilogue of an m0 x n0 tile needs; with `bias_table`, an n0 tile's float32 bias
@@ -182,7 +186,7 @@ def tile_gemm(
         traffic = bb * ((mb + nb) * kf * FRACTAL_BYTES + mb * nb * FRACTAL * FRACTAL * gemm.out_bytes) / gm_rate
         return max(compute, traffic) + 100
 
-    batch_dim, m_dim, n_dim = block_split((gemm.batch, mf, nf), cores, block_cost)
+    batch_dim, m_dim, n_dim = block_split((gemm.batch, mf, nf), cores, block_cost, exact)
     bb, mbf, nbf = -(-gemm.batch // batch_dim), -(-mf // m_dim), -(-nf // n_dim)
     cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
     cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2

@@ -123,7 +123,7 @@ def vector_values(ops: Sequence[Operation], crossing: set[SSAValue], space: Spac
 
 def vector_plan(
     profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
-    cores: int, core_type: str,
+    cores: int, core_type: str, exact: bool = False,
 ) -> Plan:
     """Blocks and UB tiles of a vector scope, and its program. A row too long for
     the UB is cut into pieces that are: a reduction accumulates piece by piece, a
@@ -135,7 +135,7 @@ def vector_plan(
     narrowest = min(v.element_bytes for v in values)
     unit = 32 // narrowest if space.row == 1 else 1  # rows of a 32-byte block of the narrowest value
     units = -(-space.rows // unit)
-    block_dim = min(cores, units)
+    block_dim = cores if exact else min(cores, units)  # exact: idle blocks where the work is short
     block_rows = min(space.rows, -(-units // block_dim) * unit)
     if ub_bytes(profile, values, min(unit, block_rows)) > profile.ub_bytes:
         if space.row == 1:

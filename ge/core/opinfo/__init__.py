@@ -20,6 +20,9 @@ One file per SoC (`<soc_version>.json`), shaped after CANN's
   all its values. A missing `aicpu` means no AI CPU kernel.
 - `ops.<OpType>.impl_modes`: the implementation modes the op offers (the part of
   CANN's all_ops_impl_mode.ini about it).
+- `ops.<OpType>.soft_sync`: true when the op's kernel synchronises its blocks across
+  cores (GE's soft-sync ops: on a virtual instance, `--virtual_type=1`, it runs on
+  one core). MultiHeadAttention is one here: its phases meet at `sync_all`.
 - `impl_mode_lists`: the built-in lists that `--op_select_implmode` selects:
   high_precision and high_performance (small and stable, kept for compatibility)
   and the *_for_all lists (every op offering the mode).
@@ -117,6 +120,9 @@ class OpInfo:
     impl_modes: tuple[str, ...]
     aicore: Support | None
     aicpu: Support | None
+    soft_sync: bool = False
+    """Its kernel synchronises its blocks across cores through GM (all blocks must be
+    resident at once), so on a virtual instance it runs on one core."""
 
     @property
     def is_cube(self) -> bool:
@@ -187,6 +193,9 @@ def _op(op_type: str, entry: Mapping, where: str) -> OpInfo:
     reduce = entry.get("precision_reduce")
     if reduce not in (True, False, None):
         raise OpInfoError(f"{here}.precision_reduce is {reduce!r}; use true, false or leave it out")
+    soft_sync = entry.get("soft_sync", False)
+    if not isinstance(soft_sync, bool):
+        raise OpInfoError(f"{here}.soft_sync is {soft_sync!r}; use true, false or leave it out")
     modes = tuple(entry.get("impl_modes", ()))
     for mode in modes:
         if mode not in IMPL_MODES:
@@ -198,6 +207,7 @@ def _op(op_type: str, entry: Mapping, where: str) -> OpInfo:
         modes,
         _support(entry.get("aicore"), f"{here}.aicore"),
         _support(entry.get("aicpu"), f"{here}.aicpu"),
+        soft_sync,
     )
 
 
