@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -26,6 +27,7 @@ from collections.abc import Mapping
 from xdsl.dialects.builtin import ModuleOp
 
 from ge.om import Model, OmError, TensorDesc, read
+from ge.core import soc
 from ge.core.options import AICPU_ENGINE, CompileOptions, parse_stream_max_parallel_num
 
 __all__ = ["Model", "OmError", "TensorDesc", "compile", "load_model"]
@@ -63,7 +65,16 @@ def compile(
     )
     result = backend.build(module, settings, timings)
     compilation.finish()
-    return dataclasses.replace(result, build={**result.build, "timings": timings})
+    return dataclasses.replace(result, build={**result.build, **_virtual_instance(options), "timings": timings})
+
+
+def _virtual_instance(options: CompileOptions) -> dict[str, object]:
+    """What a model built for virtual instances records: the slice sizes it runs
+    balanced on, and the multiple every kernel's block_dim is (soft-sync kernels aside)."""
+    if options.virtual_type != 1:
+        return {}
+    sizes = soc.load(options.soc_version).virtual_aicore_nums
+    return {"virtual_instance": {"slice_sizes": list(sizes), "block_dim_multiple": math.lcm(*sizes)}}
 
 
 def load_model(path: str | os.PathLike) -> Model:

@@ -48,6 +48,7 @@ def test_every_block_dim_is_a_multiple_of_the_lcm_of_the_slice_sizes(soc_version
     model = ge.compile(RESNET.path, {**QUIET, "soc_version": soc_version, "virtual_type": 1})
     dims = [t.block_dim for t in launches(model)]
     assert dims and all(d % cores == 0 for d in dims), (cores, dims)
+    assert model.build["virtual_instance"] == {"slice_sizes": list(sizes), "block_dim_multiple": cores}
     whole = ge.compile(RESNET.path, {**QUIET, "soc_version": soc_version})
     assert any(t.block_dim % cores for t in launches(whole))  # the rule is not what the whole-chip build does anyway
 
