@@ -172,7 +172,7 @@ class Runtime:
 
     def input_specs(self) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
         """(name, dtype, logical shape) of each graph input, in the model's order."""
-        return [(d.name, layout.dtype, tuple(layout.origin_shape)) for d, layout in zip(self.model.inputs, self._layouts_in)]
+        return input_specs(self.model)
 
     def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """The given inputs in the model's input order, each checked (name, dtype, shape)."""
@@ -397,6 +397,11 @@ class Execution:
         if self.state.memory is not None:
             self.state.settle(math.inf)
         return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace))
+
+
+def input_specs(model: Model) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
+    """(name, dtype, logical shape) of each graph input of `model`, in its order."""
+    return [(d.name, layout.dtype, tuple(layout.origin_shape)) for d, layout in ((d, _layout(d)) for d in model.inputs)]
 
 
 def _layout(desc: TensorDesc) -> Layout:
