@@ -178,7 +178,8 @@ def run_instances(pairs: list[tuple[Path, int]], config: RunConfig, seed: int | 
         if not config.timing_only:
             cells.append("yes" if t.outputs_match else "NO")
         table.add_row(*cells)
-    Console(width=max(console.width, 132)).print(table)  # cut to a pipe's 80 columns, its figures would be lost
+    wide = 110 + max(len(t.name) for t in chip.tenants)
+    Console(width=max(console.width, wide)).print(table)  # cut to a pipe's 80 columns, its figures would be lost
     for path in chip.write(profile) if profile is not None else []:
         console.print(f"wrote {path}")
     for t in chip.tenants:
