@@ -17,6 +17,10 @@
   with the pipe level, each core also has a track per pipe with every instruction
   (a steady-state stretch of a loop as one span with its busy ratio).
 
+Several models run side by side (`ge.sim.chip`) write one op_summary.csv with a
+`tenant` column first, and one trace.json with a process per model whose threads
+are its host, streams and cores (named by their number on the chip).
+
 Times are cycles of the AI core clock from the device's first task; microseconds
 add the host's launch (`timing.MODEL_LAUNCH_US`) in the trace and the total latency.
 """

@@ -5,9 +5,11 @@ size, the weight blob at the weight region's base. A run then:
 
 1. checks the inputs against the model's (names, dtypes, logical shapes) and lays
    each out in its format;
-2. executes the task list. Each stream runs its tasks in list order; of the streams
-   that can go on, the one whose next task is ready first goes next (ties: the lower
-   stream), so tasks start in time order and the cores go first come, first served:
+2. executes the task list (an `Execution`, a task at a time, so that several models
+   can interleave on one chip). Each stream runs its tasks in list order; of the
+   streams that can go on, the one whose next task is ready first goes next (ties:
+   the lower stream), so tasks start in time order and the cores and the GM
+   bandwidth (a `timing.GmLedger` per run, or per chip) go first come, first served:
    - MEMCPY_ASYNC H2D copies a graph input into its buffer. Inputs of at most
      `input_fusion_size` bytes go in one fused copy, the first of their tasks
      moving them all (one latency for them all) and the others costing nothing;
