@@ -75,9 +75,10 @@ class Session:
         self, instances: Sequence[tuple[Model | str | os.PathLike, int]], inputs: Sequence[Inputs | None] | None = None
     ) -> ChipRun:
         """Run each (model, AI cores) of `instances` on its own slice of one chip, all at
-        once, and each alone on its slice; `inputs` has an entry per instance (None:
-        all timing only). The slices must be virtual-instance sizes of the models' one
-        SoC and fit the chip together (see `ge.sim.chip`)."""
+        once, and each alone on its slice; `inputs` has an entry per instance (by
+        name, a list, or None), and may be left out when the config is timing only.
+        The slices must be virtual-instance sizes of the models' one SoC and fit the
+        chip together (see `ge.sim.chip`)."""
         if inputs is not None and len(inputs) != len(instances):
             raise InputError(f"{len(instances)} instances and {len(inputs)} inputs; give an entry per instance (None for none)")
         models = [m if isinstance(m, Model) else read(m) for m, _ in instances]

@@ -104,7 +104,7 @@ def run(
         run_instances(parse_instances(instances), config, seed, profile)
         return
     if model is None:
-        raise OptionError("give a .om model to run, or --instances")
+        raise OptionError("give a .om model to run, or --instances; see 'ge run --help'")
     if not model.is_file():
         raise OptionError(f"'{model}': no such model file")
     if timing_only and output is not None:
