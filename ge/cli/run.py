@@ -58,7 +58,7 @@ def _run_option(name: str, *spellings: str):
 
 
 def run(
-    model: Annotated[Path | None, typer.Argument(help="A .om model (from ge atc).", show_default=False)] = None,
+    model: Annotated[Path | None, typer.Argument(help="A .om model (from ge atc); none with --instances.", show_default=False)] = None,
     inputs: Annotated[
         list[str] | None,
         typer.Option("--input", help="name=FILE.npy for each graph input (FILE.npy alone for a single-input model)."),
