@@ -7,6 +7,14 @@
 
 A session keeps each model it has run loaded (its device memory layout, decoded
 kernels and block timings), so running a model again costs only the run.
+
+Several models side by side on disjoint slices of one chip (virtual instances,
+`ge.sim.chip`), each on its AI cores, all sharing the chip's GM bandwidth:
+
+    chip = session.run_instances([("resnet.om", 4), ("bert.om", 4)], inputs=[resnet_feeds, bert_feeds])
+    for t in chip.tenants:
+        t.name, t.aicore_num, t.latency_alone_us, t.latency_us, t.throughput, t.slowdown, t.outputs
+    chip.write("prof/")                    # op_summary.csv with a tenant column, trace.json
 """
 
 from __future__ import annotations
@@ -19,9 +27,13 @@ import numpy as np
 
 from ge.om import Model, read
 from ge.core.errors import InputError
+from ge.sim.chip import ChipRun, run_tenants
 from ge.sim.config import RunConfig
 from ge.sim.profile import Profile
 from ge.sim.runtime import Runtime
+
+Inputs = Mapping[str, np.ndarray] | Sequence[np.ndarray]
+"""A model's inputs: by input name, or a list in the model's input order."""
 
 
 @dataclass(frozen=True)
@@ -47,25 +59,46 @@ class Session:
 
     def runtime(self, model: Model | str | os.PathLike) -> Runtime:
         """The model loaded on the device (loaded once per session)."""
-        if isinstance(model, Model):
-            key: object = id(model)
-        else:
-            path = os.path.abspath(os.fspath(model))
-            key = (path, os.stat(path).st_mtime_ns)
+        key = _key(model)
         if key not in self._loaded:
             loaded = model if isinstance(model, Model) else read(model)
             self._loaded[key] = (loaded, Runtime(loaded, self.config))  # the model is kept: its id stays its own
         return self._loaded[key][1]
 
-    def run(
-        self, model: Model | str | os.PathLike, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None
-    ) -> Result:
+    def run(self, model: Model | str | os.PathLike, inputs: Inputs | None = None) -> Result:
         """Run `model` once on `inputs` (by input name, or a list in the model's input order)."""
         runtime = self.runtime(model)
-        if inputs is not None and not isinstance(inputs, Mapping):
-            names = [d.name for d in runtime.model.inputs]
-            if isinstance(inputs, np.ndarray) or len(inputs) != len(names):
-                raise InputError(f"the model takes {len(names)} inputs ({', '.join(names)}); give them by name or as a list of {len(names)}")
-            inputs = dict(zip(names, inputs))
-        out = runtime.run(inputs)
+        out = runtime.run(_by_name(runtime.model, inputs))
         return Result(out.outputs, out.profile.latency_us, out.profile)
+
+    def run_instances(
+        self, instances: Sequence[tuple[Model | str | os.PathLike, int]], inputs: Sequence[Inputs | None] | None = None
+    ) -> ChipRun:
+        """Run each (model, AI cores) of `instances` on its own slice of one chip, all at
+        once, and each alone on its slice; `inputs` has an entry per instance (by
+        name, a list, or None), and may be left out when the config is timing only.
+        The slices must be virtual-instance sizes of the models' one SoC and fit the
+        chip together (see `ge.sim.chip`)."""
+        if inputs is not None and len(inputs) != len(instances):
+            raise InputError(f"{len(instances)} instances and {len(inputs)} inputs; give an entry per instance (None for none)")
+        models = [m if isinstance(m, Model) else read(m) for m, _ in instances]
+        names = [f"model {i}" if isinstance(m, Model) else os.path.basename(os.fspath(m)) for i, (m, _) in enumerate(instances)]
+        feeds = [_by_name(m, x) for m, x in zip(models, inputs)] if inputs is not None else [None] * len(models)
+        return run_tenants(models, [n for _, n in instances], feeds, self.config, names)
+
+
+def _key(model: Model | str | os.PathLike) -> object:
+    if isinstance(model, Model):
+        return id(model)
+    path = os.path.abspath(os.fspath(model))
+    return (path, os.stat(path).st_mtime_ns)
+
+
+def _by_name(model: Model, inputs: Inputs | None) -> Mapping[str, np.ndarray] | None:
+    """`inputs` by input name (a list is taken in the model's input order)."""
+    if inputs is None or isinstance(inputs, Mapping):
+        return inputs
+    names = [d.name for d in model.inputs]
+    if isinstance(inputs, np.ndarray) or len(inputs) != len(names):
+        raise InputError(f"the model takes {len(names)} inputs ({', '.join(names)}); give them by name or as a list of {len(names)}")
+    return dict(zip(names, inputs))

@@ -124,7 +124,7 @@ def test_dash_h_is_help():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("run",), "Missing argument 'model'; see 'ge run --help'"),
+        (("optimize",), "Missing argument 'model'; see 'ge optimize --help'"),
         (("run", "m.om", "--seed=abc"), "Invalid value for '--seed'"),
         (("run", "--bogus", "m.om"), "No such option: --bogus; see 'ge run --help'"),
         (("--log=loud", "run", "m.om"), "Invalid value for '--log'"),

@@ -270,7 +270,7 @@ def test_a_large_elementwise_add_runs_at_the_chips_gm_bandwidth(tmp_path) -> Non
 def test_blocks_beyond_the_cores_run_in_waves() -> None:
     t = timed([copy("MTE2", "GM", "L1", 65536)])
     cores = timing.Cores({"AiCore": 4})
-    run = timing.run_kernel(cores, "AiCore", 0.0, 10, t, chip_rate=1e9)
+    run = timing.run_kernel(cores, "AiCore", 0.0, 10, t, timing.GmLedger(1e9))
     assert run.end == pytest.approx(math.ceil(10 / 4) * t.cycles)
     assert sorted(b.core for b in run.blocks[:4]) == [0, 1, 2, 3]
 

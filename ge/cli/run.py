@@ -3,6 +3,7 @@
     ge run resnet50.om --input input=images.npy --output out/ --profile prof/
     ge run bert.om --input input_ids=ids.npy --input attention_mask=mask.npy ... --output out/
     ge run resnet50.om --timing-only --aicore_num 4 --profile prof/ --profile-level pipe
+    ge run --instances "resnet50.om:4,bert.om:4" --timing-only --profile prof/
 
 Inputs are `.npy` files, `--input name=FILE` per graph input (a model with one input
 also takes `--input FILE`), each in the dtype and logical shape the model declares.
@@ -13,6 +14,11 @@ chip's cube, vector and GM bandwidth use and the ops taking the most time;
 `--timing-only` skips the numerics (no inputs needed, no outputs written). Without
 `--input`, the model runs on generated inputs (zeros, or seeded random values with
 `--seed`), as Ascend's inference benchmark tool does, and says so.
+
+`--instances "A.om:4,B.om:4"` runs several models at once on disjoint slices of one
+chip (virtual instances, `ge.sim.chip`), on generated inputs, and prints per model
+its slice, its latency alone on the slice and shared, its throughput shared and the
+slowdown; with numerics, each model's outputs must be those it computes alone.
 
 The numerics are many small matrix products, for which OpenBLAS's threads cost
 more than they save (ResNet-50 at batch 1 ran three times slower with two threads
@@ -31,7 +37,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ge.core.errors import InputError, OptionError
+from ge.core.errors import InputError, ModelError, OptionError
 from ge.core.files import check_output_directory, published
 from ge.core.options import OPTION
 
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ge.session import Result
+    from ge.sim.config import RunConfig
 
 console = Console(soft_wrap=True)  # long lines stay whole in logs and pipes
 
@@ -51,7 +58,7 @@ def _run_option(name: str, *spellings: str):
 
 
 def run(
-    model: Annotated[Path, typer.Argument(help="A .om model (from ge atc).", show_default=False)],
+    model: Annotated[Path | None, typer.Argument(help="A .om model (from ge atc); none with --instances.", show_default=False)] = None,
     inputs: Annotated[
         list[str] | None,
         typer.Option("--input", help="name=FILE.npy for each graph input (FILE.npy alone for a single-input model)."),
@@ -66,6 +73,14 @@ def run(
         int | None,
         typer.Option("--seed", help="Without --input: run on seeded random inputs instead of zeros.", show_default=False),
     ] = None,
+    instances: Annotated[
+        str | None,
+        typer.Option(
+            "--instances",
+            help="MODEL.om:AICORES pairs joined by ',': run the models at once, each on its own slice of one chip (virtual instances).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run a .om model on the simulated device: outputs, latency, utilisation, profile.
 
@@ -79,6 +94,17 @@ def run(
     config = RunConfig(
         input_fusion_size=input_fusion_size, aicore_num=aicore_num, timing_only=timing_only, profile_level=profile_level
     )
+    if instances is not None:
+        if model is not None or inputs or output is not None or aicore_num is not None:
+            raise OptionError("--instances names its models and their AI cores and runs on generated inputs: give no model, --input, --output or --aicore_num with it")
+        if timing_only and seed is not None:
+            raise OptionError("--seed makes inputs, which --timing-only does not use (no values are computed)")
+        if profile is not None:
+            check_output_directory(profile, "--profile")
+        run_instances(parse_instances(instances), config, seed, profile)
+        return
+    if model is None:
+        raise OptionError("give a .om model to run, or --instances; see 'ge run --help'")
     if not model.is_file():
         raise OptionError(f"'{model}': no such model file")
     if timing_only and output is not None:
@@ -108,6 +134,63 @@ def run(
     written = write_outputs(result.outputs, output) if output is not None else []
     files = result.profile.write(profile) if profile is not None else []
     report(model, result, wall, written, files, timing_only)
+
+
+def parse_instances(text: str) -> list[tuple[Path, int]]:
+    """[(model file, AI cores)] from `A.om:4,B.om:4`."""
+    pairs = []
+    for item in text.split(","):
+        path, colon, cores = item.strip().rpartition(":")
+        if not colon or not path or not cores.strip().isdigit():
+            raise OptionError(f"--instances '{text}' is not allowed: '{item.strip()}' is not MODEL.om:AICORES; use pairs joined by ','")
+        if not Path(path).is_file():
+            raise OptionError(f"--instances: '{path}': no such model file")
+        pairs.append((Path(path), int(cores)))
+    return pairs
+
+
+def run_instances(pairs: list[tuple[Path, int]], config: RunConfig, seed: int | None, profile: Path | None) -> None:
+    """Run the models side by side on their slices, print the table, write the profile."""
+    from ge.core.inputs import describe, generated
+    from ge.om import read
+    from ge.sim.chip import run_tenants
+    from ge.sim.runtime import input_specs
+
+    models = [read(path) for path, _ in pairs]
+    feeds = [None] * len(models)
+    if not config.timing_only:
+        feeds = [generated(input_specs(m), seed) for m in models]
+        console.print(f"running on generated inputs, {describe(seed)}")
+    started = time.perf_counter()
+    chip = run_tenants(models, [n for _, n in pairs], feeds, config, [str(path) for path, _ in pairs])
+    wall = time.perf_counter() - started
+    mode = "timing only" if config.timing_only else "with numerics"
+    console.print(f"{len(pairs)} virtual instances on {chip.soc}, sharing its GM bandwidth, {mode}, simulated in {wall:.2f} s")
+    table = Table(title="latency alone on the slice and shared; throughput shared, at the model's batch", title_justify="left")
+    columns = ("#", "model", "AI cores", "alone us", "shared us", "slowdown", "samples/s", "batch")
+    if not config.timing_only:
+        columns += ("outputs as alone",)
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("model", "outputs as alone") else "right", no_wrap=True)
+    for i, t in enumerate(chip.tenants):
+        cells = [str(i), t.name, _slice(t.shared.cores), f"{t.latency_alone_us:,.1f}", f"{t.latency_us:,.1f}",
+                 f"{t.slowdown:.2f}x", f"{t.throughput:,.1f}", str(t.shared.batch)]  # fmt: skip
+        if not config.timing_only:
+            cells.append("yes" if t.outputs_match else "NO")
+        table.add_row(*cells)
+    wide = 110 + max(len(t.name) for t in chip.tenants)
+    Console(width=max(console.width, wide)).print(table)  # cut to a pipe's 80 columns, its figures would be lost
+    for path in chip.write(profile) if profile is not None else []:
+        console.print(f"wrote {path}")
+    for t in chip.tenants:
+        if not t.outputs_match:
+            raise ModelError(f"{t.name} computed other outputs beside the other instances than alone; the numerics must not depend on the cores")
+
+
+def _slice(cores: dict[str, int]) -> str:
+    """`4` or `4 (+3 vector)`."""
+    vector = cores.get("VectorCore", 0)
+    return f"{cores['AiCore']} (+{vector} vector)" if vector else str(cores["AiCore"])
 
 
 def read_inputs(items: list[str], names: list[str]) -> dict[str, np.ndarray]:

@@ -17,6 +17,10 @@
   with the pipe level, each core also has a track per pipe with every instruction
   (a steady-state stretch of a loop as one span with its busy ratio).
 
+Several models run side by side (`ge.sim.chip`) write one op_summary.csv with a
+`tenant` column first, and one trace.json with a process per model whose threads
+are its host, streams and cores (named by their number on the chip).
+
 Times are cycles of the AI core clock from the device's first task; microseconds
 add the host's launch (`timing.MODEL_LAUNCH_US`) in the trace and the total latency.
 """
@@ -27,6 +31,7 @@ import csv
 import json
 import os
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dialects.ascend_kernel import PIPES
@@ -207,21 +212,28 @@ class Profile:
         return [csv_path, trace_path]
 
     def write_csv(self, path: str | os.PathLike) -> None:
-        clock = self.clock_mhz
         with published(path, what="op summary") as f:
             out = csv.writer(f)
             out.writerow(CSV_COLUMNS)
-            for row in self.rows():
-                r = row.record
-                out.writerow([
-                    r.name, r.op_type, r.kernel, r.index, r.stream, r.core_type, r.block_dim, row.waves,
-                    _num(r.start), _num(r.duration), _num(r.start / clock), _num(r.duration / clock), _num(row.block_cycles),
-                    *(_ratio(row.ratios[c]) for c in RATIO_COLUMNS.values()),
-                    _ratio(row.cube), _ratio(row.vector), _ratio(row.memory), int(row.gm_bytes), row.bound,
-                ])  # fmt: skip
+            out.writerows(self.csv_rows())
 
-    def trace(self) -> dict:
-        """The run as Chrome trace events (microseconds)."""
+    def csv_rows(self) -> list[list[object]]:
+        """The rows of op_summary.csv, in `CSV_COLUMNS` order."""
+        clock = self.clock_mhz
+        rows = []
+        for row in self.rows():
+            r = row.record
+            rows.append([
+                r.name, r.op_type, r.kernel, r.index, r.stream, r.core_type, r.block_dim, row.waves,
+                _num(r.start), _num(r.duration), _num(r.start / clock), _num(r.duration / clock), _num(row.block_cycles),
+                *(_ratio(row.ratios[c]) for c in RATIO_COLUMNS.values()),
+                _ratio(row.cube), _ratio(row.vector), _ratio(row.memory), int(row.gm_bytes), row.bound,
+            ])  # fmt: skip
+        return rows
+
+    def trace(self, first_cores: Mapping[str, int] | None = None) -> dict:
+        """The run as Chrome trace events (microseconds); cores are named from
+        `first_cores` on (by kind: a virtual instance's slice of the chip)."""
         clock, base = self.clock_mhz, timing.MODEL_LAUNCH_US
         events: list[dict] = []
 
@@ -255,9 +267,10 @@ class Profile:
         pids = {"AiCore": 100, "VectorCore": 1000}
         titles = {"AiCore": "AI Core", "VectorCore": "Vector Core"}
         used = {(r.core_type, b.core) for r in self.kernels() for b in r.blocks}
+        first = first_cores or {}
         for kind, core in sorted(used):
             pid = pids[kind] + core
-            meta(pid, f"{titles[kind]} {core}")
+            meta(pid, f"{titles[kind]} {first.get(kind, 0) + core}")
             meta(pid, "", 0, "blocks")
             if self.pipes:
                 for i, p in enumerate(PIPES):
@@ -309,6 +322,46 @@ class Profile:
             "kernels": len(self.kernels()),
             "tasks": len(self.records),
         }
+
+
+def tenant_trace(tenants: Sequence[tuple[str, Profile, Mapping[str, int]]]) -> dict:
+    """Several runs on one chip as one Chrome trace: a process per run (named by
+    `label`), its host, streams and cores as threads of it, so they show side by side."""
+    events: list[dict] = []
+    for n, (label, profile, first_cores) in enumerate(tenants):
+        pid = n + 1
+        own = profile.trace(first_cores)["traceEvents"]
+        processes = {e["pid"]: e["args"]["name"] for e in own if e["ph"] == "M" and e["name"] == "process_name"}
+        threads: dict[tuple[int, int], int] = {}
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+        for e in own:
+            tid = threads.setdefault((e["pid"], e["tid"]), len(threads))
+            if e["ph"] != "M":
+                events.append({**e, "pid": pid, "tid": tid})
+            elif e["name"] == "thread_name":
+                name = f"{processes[e['pid']]}: {e['args']['name']}"
+                events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
+                events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+    soc = tenants[0][1].soc if tenants else None
+    other = {"soc": soc.name, "clock_mhz": float(soc.clock_mhz)} if soc is not None else {}
+    return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
+
+
+def write_tenant_files(directory: str | os.PathLike, tenants: Sequence[tuple[str, Profile]], trace: dict) -> list[str]:
+    """op_summary.csv of several runs on one chip (a `tenant` column first) and their
+    trace.json in `directory` (made if missing); returns their paths."""
+    os.makedirs(directory, exist_ok=True)
+    csv_path = os.path.join(directory, "op_summary.csv")
+    trace_path = os.path.join(directory, "trace.json")
+    with published(csv_path, what="op summary") as f:
+        out = csv.writer(f)
+        out.writerow(("tenant", *CSV_COLUMNS))
+        for label, profile in tenants:
+            out.writerows([label, *row] for row in profile.csv_rows())
+    with published(trace_path, what="trace") as f:
+        json.dump(trace, f, separators=(",", ":"))
+    return [csv_path, trace_path]
 
 
 def _phase(start: float, bounds: list[tuple[float, float]]) -> int:

@@ -5,9 +5,11 @@ size, the weight blob at the weight region's base. A run then:
 
 1. checks the inputs against the model's (names, dtypes, logical shapes) and lays
    each out in its format;
-2. executes the task list. Each stream runs its tasks in list order; of the streams
-   that can go on, the one whose next task is ready first goes next (ties: the lower
-   stream), so tasks start in time order and the cores go first come, first served:
+2. executes the task list (an `Execution`, a task at a time, so that several models
+   can interleave on one chip). Each stream runs its tasks in list order; of the
+   streams that can go on, the one whose next task is ready first goes next (ties:
+   the lower stream), so tasks start in time order and the cores and the GM
+   bandwidth (a `timing.GmLedger` per run, or per chip) go first come, first served:
    - MEMCPY_ASYNC H2D copies a graph input into its buffer. Inputs of at most
      `input_fusion_size` bytes go in one fused copy, the first of their tasks
      moving them all (one latency for them all) and the others costing nothing;
@@ -172,7 +174,7 @@ class Runtime:
 
     def input_specs(self) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
         """(name, dtype, logical shape) of each graph input, in the model's order."""
-        return [(d.name, layout.dtype, tuple(layout.origin_shape)) for d, layout in zip(self.model.inputs, self._layouts_in)]
+        return input_specs(self.model)
 
     def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """The given inputs in the model's input order, each checked (name, dtype, shape)."""
@@ -210,8 +212,15 @@ class Runtime:
 
     def run(self, inputs: Mapping[str, np.ndarray] | None = None) -> RunOutput:
         """Run the model once: `inputs` by name (optional when timing only, checked if given)."""
+        execution = self.start(inputs, timing.GmLedger(timing.chip_gm_bytes_per_cycle(self.soc)))
+        while execution.next_time() is not None:
+            execution.step()
+        return execution.finish()
+
+    def start(self, inputs: Mapping[str, np.ndarray] | None, ledger: timing.GmLedger) -> Execution:
+        """A run of the model, ready to go task by task, its GM traffic through `ledger`
+        (shared with whatever else runs on the chip meanwhile)."""
         numerics = not self.config.timing_only
-        trace_pipes = self.config.profile_level == "pipe"
         self._check_blocks()
         if numerics:
             data = self.check_inputs(inputs if inputs is not None else {})
@@ -224,10 +233,7 @@ class Runtime:
             if inputs is not None:
                 self.check_inputs(inputs)
             data, memory = [], None
-        state = _State(memory)
-        outputs: dict[str, np.ndarray] = {}
-        records = self._execute(state, data, outputs, trace_pipes)
-        return RunOutput(outputs, self._profile(records, trace_pipes))
+        return Execution(self, _State(memory), data, ledger)
 
     def _check_blocks(self) -> None:
         """Refuse a run that would place more than `RUN_BLOCKS` blocks, before placing any."""
@@ -245,76 +251,15 @@ class Runtime:
         fused = _Copy(sum(sizes[i] for i in small), small) if len(small) > 1 else None
         return {i: fused if fused is not None and i in small else _Copy(s, (i,)) for i, s in enumerate(sizes)}
 
-    def _execute(self, state: _State, data: list[np.ndarray], outputs: dict[str, np.ndarray], trace: bool) -> list[TaskRecord]:
-        clock = self.soc.clock_mhz  # cycles per microsecond
-        tasks = self.model.tasks
-        queues: dict[int, deque[int]] = {}
-        for i, task in enumerate(tasks):
-            queues.setdefault(task.stream, deque()).append(i)
-        ready = {s: 0.0 for s in queues}
-        waiting: dict[int, int] = {}
-        recorded: dict[int, float] = {}
-        copies = self._fused()
-        copied: set[int] = set()
-        records: list[TaskRecord] = []
-        chip_rate = timing.chip_gm_bytes_per_cycle(self.soc)
-        cores = timing.Cores({k: n for k, n in self.cores.items() if n})
-        ended = False
-        while True:
-            candidates = [(ready[s], s) for s, q in queues.items() if q and s not in waiting]
-            if not candidates:
-                if any(queues.values()):
-                    stuck = ", ".join(f"stream {s} on event {e}" for s, e in sorted(waiting.items()))
-                    raise ModelError(f"the task list deadlocks: {stuck} wait for records that never come")
-                break
-            now, s = min(candidates)
-            index = queues[s][0]
-            task = tasks[index]
-            if state.memory is not None:
-                state.settle(now)
-            if isinstance(task, EventWaitTask):
-                if task.event not in recorded:
-                    waiting[s] = task.event
-                    continue
-                at = recorded.pop(task.event)
-                end = max(now, at) + timing.EVENT_WAIT_US * clock  # the stream is held from `now` until the record
-                records.append(TaskRecord(index, task.KIND, s, f"wait event {task.event}", now, end))
-            elif isinstance(task, EventRecordTask):
-                if task.event in recorded:
-                    raise ModelError(f"task {index}: event {task.event} is recorded again before a wait consumed it")
-                end = now + timing.EVENT_RECORD_US * clock
-                recorded[task.event] = end
-                for other, event in list(waiting.items()):
-                    if event == task.event:
-                        del waiting[other]
-                records.append(TaskRecord(index, task.KIND, s, f"record event {task.event}", now, end))
-            elif isinstance(task, KernelTask):
-                end = self._kernel(task, index, now, s, state, cores, chip_rate, records, trace)
-            elif isinstance(task, MemcpyTask):
-                end = self._memcpy(task, index, now, s, state, data, outputs, copies, copied, records)
-            else:
-                end = now + timing.MODEL_END_US * clock
-                records.append(TaskRecord(index, task.KIND, s, "model end", now, end))
-                ended = True
-            queues[s].popleft()
-            ready[s] = end
-        if not ended:
-            raise ModelError("the task list has no MODEL_END_GRAPH")
-        if recorded:
-            raise ModelError(f"events {sorted(recorded)} are recorded and never waited for")
-        if state.memory is not None:
-            state.settle(math.inf)
-        return records
-
     def _kernel(
         self, task: KernelTask, index: int, now: float, stream: int, state: _State, cores: timing.Cores,
-        chip_rate: float, records: list[TaskRecord], trace: bool,
+        ledger: timing.GmLedger, records: list[TaskRecord], trace: bool,
     ) -> float:
         header = self.kernels[task.kernel].header
         kind = header.core_type if self.cores.get(header.core_type) else "AiCore"
         block = self.block_timing(task.kernel)
         ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
-        placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, chip_rate)
+        placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger)
         if state.memory is not None:
             for addr, data in self.numerics.run(task.kernel, task.name, state.memory, task.inputs, task.outputs):
                 state.write_at(placed.end, addr, data)
@@ -374,6 +319,91 @@ class Runtime:
             batch=_batch(self.model.inputs),
             pipes=trace,
         )
+
+
+class Execution:
+    """One run of a model's task list, a task at a time, so that the runs of several
+    models can interleave on one chip in time order (`ge.sim.chip`).
+
+    Each stream runs its tasks in list order; of the streams that can go on, the one
+    whose next task is ready first goes next (ties: the lower stream)."""
+
+    def __init__(self, runtime: Runtime, state: _State, data: list[np.ndarray], ledger: timing.GmLedger):
+        self.runtime = runtime
+        self.state = state
+        self.data = data
+        self.ledger = ledger
+        self.trace = runtime.config.profile_level == "pipe"
+        self.outputs: dict[str, np.ndarray] = {}
+        self.records: list[TaskRecord] = []
+        self.queues: dict[int, deque[int]] = {}
+        for i, task in enumerate(runtime.model.tasks):
+            self.queues.setdefault(task.stream, deque()).append(i)
+        self.ready = {s: 0.0 for s in self.queues}
+        self.waiting: dict[int, int] = {}
+        self.recorded: dict[int, float] = {}
+        self.copies = runtime._fused()
+        self.copied: set[int] = set()
+        self.cores = timing.Cores({k: n for k, n in runtime.cores.items() if n})
+        self.ended = False
+
+    def next_time(self) -> float | None:
+        """When the next task can start (None: no stream can go on)."""
+        return min((self.ready[s] for s, q in self.queues.items() if q and s not in self.waiting), default=None)
+
+    def step(self) -> None:
+        """Run the task that can start first."""
+        runtime, state, records = self.runtime, self.state, self.records
+        clock = runtime.soc.clock_mhz  # cycles per microsecond
+        now, s = min((self.ready[s], s) for s, q in self.queues.items() if q and s not in self.waiting)
+        index = self.queues[s][0]
+        task = runtime.model.tasks[index]
+        if state.memory is not None:
+            state.settle(now)
+        if isinstance(task, EventWaitTask):
+            if task.event not in self.recorded:
+                self.waiting[s] = task.event
+                return
+            at = self.recorded.pop(task.event)
+            end = max(now, at) + timing.EVENT_WAIT_US * clock  # the stream is held from `now` until the record
+            records.append(TaskRecord(index, task.KIND, s, f"wait event {task.event}", now, end))
+        elif isinstance(task, EventRecordTask):
+            if task.event in self.recorded:
+                raise ModelError(f"task {index}: event {task.event} is recorded again before a wait consumed it")
+            end = now + timing.EVENT_RECORD_US * clock
+            self.recorded[task.event] = end
+            for other, event in list(self.waiting.items()):
+                if event == task.event:
+                    del self.waiting[other]
+            records.append(TaskRecord(index, task.KIND, s, f"record event {task.event}", now, end))
+        elif isinstance(task, KernelTask):
+            end = runtime._kernel(task, index, now, s, state, self.cores, self.ledger, records, self.trace)
+        elif isinstance(task, MemcpyTask):
+            end = runtime._memcpy(task, index, now, s, state, self.data, self.outputs, self.copies, self.copied, records)
+        else:
+            end = now + timing.MODEL_END_US * clock
+            records.append(TaskRecord(index, task.KIND, s, "model end", now, end))
+            self.ended = True
+        self.queues[s].popleft()
+        self.ready[s] = end
+
+    def finish(self) -> RunOutput:
+        """The run's outputs and profile, once no stream can go on; refuses a task list that did not end."""
+        if any(self.queues.values()):
+            stuck = ", ".join(f"stream {s} on event {e}" for s, e in sorted(self.waiting.items()))
+            raise ModelError(f"the task list deadlocks: {stuck} wait for records that never come")
+        if not self.ended:
+            raise ModelError("the task list has no MODEL_END_GRAPH")
+        if self.recorded:
+            raise ModelError(f"events {sorted(self.recorded)} are recorded and never waited for")
+        if self.state.memory is not None:
+            self.state.settle(math.inf)
+        return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace))
+
+
+def input_specs(model: Model) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
+    """(name, dtype, logical shape) of each graph input of `model`, in its order."""
+    return [(d.name, layout.dtype, tuple(layout.origin_shape)) for d, layout in ((d, _layout(d)) for d in model.inputs)]
 
 
 def _layout(desc: TensorDesc) -> Layout:

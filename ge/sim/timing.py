@@ -32,8 +32,13 @@ the cores of the kernel's kind (AI cores, or vector cores on parts that split th
 in order, each to the core that frees first: `block_dim` above the core count runs
 in waves, and kernels on different streams share the cores. GM bandwidth is the
 chip's (`ai_cores * gm_bytes_per_cycle` of the SoC profile, the cap `ge.sim.costs`
-also applies to one core): when a phase's GM bytes over all its blocks need longer
-than its blocks take, its blocks are stretched to that bound.
+also applies to one core), and everything placed on the chip in one run (every
+stream, every model of a virtual-instance run) shares it through a `GmLedger`: a
+phase's GM bytes over all its blocks ask for a rate (bytes over the phase's
+unstretched cycles); from its start it gets, piece by piece of time, that rate or
+what the phases placed before it left over, whichever is less, and is stretched
+until its bytes are through; what it got is then reserved. A phase alone on the
+chip is stretched exactly to bytes / chip rate when that is longer than its blocks.
 
 Host and runtime costs are explicit constants below (in microseconds): they are
 estimates of CANN's sink-mode runtime on these parts, not measurements, and every
@@ -42,6 +47,7 @@ report shows them apart from the cores' time.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import logging
 import math
@@ -341,6 +347,10 @@ class Cores:
             heapq.heappush(heap, (start + cycles, core))
         return placed
 
+    def first_free(self, kind: str) -> float:
+        """When the first core of `kind` is free."""
+        return self._free[kind][0][0]
+
 
 @dataclass(frozen=True)
 class KernelRun:
@@ -358,8 +368,81 @@ def chip_gm_bytes_per_cycle(profile: SocProfile) -> float:
     return profile.ai_cores * profile.gm_bytes_per_cycle
 
 
-def run_kernel(cores: Cores, kind: str, ready: float, block_dim: int, timing: BlockTiming, chip_rate: float) -> KernelRun:
-    """Place a kernel's blocks from `ready` on, phase after phase."""
+@dataclass(frozen=True)
+class Grant:
+    """What the ledger offers a phase: its cycles, and the rate it gets over each piece of them."""
+
+    cycles: float
+    pieces: tuple[tuple[float, float, float], ...]
+    """(start, end, bytes per cycle), in time order."""
+
+
+class GmLedger:
+    """The chip's GM bandwidth over time: what placed phases reserved, piecewise constant.
+
+    Breakpoints are kept in one sorted list, so a placement costs a bisection and a
+    walk over the pieces it overlaps: the phases of one run are placed roughly in
+    time order, and each overlaps few others."""
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self._t: list[float] = [-math.inf]
+        self._used: list[float] = [0.0]
+        """`_used[i]` is reserved over [`_t[i]`, `_t[i + 1]`) (the last piece: to infinity)."""
+
+    def offer(self, start: float, cycles: float, nbytes: float) -> Grant:
+        """How long a phase of `cycles` moving `nbytes` takes from `start` on, given what is reserved.
+
+        Alone it takes `max(cycles, nbytes / rate)`, computed exactly so."""
+        if cycles <= 0 or nbytes <= 0:
+            return Grant(cycles, ())
+        demand = nbytes / cycles
+        i = bisect.bisect_right(self._t, start) - 1
+        left, at, elapsed = 1.0, start, 0.0  # `left`: the fraction of the phase still to run
+        pieces = []
+        while True:
+            until = self._t[i + 1] if i + 1 < len(self._t) else math.inf
+            free = self.rate - self._used[i]
+            if free >= demand:
+                rate, need = demand, left * cycles
+            elif free > self.rate * 1e-12:
+                rate, need = free, left * nbytes / free
+            else:
+                rate, need = 0.0, math.inf  # the piece is taken: wait for its end
+            if at + need <= until:
+                pieces.append((at, at + need, rate))
+                return Grant(elapsed + need, tuple(pieces))
+            span = until - at
+            if rate > 0:
+                pieces.append((at, until, rate))
+                left -= span * rate / nbytes
+            elapsed += span
+            at = until
+            i += 1
+
+    def reserve(self, grant: Grant, end: float) -> None:
+        """Reserve what `grant` gave, its last piece running to `end` (where the phase's blocks ended)."""
+        for n, (lo, hi, rate) in enumerate(grant.pieces):
+            hi = end if n == len(grant.pieces) - 1 else min(hi, end)
+            if hi <= lo or rate <= 0:
+                continue
+            first, last = self._split(lo), self._split(hi)
+            for k in range(first, last):
+                self._used[k] += rate
+
+    def _split(self, at: float) -> int:
+        """The index of the piece starting at `at`, splitting the piece around it if needed."""
+        i = bisect.bisect_right(self._t, at) - 1
+        if self._t[i] == at:
+            return i
+        self._t.insert(i + 1, at)
+        self._used.insert(i + 1, self._used[i])
+        return i + 1
+
+
+def run_kernel(cores: Cores, kind: str, ready: float, block_dim: int, timing: BlockTiming, ledger: GmLedger) -> KernelRun:
+    """Place a kernel's blocks from `ready` on, phase after phase, each phase's GM bytes
+    through the chip's bandwidth (`ledger`)."""
     count = cores.counts[kind]
     waves = math.ceil(block_dim / count)
     t = ready
@@ -367,10 +450,12 @@ def run_kernel(cores: Cores, kind: str, ready: float, block_dim: int, timing: Bl
     stretch = 1.0
     for i, (cycles, gm) in enumerate(zip(timing.phases, timing.phase_gm_bytes)):
         natural = waves * cycles
-        bound = block_dim * gm / chip_rate
-        factor = bound / natural if natural > 0 and bound > natural else 1.0
+        start = max(t, cores.first_free(kind))
+        grant = ledger.offer(start, natural, block_dim * gm)
+        factor = grant.cycles / natural if natural > 0 and grant.cycles > natural else 1.0
         stretch = max(stretch, factor)
         blocks = cores.place(kind, t, block_dim, cycles * factor, i)
         t = max(b.end for b in blocks)
+        ledger.reserve(grant, t)
         placed += blocks
     return KernelRun(tuple(placed), ready, t, stretch)
