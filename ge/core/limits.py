@@ -59,22 +59,18 @@ def tensor_bytes(shape: Sequence[int], itemsize: int) -> int:
 
 def check_tensor(shape: Sequence[int], itemsize: int, what: str) -> None:
     """Refuse a tensor of `shape` and `itemsize`-byte elements above MAX_TENSOR_BYTES."""
-    size = tensor_bytes(shape, itemsize)
-    if size > MAX_TENSOR_BYTES:
-        raise LimitError(
-            f"{what} of shape {_dims(shape)} needs {_size(size)}, more than the limit of a tensor, "
-            f"{_size(MAX_TENSOR_BYTES)}"
-        )
+    _check_bytes(shape, itemsize, MAX_TENSOR_BYTES, "a tensor", what)
 
 
 def check_folded(shape: Sequence[int], itemsize: int, what: str) -> None:
     """Refuse to compute or expand a constant of `shape` above MAX_FOLDED_BYTES."""
+    _check_bytes(shape, itemsize, MAX_FOLDED_BYTES, "a constant the compiler computes", what)
+
+
+def _check_bytes(shape: Sequence[int], itemsize: int, limit: int, kind: str, what: str) -> None:
     size = tensor_bytes(shape, itemsize)
-    if size > MAX_FOLDED_BYTES:
-        raise LimitError(
-            f"{what} of shape {_dims(shape)} needs {_size(size)}, more than the limit of a constant "
-            f"the compiler computes, {_size(MAX_FOLDED_BYTES)}"
-        )
+    if size > limit:
+        raise LimitError(f"{what} of shape {_dims(shape)} needs {_size(size)}, more than the limit of {kind}, {_size(limit)}")
 
 
 def check_host_allocation(shape: Sequence[int], itemsize: int, what: str) -> None:
