@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import ClassVar
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
@@ -73,7 +74,7 @@ class ScopeGraph:
         self.ops = list(block_ops)
         self.pos = {op: i for i, op in enumerate(self.ops)}
         self.group: dict[Operation, Group] = {}
-        self._spans: list[tuple[int, int]] | None = None
+        self._reach = PrefixMax(len(self.ops))
         marked: dict[int, Group] = {}
         for op in self.ops:
             scope = scope_of(op)
@@ -89,7 +90,16 @@ class ScopeGraph:
     def add(self, group: Group) -> None:
         for op in group.ops:
             self.group[op] = group
-        self._spans = None
+        positions = [self.pos[op] for op in group.ops]
+        if positions:
+            self._reach.raise_to(min(positions), max(positions))
+
+    def extend(self, group: Group, ops: Sequence[Operation]) -> None:
+        """Add `ops` (in program order, all after the group's ops) to a group in program order."""
+        group.ops.extend(ops)
+        for op in ops:
+            self.group[op] = group
+        self._reach.raise_to(self.pos[group.ops[0]], self.pos[ops[-1]])
 
     @property
     def groups(self) -> list[Group]:
@@ -107,24 +117,25 @@ class ScopeGraph:
         """The values of `members` used outside them (a net_output is outside)."""
         return [r for op in members for r in op.results if any(u.operation not in members for u in r.uses)]
 
-    def _bound(self, targets: set[Operation]) -> int:
-        """A position after which no op can reach `targets`: past the targets, and
-        past every scope that starts before that point (a scope may reach back)."""
-        if self._spans is None:
-            self._spans = sorted((min(map(self.pos.get, g.ops)), max(map(self.pos.get, g.ops))) for g in self.groups)
-        bound = max(self.pos[t] for t in targets)
-        for lo, hi in self._spans:
-            if lo > bound:
-                break
-            bound = max(bound, hi)
+    def bound(self, last: int) -> int:
+        """A position after which no op can reach an op at or before `last`: past it,
+        and past every scope that starts before that point (a scope may reach back)."""
+        bound = last
+        while (reach := self._reach.upto(bound)) > bound:
+            bound = reach
         return bound
 
     def path_exists(self, sources: set[Operation], targets: set[Operation]) -> bool:
         """Whether a path leaves `sources` and reaches `targets`, scopes contracted."""
         if not targets:
             return False
-        bound = self._bound(targets)
-        stack = [u for op in sources for u in self.users(op) if u not in sources]
+        starts = [u for op in sources for u in self.users(op) if u not in sources]
+        return self.reaches(sources, targets, starts, self.bound(max(self.pos[t] for t in targets)))
+
+    def reaches(self, sources: set[Operation], targets: set[Operation], starts: Iterable[Operation], bound: int) -> bool:
+        """Whether a path from `starts` (users of `sources` outside them) reaches
+        `targets` without passing `bound` or re-entering `sources`, scopes contracted."""
+        stack = list(starts)
         seen: set[Operation] = set()
         while stack:
             op = stack.pop()
@@ -144,6 +155,30 @@ class ScopeGraph:
     def convex(self, members: set[Operation]) -> bool:
         """No path leaves `members` and comes back (the kernel graph stays acyclic)."""
         return not self.path_exists(members, members)
+
+
+class PrefixMax:
+    """The largest value set at or before a position, with values that only grow
+    (a Fenwick tree): the scope spans `ScopeGraph.bound` extends through, each
+    update and query in O(log n) instead of re-sorting the spans after every scope."""
+
+    def __init__(self, size: int):
+        self.tree = [-1] * (size + 1)
+
+    def raise_to(self, position: int, value: int) -> None:
+        i = position + 1
+        while i < len(self.tree):
+            if self.tree[i] < value:
+                self.tree[i] = value
+            i += i & -i
+
+    def upto(self, position: int) -> int:
+        best = -1
+        i = min(position + 1, len(self.tree) - 1)
+        while i > 0:
+            best = max(best, self.tree[i])
+            i -= i & -i
+        return best
 
 
 # ---------------------------------------------------------------- working set
@@ -183,25 +218,33 @@ def _product(values: Iterable[int]) -> int:
 def tile_of(ops: Sequence[Operation]) -> Tile | None:
     """The tile of a scope; None when none exists: reductions of different axes or
     shapes, a dynamic row, or a tensor that does not broadcast into the rows."""
-    reductions = [op for op in ops if isinstance(op, ag.ReduceOp)]
-    if not reductions:
+    cuts = {reduction_cut(op) for op in ops if isinstance(op, ag.ReduceOp)}
+    if not cuts:
         return Tile("fractal") if any(is_cube(op) for op in ops) else Tile("block")
-    cuts = set()
-    for op in reductions:
-        shape = _dims(op.operands[0])
-        axes = sorted(a % len(shape) for a in op.props.ints("axes")) or range(len(shape))
-        cuts.add((shape, min(axes)))
     if len(cuts) != 1:
         return None
     shape, first = cuts.pop()
     if DYN in shape[first:]:
         return None
-    for op in ops:
-        for v in (*op.operands, *op.results):
-            dims = _dims(v)
-            if len(dims) > len(shape) or any(d not in (1, s) for d, s in zip(reversed(dims), reversed(shape))):
-                return None
+    if not all(broadcasts_into(op, shape) for op in ops):
+        return None
     return Tile("rows", shape, first)
+
+
+def reduction_cut(op: ag.ReduceOp) -> tuple[tuple[int, ...], int]:
+    """The shape a reduction reduces and its first reduced axis: a row tile's cut."""
+    shape = _dims(op.operands[0])
+    axes = sorted(a % len(shape) for a in op.props.ints("axes")) or range(len(shape))
+    return shape, min(axes)
+
+
+def broadcasts_into(op: Operation, shape: tuple[int, ...]) -> bool:
+    """Every tensor of the op broadcasts into `shape`."""
+    for v in (*op.operands, *op.results):
+        dims = _dims(v)
+        if len(dims) > len(shape) or any(d not in (1, s) for d, s in zip(reversed(dims), reversed(shape))):
+            return False
+    return True
 
 
 def working_set(ops: Sequence[Operation], soc: socs.SocProfile) -> int | None:
@@ -230,8 +273,12 @@ def working_set(ops: Sequence[Operation], soc: socs.SocProfile) -> int | None:
         crosses_gm = not made_inside or any(u.operation not in members for u in v.uses)
         return 2 * size if crosses_gm else size
 
-    sizes = {v: tile_bytes(v) for v in live}
-    return max(sum(sizes[v] for v, (lo, hi) in live.items() if lo <= step <= hi) for step in range(len(ops)))
+    change = [0] * (len(ops) + 1)
+    for v, (lo, hi) in live.items():
+        size = tile_bytes(v)
+        change[lo] += size
+        change[hi + 1] -= size
+    return max(accumulate(change[:-1]))
 
 
 def fits(ops: Sequence[Operation], soc: socs.SocProfile) -> bool:
