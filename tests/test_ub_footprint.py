@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import f16, f32
 from ge.core import soc
 from ge.testing import graphs
 from passes.ub_fusion.footprint import Footprint, RangeMax
-from passes.ub_fusion.scopes import ScopeGraph, is_elementwise, is_row_reduction, tile_of, working_set
+from passes.ub_fusion.scopes import ScopeGraph, is_elementwise, is_row_reduction, blocks_at_once, tile_of, working_set
 
 VECTOR_HEAVY = ("unary", "binary", "residual", "branch", "reduce", "matmul")
 
@@ -54,3 +54,4 @@ def test_footprint_is_the_working_set(case, rnd: random.Random) -> None:
             footprint.append(op)
             if tile_of(ops[: k + 1]) == tile:
                 assert footprint.peak() == working_set(ops[: k + 1], profile)
+                assert footprint.held() == blocks_at_once(ops[: k + 1], profile)

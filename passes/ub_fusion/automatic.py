@@ -113,7 +113,7 @@ class _Merger:
         members = footprint.members
         starts = [u for u in exits if u not in members]
         starts += [u for op in rest for u in self.graph.users(op) if u not in members]
-        if footprint.peak() > self.soc.ub_bytes or self._cyclic(members, starts, rest[-1]):
+        if not footprint.fits() or self._cyclic(members, starts, rest[-1]):
             footprint.rollback()
             return False
         footprint.commit()
@@ -135,7 +135,7 @@ class _Merger:
         footprint = Footprint(tile, self.soc, ops)
         members = footprint.members
         starts = [u for op in ops for u in self.graph.users(op) if u not in members]
-        if footprint.peak() > self.soc.ub_bytes or self._cyclic(members, starts, ops[-1]):
+        if not footprint.fits() or self._cyclic(members, starts, ops[-1]):
             return False
         group = Group(ops)
         self.graph.add(group)

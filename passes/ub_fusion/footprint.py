@@ -25,7 +25,7 @@ from xdsl.ir import Operation, SSAValue
 from dialects import ascend_graph as ag
 from dialects.formats import nbytes
 from ge.core import soc as socs
-from passes.ub_fusion.scopes import BLOCK_BYTES, Tile, is_cube
+from passes.ub_fusion.scopes import BLOCK_BYTES, Tile, element_bytes, is_cube
 
 _EMPTY = -(1 << 62)
 """A step no scope has: below any sum of sizes."""
@@ -125,6 +125,11 @@ class Footprint:
         """Values made inside the scope that an op of the scope uses."""
         self.dangling = 0
         """Bytes of the values made inside, used only outside: live to the last step."""
+        self.weighted = 0
+        """Element bytes of all the values, twice for those crossing global memory."""
+        self.narrowest = BLOCK_BYTES
+        """Element bytes of the narrowest value (a block's, while there is none)."""
+        self.weight: dict[SSAValue, int] = {}
         self.steps = RangeMax()
         self._journal: list[tuple] | None = None
         for op in ops:
@@ -132,6 +137,14 @@ class Footprint:
 
     def peak(self) -> int:
         return self.steps.max()
+
+    def fits(self) -> bool:
+        """As `scopes.fits`: the peak fits the UB, and in a block tile all values at once do."""
+        return self.peak() <= self.soc.ub_bytes and (self.tile.kind != "block" or self.held() <= self.soc.ub_bytes)
+
+    def held(self) -> int:
+        """`scopes.blocks_at_once`: every value its own buffer."""
+        return BLOCK_BYTES // self.narrowest * self.weighted
 
     def checkpoint(self) -> None:
         """Start recording the changes, so that `rollback` can undo them."""
@@ -154,8 +167,8 @@ class Footprint:
                     table[key] = old
             elif kind == "inner":
                 self.used_inside.discard(entry[1])
-            elif kind == "dangling":
-                self.dangling = entry[1]
+            elif kind == "sums":
+                self.dangling, self.weighted, self.narrowest = entry[1:]
             else:
                 op = self.ops.pop()
                 self.members.discard(op)
@@ -167,7 +180,7 @@ class Footprint:
         assert not is_cube(op), "a cube op's operands go through L1, not the UB"
         step = len(self.ops)
         last = step - 1
-        self._remember_dangling()
+        self._remember_sums()
         at_step = 0
         for v in dict.fromkeys(op.operands):
             uses = sum(1 for w in op.operands if w is v)
@@ -183,14 +196,14 @@ class Footprint:
                     self._add(lo, last, new - old)
                     self._mark_inner(v)
                 self._set(self.outside, v, remaining)
-                self._set(self.bytes, v, new)
+                self._set_bytes(v, new, remaining > 0)
                 self._set(self.live, v, (lo, step))
             elif v in self.live:
                 lo, hi = self.live[v]
                 self._add(hi + 1, last, self.bytes[v])
                 self._set(self.live, v, (lo, step))
             else:
-                self._set(self.bytes, v, self._bytes(v, True))
+                self._set_bytes(v, self._bytes(v, True), True)
                 self._set(self.live, v, (step, step))
             at_step += self.bytes[v]
         at_step += self.dangling
@@ -198,7 +211,7 @@ class Footprint:
             uses = r.uses.get_length()
             size = self._bytes(r, uses > 0)
             self._set(self.outside, r, uses)
-            self._set(self.bytes, r, size)
+            self._set_bytes(r, size, uses > 0)
             self._set(self.live, r, (step, step))
             at_step += size
             if uses:
@@ -221,6 +234,13 @@ class Footprint:
         if self._journal is not None:
             self._journal.append(("add", lo, hi, value))
 
+    def _set_bytes(self, v: SSAValue, size: int, crosses_gm: bool) -> None:
+        weight = element_bytes(v) * (2 if crosses_gm else 1)
+        self.weighted += weight - self.weight.get(v, 0)
+        self.narrowest = min(self.narrowest, element_bytes(v))
+        self._set(self.weight, v, weight)
+        self._set(self.bytes, v, size)
+
     def _set(self, table: dict, key: SSAValue, value: object) -> None:
         if self._journal is not None:
             self._journal.append(("set", table, key, table.get(key, _MISSING)))
@@ -231,6 +251,6 @@ class Footprint:
         if self._journal is not None:
             self._journal.append(("inner", v))
 
-    def _remember_dangling(self) -> None:
+    def _remember_sums(self) -> None:
         if self._journal is not None:
-            self._journal.append(("dangling", self.dangling))
+            self._journal.append(("sums", self.dangling, self.weighted, self.narrowest))

@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 
 from dialects import ascend_graph as ag
-from dialects.formats import nbytes
+from dialects.formats import element_bits, nbytes
 from dialects.kernel_boundary import SCOPE_ATTR, is_no_task, op_type, scope_of
 from dialects.shapes import DYN
 from ge.core import soc as socs
@@ -250,6 +250,35 @@ def broadcasts_into(op: Operation, shape: tuple[int, ...]) -> bool:
 def working_set(ops: Sequence[Operation], soc: socs.SocProfile) -> int | None:
     """Peak UB bytes one tile of the scope `ops` (in program order) keeps live;
     None when the scope has no tile (`tile_of`)."""
+    values = _live_values(ops, soc)
+    if values is None:
+        return None
+    change = [0] * (len(ops) + 1)
+    for _, lo, hi, size, crosses in values:
+        size *= 2 if crosses else 1
+        change[lo] += size
+        change[hi + 1] -= size
+    return max(accumulate(change[:-1]))
+
+
+def blocks_at_once(ops: Sequence[Operation], soc: socs.SocProfile) -> int | None:
+    """UB bytes of a scope tiled in blocks when every value has its own buffer, as
+    the vector lowering gives them: 32 bytes of the narrowest value's elements each
+    (a wider value proportionally more), twice for a value crossing global memory."""
+    values = _live_values(ops, soc)
+    if values is None:
+        return None
+    per_byte = BLOCK_BYTES // min(element_bytes(v) for v, *_ in values)
+    return sum(per_byte * element_bytes(v) * (2 if crosses else 1) for v, _, _, _, crosses in values)
+
+
+def element_bytes(v: SSAValue) -> int:
+    return max(1, element_bits(ag.dtype_of(v.type)) // 8)
+
+
+def _live_values(ops: Sequence[Operation], soc: socs.SocProfile) -> list[tuple[SSAValue, int, int, int, bool]] | None:
+    """Each value of the scope: its first and last step, its bytes in one tile, and
+    whether it crosses global memory."""
     tile = tile_of(ops)
     if tile is None:
         return None
@@ -268,22 +297,23 @@ def working_set(ops: Sequence[Operation], soc: socs.SocProfile) -> int | None:
 
     def tile_bytes(v: SSAValue) -> int:
         elements = tile.elements(_dims(v))
-        size = BLOCK_BYTES if elements == 0 else soc.align("ub", nbytes(ag.dtype_of(v.type), elements))
-        made_inside = isinstance(v.owner, Operation) and v.owner in members
-        crosses_gm = not made_inside or any(u.operation not in members for u in v.uses)
-        return 2 * size if crosses_gm else size
+        return BLOCK_BYTES if elements == 0 else soc.align("ub", nbytes(ag.dtype_of(v.type), elements))
 
-    change = [0] * (len(ops) + 1)
-    for v, (lo, hi) in live.items():
-        size = tile_bytes(v)
-        change[lo] += size
-        change[hi + 1] -= size
-    return max(accumulate(change[:-1]))
+    def crosses_gm(v: SSAValue) -> bool:
+        made_inside = isinstance(v.owner, Operation) and v.owner in members
+        return not made_inside or any(u.operation not in members for u in v.uses)
+
+    return [(v, lo, hi, tile_bytes(v), crosses_gm(v)) for v, (lo, hi) in live.items()]
 
 
 def fits(ops: Sequence[Operation], soc: socs.SocProfile) -> bool:
+    """The scope's working set fits the UB and, for a scope tiled in 32-byte blocks,
+    so do all its values at once (see `passes.ub_fusion`)."""
     size = working_set(ops, soc)
-    return size is not None and size <= soc.ub_bytes
+    if size is None or size > soc.ub_bytes:
+        return False
+    tile = tile_of(ops)
+    return tile is None or tile.kind != "block" or (blocks_at_once(ops, soc) or 0) <= soc.ub_bytes
 
 
 def scope_violations(module: ModuleOp, soc: str = DEFAULT_SOC_VERSION) -> list[str]:
@@ -297,9 +327,12 @@ def scope_violations(module: ModuleOp, soc: str = DEFAULT_SOC_VERSION) -> list[s
             names = ", ".join(op_type(op) for op in g.ops)
             if not graph.convex(members):
                 problems.append(f"scope {g.scope} ({names}) is not convex")
-            size = working_set(g.ops, profile)
-            if size is None or size > profile.ub_bytes:
-                problems.append(f"scope {g.scope} ({names}) needs {size} bytes of UB, {profile.name} has {profile.ub_bytes}")
+            if not fits(g.ops, profile):
+                size, held = working_set(g.ops, profile), blocks_at_once(g.ops, profile)
+                problems.append(
+                    f"scope {g.scope} ({names}) needs {size} bytes of UB at its peak, {held} for all its values; "
+                    f"{profile.name} has {profile.ub_bytes}"
+                )
     return problems
 
 
