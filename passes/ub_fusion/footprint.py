@@ -13,7 +13,9 @@ The live ranges and sizes are exactly those of `working_set` (a test checks them
 against each other): a value made outside the scope is live from its first to its
 last use in the scope; one made inside from its producer to its last use in the
 scope, or, if it has no use in the scope but leaves it, to the scope's last op; a
-value crossing global memory counts twice.
+value crossing global memory counts twice. It also keeps what a block-tiled
+kernel holds with every value in its own buffer (`scopes.blocks_at_once`): the sum
+of the values' element bytes, and the narrowest.
 """
 
 from __future__ import annotations
