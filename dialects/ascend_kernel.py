@@ -38,6 +38,7 @@ the SoC's count.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
 from typing import ClassVar, Protocol
 
@@ -693,10 +694,15 @@ def _place(where: str, op: AllocOp, capacity: dict[str, int], alignment: dict[st
         raise VerifyException(
             f"{where}: {level} buffer at {offset} of {size} bytes overflows {level}'s {capacity[level]} bytes"
         )
-    for start, end in placed.setdefault(level, []):
-        if offset < end and start < offset + size:
-            raise VerifyException(f"{where}: {level} buffers [{start}, {end}) and [{offset}, {offset + size}) overlap")
-    placed[level].append((offset, offset + size))
+    # The placed spans do not overlap, so sorted by start their ends rise too: the
+    # last span starting before this one ends is the one that may reach into it
+    # (a bisection, not a scan of every buffer placed: kernels can hold thousands).
+    spans = placed.setdefault(level, [])
+    k = bisect_left(spans, (offset + size,))
+    if k and spans[k - 1][1] > offset:
+        start, end = spans[k - 1]
+        raise VerifyException(f"{where}: {level} buffers [{start}, {end}) and [{offset}, {offset + size}) overlap")
+    insort(spans, (offset, offset + size))
 
 
 class LaunchSymbolUser(SymbolUserOpInterface):

@@ -151,6 +151,8 @@ class Compilation:
     options: CompileOptions
     statistics: FusionStatistics
     timings: dict[str, float] = field(default_factory=dict)
+    pass_timings: dict[str, float] = field(default_factory=dict)
+    """Seconds of each optimisation pass, by name (`benchmarks/scaling.py` shows them)."""
     dumps: list[str] = field(default_factory=list)
     result_file: str | None = None
     """The fusion_result.json written, if any."""
@@ -237,7 +239,9 @@ def optimize(module: ModuleOp, options: CompileOptions, ctx: Context | None = No
         for stage in stages[:-1]:
             started = time.perf_counter()
             for p in stage.passes:
+                began = time.perf_counter()
                 p.apply(ctx, module)
+                result.pass_timings[str(p.name)] = time.perf_counter() - began
             result.timings[stage.name] = time.perf_counter() - started
             for dump in stage.dumps:
                 dumper.dump(module, dump)

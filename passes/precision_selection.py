@@ -52,6 +52,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 import ml_dtypes
 import numpy as np
@@ -95,7 +96,9 @@ _LOSSLESS: dict[str, frozenset[str]] = {
 _LOSSLESS[A] is the Cast A -> C."""
 
 
+@cache
 def _name(dtype: Attribute) -> str:
+    """The dtype's name, remembered: asked for every slot of every op, it goes through numpy."""
     return dtypes.name(dtype)
 
 

@@ -138,6 +138,23 @@ def test_drawn_plans_lie_between_the_bounds(case, max_streams):
     assert plan.feature_map_minimum <= fm <= plan.feature_map_no_reuse
 
 
+@settings(max_examples=60)
+@given(graphs(max_ops=10), st.sampled_from([1, 2, 4]))
+def test_conflicts_are_the_pairs_not_dead_before_each_other(case, max_streams):
+    """The planner finds conflicts without asking every pair: it must find exactly these."""
+    sched = schedule_of(case.module)
+    assigned = streams.assign(sched, max_streams, streams.MAX_EVENT_IDS)
+    fm = sched.of_region(Region.FEATURE_MAP)
+
+    def dead_before(a, b) -> bool:
+        return all(assigned.happens_before(t, b.writer) for t in a.accesses)
+
+    found = memory._conflicts(fm, assigned)
+    for i, a in enumerate(fm):
+        want = {j for j, b in enumerate(fm) if j != i and not (dead_before(a, b) or dead_before(b, a))}
+        assert found[i] == want, a.name
+
+
 def test_the_minimum_is_a_lower_bound_on_a_wide_graph():
     """Three live branches at once: the peak counts all of them."""
     g = GraphBuilder()

@@ -151,13 +151,18 @@ def test_copies_and_the_end_stay_on_stream_zero():
             assert assigned.stream[node.index] == 0, node.kind
 
 
-def test_before_matrix_matches_the_bitsets():
-    sched = diamond()
-    assigned = streams.assign(sched, 4, 16)
-    matrix = assigned.matrix()
-    for n in range(len(sched.nodes)):
-        for m in range(len(sched.nodes)):
-            assert matrix[n, m] == assigned.happens_before(m, n)
+def assert_clocks_match_the_bitsets(assigned: streams.Streams) -> None:
+    """Memory planning asks the vector clocks, not the bitsets: they must agree on every pair."""
+    clocks = assigned.clocks()
+    for n in range(len(clocks)):
+        for m in range(len(clocks)):
+            assert (m <= clocks[n][assigned.stream[m]]) == assigned.happens_before(m, n), (m, n)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 4])
+def test_vector_clocks_match_the_bitsets(limit):
+    for sched in (diamond(), fan_out(5), diamonds(4)):
+        assert_clocks_match_the_bitsets(streams.assign(sched, limit, 16))
 
 
 @settings(max_examples=40)
@@ -168,6 +173,7 @@ def test_drawn_graphs_are_ordered_within_the_limits(case):
         assigned = streams.assign(sched, limit, ids)
         assert assigned.count <= limit and assigned.event_ids <= ids
         assert_ordered(sched, assigned)
+        assert_clocks_match_the_bitsets(assigned)
 
 
 def test_a_mul_of_one_value_is_one_dependency():
@@ -177,3 +183,4 @@ def test_a_mul_of_one_value_is_one_dependency():
     sched = schedule_of(g.finish().module)
     mul = next(n for n in sched.nodes if n.name == "Mul_0")
     assert len(sched.preds(mul)) == 1
+

@@ -13,6 +13,7 @@ from hypothesis import event, given, settings
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, f16, f32, i64
 from xdsl.ir import SSAValue
 
+import ge
 from dialects.ascend_graph import (
     AddOp,
     BatchMatMulOp,
@@ -194,6 +195,20 @@ def test_automatic_fusion_merges_an_elementwise_chain() -> None:
     after, counts = run_counted(b.finish(), "AutomaticUbFusion")
     assert list(scopes(after).values()) == [["Tanh", "Exp", "Mul", "Add"]]
     assert counts.effect_times == 1 and counts.match_times >= 1
+
+
+@pytest.mark.slow
+def test_a_long_elementwise_chain_compiles_in_scopes_the_lowering_accepts() -> None:
+    """3,000 Adds: more values than one block-tiled kernel can hold at once (each its
+    own UB buffer), so the chain splits into scopes that fit; it once became one
+    scope that lower-to-kernel refused. Also the scale the merges must stay fast at."""
+    b = GraphBuilder(0)
+    x = b.input([1, 16])
+    for _ in range(3000):
+        x = b.op(AddOp, [x, b.random_weight((1, 16))])
+    b.output(x)
+    model = ge.compile(b.finish().module, {"soc_version": "Ascend310P3", "export_compile_stat": 0})
+    assert model.build["kernels"] >= 2
 
 
 def test_automatic_fusion_keeps_the_graph_of_kernels_acyclic() -> None:

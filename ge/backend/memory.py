@@ -33,6 +33,8 @@ debugging a suspected reuse bug.
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from math import ceil, log2
 
@@ -109,16 +111,46 @@ def _peak(fm: Sequence[Buffer], sizes: Sequence[int], nodes: int) -> int:
     return int(np.cumsum(live).max(initial=0))
 
 
-def _conflicts(fm: Sequence[Buffer], streams: Streams) -> np.ndarray:
-    """[a, b] is True unless one of the two buffers is dead before the other is written."""
-    if not fm:
-        return np.zeros((0, 0), bool)
-    before = streams.matrix()
-    at_write = before[[b.writer for b in fm]]  # [b, node]: node happens before b's writer
-    dead = np.empty((len(fm), len(fm)), bool)
-    for i, a in enumerate(fm):
-        dead[i] = at_write[:, a.accesses].all(axis=1)
-    return ~(dead | dead.T)
+def _conflicts(fm: Sequence[Buffer], streams: Streams) -> list[set[int]]:
+    """Per buffer, the buffers it conflicts with: neither is dead before the other is written.
+
+    Found without asking every pair. A buffer is dead before another's writer only if
+    its last access comes before that writer in node order (happens-before follows
+    the node order), so two buffers whose spans [writer, last access] overlap
+    conflict. A buffer `a` ending before `b`'s writer conflicts with `b` when one of
+    its accesses does not happen before that writer: a node of some stream after
+    the last one of that stream the writer waits for (the streams' vector clocks).
+    The work follows the conflicts and the nodes that run concurrently, not n^2.
+    """
+    conflicts: list[set[int]] = [set() for _ in fm]
+    last = [max(b.accesses) for b in fm]
+    active: list[tuple[int, int]] = []  # (last access, buffer): a heap of the spans still open
+    for i in sorted(range(len(fm)), key=lambda i: (fm[i].writer, i)):
+        writer = fm[i].writer
+        while active and active[0][0] < writer:
+            heapq.heappop(active)
+        for _, j in active:
+            conflicts[i].add(j)
+            conflicts[j].add(i)
+        heapq.heappush(active, (last[i], i))
+
+    clocks = streams.clocks()
+    on_stream: list[list[int]] = [[] for _ in range(streams.count)]
+    for node, s in enumerate(streams.stream):
+        on_stream[s].append(node)
+    touching: dict[int, list[int]] = {}
+    for j, b in enumerate(fm):
+        for node in dict.fromkeys(b.accesses):
+            touching.setdefault(node, []).append(j)
+    for i, b in enumerate(fm):
+        writer = b.writer
+        for s, nodes in enumerate(on_stream):
+            for node in nodes[bisect_right(nodes, clocks[writer][s]) : bisect_left(nodes, writer)]:
+                for j in touching.get(node, ()):
+                    if j != i and last[j] < writer:
+                        conflicts[i].add(j)
+                        conflicts[j].add(i)
+    return conflicts
 
 
 def _size_class(size: int) -> int:
@@ -129,14 +161,14 @@ def _size_class(size: int) -> int:
     return align(ceil(2 ** (k / CLASSES_PER_OCTAVE)) * ALIGNMENT)
 
 
-def _size_classes(fm: Sequence[Buffer], sizes: Sequence[int], conflicts: np.ndarray) -> list[int]:
+def _size_classes(fm: Sequence[Buffer], sizes: Sequence[int], conflicts: Sequence[set[int]]) -> list[int]:
     """GE-style blocks: reuse the best-fitting free block, grow one, or open one."""
     block_size: list[int] = []
     block_last: list[int] = []  # the latest buffer in each block
     block_of = [0] * len(fm)
     for i in sorted(range(len(fm)), key=lambda i: (fm[i].writer, i)):
         need = _size_class(sizes[i])
-        free = [k for k in range(len(block_size)) if not conflicts[block_last[k], i]]
+        free = [k for k in range(len(block_size)) if block_last[k] not in conflicts[i]]
         fitting = [k for k in free if block_size[k] >= need]
         if fitting:
             k = min(fitting, key=lambda k: (block_size[k], k))
@@ -154,13 +186,13 @@ def _size_classes(fm: Sequence[Buffer], sizes: Sequence[int], conflicts: np.ndar
 
 
 def _best_fit(
-    fm: Sequence[Buffer], sizes: Sequence[int], conflicts: np.ndarray, order: Callable[[int], tuple[int, ...]]
+    fm: Sequence[Buffer], sizes: Sequence[int], conflicts: Sequence[set[int]], order: Callable[[int], tuple[int, ...]]
 ) -> list[int]:
     """In `order`, each buffer into the smallest gap left by the placed buffers it conflicts with."""
     offsets = [0] * len(fm)
-    placed: list[int] = []
+    placed = [False] * len(fm)
     for i in sorted(range(len(fm)), key=order):
-        taken = sorted((offsets[j], offsets[j] + sizes[j]) for j in placed if conflicts[i, j])
+        taken = sorted((offsets[j], offsets[j] + sizes[j]) for j in conflicts[i] if placed[j])
         best: int | None = None
         best_gap = 0
         cursor = 0
@@ -170,7 +202,7 @@ def _best_fit(
                 best, best_gap = cursor, gap
             cursor = max(cursor, end)
         offsets[i] = cursor if best is None else best
-        placed.append(i)
+        placed[i] = True
     return offsets
 
 

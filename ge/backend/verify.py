@@ -18,6 +18,7 @@ planner's reasoning, and checks:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -151,27 +152,51 @@ def _check_writes(i: int, tensor: _Tensor, before: list[int], plan: MemoryPlan) 
         raise UnsafeModel(f"tensor '{name}' is written by {len(tensor.writers)} tasks {tensor.writers[:5]}")
     w = tensor.writers[0]
     readers = tensor.touched & ~(1 << w)
-    t = 0
-    while readers:
-        if readers & 1 and not before[t] >> w & 1:
+    while readers:  # the readers, lowest first
+        low = readers & -readers
+        t = low.bit_length() - 1
+        if not before[t] >> w & 1:
             raise UnsafeModel(f"tensor '{name}': task {t} may read it before task {w} has written it")
-        readers >>= 1
-        t += 1
+        readers ^= low
 
 
 def _check_overlaps(tensors: list[_Tensor], before: list[int], plan: MemoryPlan) -> None:
-    live = sorted((t.start, i) for i, t in enumerate(tensors) if t.touched and t.end > t.start)
-    for k, (start, i) in enumerate(live):
-        a = tensors[i]
-        for _, j in live[k + 1 :]:
-            b = tensors[j]
-            if b.start >= a.end:
-                break
-            if not (_dead_before(a, b, before) or _dead_before(b, a, before)):
-                raise UnsafeModel(
-                    f"tensors '{plan.placements[i].name}' and '{plan.placements[j].name}' share bytes "
-                    f"[{max(a.start, b.start)}, {min(a.end, b.end)}) and may be live at the same time"
-                )
+    """Tensors sharing a byte must be ordered: each dead before the next one's writer.
+
+    "Dead before" is transitive (a writer touches its tensor, and happens-before is
+    transitive), and it can only hold in writer order, so a sweep over addresses that
+    keeps the tensors covering the current byte sorted by writer need only check
+    neighbours as they become neighbours: n log n, not every overlapping pair.
+    """
+    events = []
+    for i, t in enumerate(tensors):
+        if t.touched and t.end > t.start:
+            key = (t.writers[0] if t.writers else -1, i)
+            events.append((t.start, 1, key))
+            events.append((t.end, 0, key))
+    events.sort()  # at one address, tensors end before others start there
+    active: list[tuple[int, int]] = []
+    for _, starts, key in events:
+        k = bisect_left(active, key)
+        if starts:
+            if k > 0:
+                _check_pair(tensors, before, plan, active[k - 1][1], key[1])
+            if k < len(active):
+                _check_pair(tensors, before, plan, key[1], active[k][1])
+            active.insert(k, key)
+        else:
+            del active[k]
+            if 0 < k < len(active):
+                _check_pair(tensors, before, plan, active[k - 1][1], active[k][1])
+
+
+def _check_pair(tensors: list[_Tensor], before: list[int], plan: MemoryPlan, i: int, j: int) -> None:
+    a, b = tensors[i], tensors[j]
+    if not (_dead_before(a, b, before) or _dead_before(b, a, before)):
+        raise UnsafeModel(
+            f"tensors '{plan.placements[i].name}' and '{plan.placements[j].name}' share bytes "
+            f"[{max(a.start, b.start)}, {min(a.end, b.end)}) and may be live at the same time"
+        )
 
 
 def _dead_before(a: _Tensor, b: _Tensor, before: list[int]) -> bool:

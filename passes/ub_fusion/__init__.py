@@ -70,6 +70,13 @@ outside the scope is live from its first to its last use in the scope, one made
 inside from its producer to its last use, or to the end of the tile if it leaves
 the scope; values loaded from or written to global memory count twice (double
 buffering). A cube op's own operands go through L1/L0A/L0B, not the UB.
+A scope tiled in blocks must also hold all its values at once, as its kernel
+(`passes.lowering.vector`) does: every value its own UB buffer, none reused, of
+32 bytes of the narrowest value's elements (a wider value proportionally more),
+and such a tile cannot be cut smaller (`blocks_at_once`). Without that rule a
+chain of a few thousand elementwise ops, whose working set is a few blocks,
+became one scope that the lowering then refused. Row and fractal tiles are cut
+further by their lowerings, so only their working set counts.
 
 Which ops make a kernel at all (views, `_no_task` ops and structural ops do not)
 is the IR's kernel-boundary vocabulary, `dialects.kernel_boundary`.

@@ -48,8 +48,9 @@ class CubeTailPass(UbFusionPass):
         members, inside = [anchor], {anchor}
         best = 1
         horizon = max((graph.pos[u] for u in graph.users(anchor)), default=-1)
-        for op in graph.ops[graph.pos[anchor] + 1 :]:
-            if graph.pos[op] > horizon or len(members) == MAX_SCOPE_OPS:
+        for i in range(graph.pos[anchor] + 1, len(graph.ops)):  # no slice: a copy to the end per anchor is n^2
+            op = graph.ops[i]
+            if i > horizon or len(members) == MAX_SCOPE_OPS:
                 break
             producers = graph.producers(op)
             if not inside.intersection(producers) or not is_elementwise(op) or not unscoped(graph, op):

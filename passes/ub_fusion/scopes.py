@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import ClassVar
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 
 from dialects import ascend_graph as ag
-from dialects.formats import nbytes
+from dialects.formats import element_bits, nbytes
 from dialects.kernel_boundary import SCOPE_ATTR, is_no_task, op_type, scope_of
 from dialects.shapes import DYN
 from ge.core import soc as socs
@@ -73,7 +74,7 @@ class ScopeGraph:
         self.ops = list(block_ops)
         self.pos = {op: i for i, op in enumerate(self.ops)}
         self.group: dict[Operation, Group] = {}
-        self._spans: list[tuple[int, int]] | None = None
+        self._reach = PrefixMax(len(self.ops))
         marked: dict[int, Group] = {}
         for op in self.ops:
             scope = scope_of(op)
@@ -89,7 +90,16 @@ class ScopeGraph:
     def add(self, group: Group) -> None:
         for op in group.ops:
             self.group[op] = group
-        self._spans = None
+        positions = [self.pos[op] for op in group.ops]
+        if positions:
+            self._reach.raise_to(min(positions), max(positions))
+
+    def extend(self, group: Group, ops: Sequence[Operation]) -> None:
+        """Add `ops` (in program order, all after the group's ops) to a group in program order."""
+        group.ops.extend(ops)
+        for op in ops:
+            self.group[op] = group
+        self._reach.raise_to(self.pos[group.ops[0]], self.pos[ops[-1]])
 
     @property
     def groups(self) -> list[Group]:
@@ -107,24 +117,25 @@ class ScopeGraph:
         """The values of `members` used outside them (a net_output is outside)."""
         return [r for op in members for r in op.results if any(u.operation not in members for u in r.uses)]
 
-    def _bound(self, targets: set[Operation]) -> int:
-        """A position after which no op can reach `targets`: past the targets, and
-        past every scope that starts before that point (a scope may reach back)."""
-        if self._spans is None:
-            self._spans = sorted((min(map(self.pos.get, g.ops)), max(map(self.pos.get, g.ops))) for g in self.groups)
-        bound = max(self.pos[t] for t in targets)
-        for lo, hi in self._spans:
-            if lo > bound:
-                break
-            bound = max(bound, hi)
+    def bound(self, last: int) -> int:
+        """A position after which no op can reach an op at or before `last`: past it,
+        and past every scope that starts before that point (a scope may reach back)."""
+        bound = last
+        while (reach := self._reach.upto(bound)) > bound:
+            bound = reach
         return bound
 
     def path_exists(self, sources: set[Operation], targets: set[Operation]) -> bool:
         """Whether a path leaves `sources` and reaches `targets`, scopes contracted."""
         if not targets:
             return False
-        bound = self._bound(targets)
-        stack = [u for op in sources for u in self.users(op) if u not in sources]
+        starts = [u for op in sources for u in self.users(op) if u not in sources]
+        return self.reaches(sources, targets, starts, self.bound(max(self.pos[t] for t in targets)))
+
+    def reaches(self, sources: set[Operation], targets: set[Operation], starts: Iterable[Operation], bound: int) -> bool:
+        """Whether a path from `starts` (users of `sources` outside them) reaches
+        `targets` without passing `bound` or re-entering `sources`, scopes contracted."""
+        stack = list(starts)
         seen: set[Operation] = set()
         while stack:
             op = stack.pop()
@@ -144,6 +155,30 @@ class ScopeGraph:
     def convex(self, members: set[Operation]) -> bool:
         """No path leaves `members` and comes back (the kernel graph stays acyclic)."""
         return not self.path_exists(members, members)
+
+
+class PrefixMax:
+    """The largest value set at or before a position, with values that only grow
+    (a Fenwick tree): the scope spans `ScopeGraph.bound` extends through, each
+    update and query in O(log n) instead of re-sorting the spans after every scope."""
+
+    def __init__(self, size: int):
+        self.tree = [-1] * (size + 1)
+
+    def raise_to(self, position: int, value: int) -> None:
+        i = position + 1
+        while i < len(self.tree):
+            if self.tree[i] < value:
+                self.tree[i] = value
+            i += i & -i
+
+    def upto(self, position: int) -> int:
+        best = -1
+        i = min(position + 1, len(self.tree) - 1)
+        while i > 0:
+            best = max(best, self.tree[i])
+            i -= i & -i
+        return best
 
 
 # ---------------------------------------------------------------- working set
@@ -183,30 +218,67 @@ def _product(values: Iterable[int]) -> int:
 def tile_of(ops: Sequence[Operation]) -> Tile | None:
     """The tile of a scope; None when none exists: reductions of different axes or
     shapes, a dynamic row, or a tensor that does not broadcast into the rows."""
-    reductions = [op for op in ops if isinstance(op, ag.ReduceOp)]
-    if not reductions:
+    cuts = {reduction_cut(op) for op in ops if isinstance(op, ag.ReduceOp)}
+    if not cuts:
         return Tile("fractal") if any(is_cube(op) for op in ops) else Tile("block")
-    cuts = set()
-    for op in reductions:
-        shape = _dims(op.operands[0])
-        axes = sorted(a % len(shape) for a in op.props.ints("axes")) or range(len(shape))
-        cuts.add((shape, min(axes)))
     if len(cuts) != 1:
         return None
     shape, first = cuts.pop()
     if DYN in shape[first:]:
         return None
-    for op in ops:
-        for v in (*op.operands, *op.results):
-            dims = _dims(v)
-            if len(dims) > len(shape) or any(d not in (1, s) for d, s in zip(reversed(dims), reversed(shape))):
-                return None
+    if not all(broadcasts_into(op, shape) for op in ops):
+        return None
     return Tile("rows", shape, first)
+
+
+def reduction_cut(op: ag.ReduceOp) -> tuple[tuple[int, ...], int]:
+    """The shape a reduction reduces and its first reduced axis: a row tile's cut."""
+    shape = _dims(op.operands[0])
+    axes = sorted(a % len(shape) for a in op.props.ints("axes")) or range(len(shape))
+    return shape, min(axes)
+
+
+def broadcasts_into(op: Operation, shape: tuple[int, ...]) -> bool:
+    """Every tensor of the op broadcasts into `shape`."""
+    for v in (*op.operands, *op.results):
+        dims = _dims(v)
+        if len(dims) > len(shape) or any(d not in (1, s) for d, s in zip(reversed(dims), reversed(shape))):
+            return False
+    return True
 
 
 def working_set(ops: Sequence[Operation], soc: socs.SocProfile) -> int | None:
     """Peak UB bytes one tile of the scope `ops` (in program order) keeps live;
     None when the scope has no tile (`tile_of`)."""
+    values = _live_values(ops, soc)
+    if values is None:
+        return None
+    change = [0] * (len(ops) + 1)
+    for _, lo, hi, size, crosses in values:
+        size *= 2 if crosses else 1
+        change[lo] += size
+        change[hi + 1] -= size
+    return max(accumulate(change[:-1]))
+
+
+def blocks_at_once(ops: Sequence[Operation], soc: socs.SocProfile) -> int | None:
+    """UB bytes of a scope tiled in blocks when every value has its own buffer, as
+    the vector lowering gives them: 32 bytes of the narrowest value's elements each
+    (a wider value proportionally more), twice for a value crossing global memory."""
+    values = _live_values(ops, soc)
+    if values is None:
+        return None
+    per_byte = BLOCK_BYTES // min(element_bytes(v) for v, *_ in values)
+    return sum(per_byte * element_bytes(v) * (2 if crosses else 1) for v, _, _, _, crosses in values)
+
+
+def element_bytes(v: SSAValue) -> int:
+    return max(1, element_bits(ag.dtype_of(v.type)) // 8)
+
+
+def _live_values(ops: Sequence[Operation], soc: socs.SocProfile) -> list[tuple[SSAValue, int, int, int, bool]] | None:
+    """Each value of the scope: its first and last step, its bytes in one tile, and
+    whether it crosses global memory."""
     tile = tile_of(ops)
     if tile is None:
         return None
@@ -225,18 +297,23 @@ def working_set(ops: Sequence[Operation], soc: socs.SocProfile) -> int | None:
 
     def tile_bytes(v: SSAValue) -> int:
         elements = tile.elements(_dims(v))
-        size = BLOCK_BYTES if elements == 0 else soc.align("ub", nbytes(ag.dtype_of(v.type), elements))
-        made_inside = isinstance(v.owner, Operation) and v.owner in members
-        crosses_gm = not made_inside or any(u.operation not in members for u in v.uses)
-        return 2 * size if crosses_gm else size
+        return BLOCK_BYTES if elements == 0 else soc.align("ub", nbytes(ag.dtype_of(v.type), elements))
 
-    sizes = {v: tile_bytes(v) for v in live}
-    return max(sum(sizes[v] for v, (lo, hi) in live.items() if lo <= step <= hi) for step in range(len(ops)))
+    def crosses_gm(v: SSAValue) -> bool:
+        made_inside = isinstance(v.owner, Operation) and v.owner in members
+        return not made_inside or any(u.operation not in members for u in v.uses)
+
+    return [(v, lo, hi, tile_bytes(v), crosses_gm(v)) for v, (lo, hi) in live.items()]
 
 
 def fits(ops: Sequence[Operation], soc: socs.SocProfile) -> bool:
+    """The scope's working set fits the UB and, for a scope tiled in 32-byte blocks,
+    so do all its values at once (see `passes.ub_fusion`)."""
     size = working_set(ops, soc)
-    return size is not None and size <= soc.ub_bytes
+    if size is None or size > soc.ub_bytes:
+        return False
+    tile = tile_of(ops)
+    return tile is None or tile.kind != "block" or (blocks_at_once(ops, soc) or 0) <= soc.ub_bytes
 
 
 def scope_violations(module: ModuleOp, soc: str = DEFAULT_SOC_VERSION) -> list[str]:
@@ -250,9 +327,12 @@ def scope_violations(module: ModuleOp, soc: str = DEFAULT_SOC_VERSION) -> list[s
             names = ", ".join(op_type(op) for op in g.ops)
             if not graph.convex(members):
                 problems.append(f"scope {g.scope} ({names}) is not convex")
-            size = working_set(g.ops, profile)
-            if size is None or size > profile.ub_bytes:
-                problems.append(f"scope {g.scope} ({names}) needs {size} bytes of UB, {profile.name} has {profile.ub_bytes}")
+            if not fits(g.ops, profile):
+                size, held = working_set(g.ops, profile), blocks_at_once(g.ops, profile)
+                problems.append(
+                    f"scope {g.scope} ({names}) needs {size} bytes of UB at its peak, {held} for all its values; "
+                    f"{profile.name} has {profile.ub_bytes}"
+                )
     return problems
 
 
