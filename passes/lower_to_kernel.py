@@ -42,7 +42,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.exceptions import ParseError
+from xdsl.utils.lexer import Input, Span
 
 import dialects
 import passes.lowering
@@ -168,20 +169,18 @@ class _Lowering:
             return kernel
         cache.misses += 1
         kernel = self.build(scope)
-        cache.store(key, _text(kernel))
+        text = _text(kernel)
+        cache.store(key, text)
+        _remember(text, kernel.clone())
         return kernel
 
     def parse(self, cache: kernel_cache.KernelCache, key: str, text: str, scope: Scope) -> KernelOp | None:
         """The kernel of an entry, renamed and given this scope's compute region; None
-        (the entry discarded) when its text is not one valid kernel."""
+        (the entry discarded) when its text is not one kernel."""
         try:
-            kernel = Parser(ir.context(), text).parse_op()
-            kernel.verify()
-        except (ParseError, VerifyException) as e:
-            cache.discard(cache.path(key), f"not a valid kernel: {str(e).strip().splitlines()[-1]}")
-            return None
-        if not isinstance(kernel, KernelOp):
-            cache.discard(cache.path(key), f"{kernel.name} is not an ascend_kernel.kernel")
+            kernel = _prototype(text).clone()
+        except ParseError as e:
+            cache.discard(cache.path(key), f"not a kernel: {str(e).strip().splitlines()[-1]}")
             return None
         kernel.properties["sym_name"] = StringAttr(self.fresh_name([t.data for t in kernel.op_types]))
         old = kernel.compute.block
@@ -237,6 +236,30 @@ def _compute(scope: Scope) -> Block:
         compute.add_op(op.clone(value_mapper=mapping))
     compute.add_op(YieldOp([mapping[v] for v in scope.outputs]))
     return compute
+
+
+_PARSED: dict[str, KernelOp] = {}
+"""Entry texts and their kernels, oldest first: parsing costs more than building
+(xDSL's lexer), so a process that compiles again clones a kernel it stored or parsed."""
+PARSED_MAX = 1024
+
+
+def _remember(text: str, kernel: KernelOp) -> None:
+    if len(_PARSED) >= PARSED_MAX:
+        del _PARSED[next(iter(_PARSED))]
+    _PARSED[text] = kernel
+
+
+def _prototype(text: str) -> KernelOp:
+    """The kernel an entry's text holds. It is not verified here: the entry's digest says
+    it is the text a built kernel printed, and the module is verified after the lowering."""
+    if text in _PARSED:
+        return _PARSED[text]
+    kernel = Parser(ir.context(), text).parse_op()
+    if not isinstance(kernel, KernelOp):
+        raise ParseError(Span(0, len(kernel.name), Input(text, "entry")), f"{kernel.name} is not an ascend_kernel.kernel")
+    _remember(text, kernel)
+    return kernel
 
 
 def _text(kernel: KernelOp) -> str:
