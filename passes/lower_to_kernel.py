@@ -156,22 +156,19 @@ class _Lowering:
     def cached(self, cache: kernel_cache.KernelCache, scope: Scope, key: str) -> KernelOp:
         """The scope's kernel from the cache, or built and stored there."""
         names = [op.label if isinstance(op, ag.AscendOp) else op.name for op in scope.ops]
-        if cache.rebuilds(names, _op_types(scope.ops)):
-            cache.misses += 1
-            kernel = self.build(scope)
-            if cache.mode == "force":
-                cache.store(key, _text(kernel))
-            return kernel
-        text = cache.load(key)
-        kernel = None if text is None else self.parse(cache, key, text, scope)
-        if kernel is not None:
-            cache.hits += 1
-            return kernel
+        listed = cache.listed(names, _op_types(scope.ops))
+        if cache.mode == "enable" and not listed:
+            text = cache.load(key)
+            kernel = None if text is None else self.parse(cache, key, text, scope)
+            if kernel is not None:
+                cache.hits += 1
+                return kernel
         cache.misses += 1
         kernel = self.build(scope)
-        text = _text(kernel)
-        cache.store(key, text)
-        _remember(text, kernel.clone())
+        if not listed:  # an op_debug_list op is built for debugging: it stays out of the cache
+            text = _text(kernel)
+            cache.store(key, text)
+            _remember(text, kernel.clone())
         return kernel
 
     def parse(self, cache: kernel_cache.KernelCache, key: str, text: str, scope: Scope) -> KernelOp | None:

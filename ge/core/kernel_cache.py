@@ -229,9 +229,9 @@ class KernelCache:
     def path(self, key: str) -> str:
         return os.path.join(self.folder, hashlib.sha256(key.encode()).hexdigest() + SUFFIX)
 
-    def rebuilds(self, names: Iterable[str], op_types: Iterable[str]) -> bool:
-        """True for a kernel built anew and kept out of the cache: force mode, or op_debug_list names it."""
-        return self.mode == "force" or (self.debug is not None and self.debug.lists(names, op_types))
+    def listed(self, names: Iterable[str], op_types: Iterable[str]) -> bool:
+        """True for a kernel op_debug_list asks for: built anew and kept out of the cache."""
+        return self.debug is not None and self.debug.lists(names, op_types)
 
     def load(self, key: str) -> str | None:
         """The body stored for `key`, or None (a miss); a bad entry is removed."""
