@@ -304,3 +304,14 @@ def test_resnet50_compiled_again_hits_every_kernel(tmp_path: Path, resnet50_onnx
     built = cold.build["kernel_cache"]["misses"]  # one per distinct kernel: equal scopes share one
     assert warm.build["kernel_cache"] == {**cold.build["kernel_cache"], "hits": built, "misses": 0}
     assert om_content(warm, tmp_path / "warm.om") == om_content(cold, tmp_path / "cold.om")
+
+
+def test_an_invalid_limit_is_logged_with_its_name(tmp_path: Path, caplog) -> None:
+    (tmp_path / "op_cache.ini").write_text("[op_compiler_cache]\nremain_cache_size_ratio=0\n")
+    with caplog.at_level(logging.INFO, logger="ge"):
+        assert read_limits(str(tmp_path), {"ASCEND_MAX_OP_CACHE_SIZE": "x"}) == Limits()
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        f"kernel cache: {tmp_path / 'op_cache.ini'} ignored: remain_cache_size_ratio=0 is not valid (sizes: -1 or >= 1 MB, ratio: 1-100)",
+        "kernel cache: the environment ignored: ASCEND_MAX_OP_CACHE_SIZE=x is not valid (sizes: -1 or >= 1 MB, ratio: 1-100)",
+    ]

@@ -91,17 +91,19 @@ class Limits:
         return self.max_mb != -1
 
 
-def _limits_from(values: Mapping[str, str | None], source: str) -> dict[str, int] | None:
-    """The limits a source gives, or None (logged) when any value it gives is invalid."""
-    given = {k: v.strip() for k, v in values.items() if v is not None and v.strip()}
+def _limits_from(values: Mapping[str, tuple[str, str | None]], source: str) -> dict[str, int] | None:
+    """The limits a source gives ({field: (its spelling there, text)}), or None (logged)
+    when any value it gives is invalid."""
     parsed: dict[str, int] = {}
-    for name, text in given.items():
-        number = int(text) if text.lstrip("-").isdigit() else None
+    for name, (spelling, text) in values.items():
+        if text is None or not text.strip():
+            continue
+        number = int(text) if text.strip().lstrip("-").isdigit() else None
         valid = number is not None and (
             (name == "max_mb" and (number == -1 or number >= 1)) or (name == "ratio" and 1 <= number <= 100)
         )
         if not valid:
-            log.info("kernel cache: %s ignored: %s=%r is not valid (max size: -1 or >= 1 MB, ratio: 1-100)", source, name, text)
+            log.info("kernel cache: %s ignored: %s=%s is not valid (sizes: -1 or >= 1 MB, ratio: 1-100)", source, spelling, text)
             return None
         parsed[name] = number  # type: ignore[assignment]
     return parsed
@@ -119,10 +121,13 @@ def read_limits(root: str, environ: Mapping[str, str] = os.environ) -> Limits:
     else:
         if parser.has_section(SECTION):
             section = parser[SECTION]
-            from_ini = _limits_from({"max_mb": section.get("max_op_cache_size"), "ratio": section.get("remain_cache_size_ratio")}, ini)
+            from_ini = _limits_from(
+                {name: (spelling, section.get(spelling)) for name, spelling in (("max_mb", "max_op_cache_size"), ("ratio", "remain_cache_size_ratio"))},
+                ini,
+            )
             values.update(from_ini or {})
     from_env = _limits_from(
-        {"max_mb": environ.get("ASCEND_MAX_OP_CACHE_SIZE"), "ratio": environ.get("ASCEND_REMAIN_CACHE_SIZE_RATIO")},
+        {name: (spelling, environ.get(spelling)) for name, spelling in (("max_mb", "ASCEND_MAX_OP_CACHE_SIZE"), ("ratio", "ASCEND_REMAIN_CACHE_SIZE_RATIO"))},
         "the environment",
     )
     for name, value in (from_env or {}).items():
