@@ -24,6 +24,10 @@ TINY = DEMO_MODELS[0].path
 BIN = Path(sys.executable).parent
 
 
+def atc_command(*flags: str) -> list[str]:
+    return [str(BIN / "ge"), "atc", f"--model={TINY}", "--framework=5", "--soc_version=Ascend310P3", "--export_compile_stat=0", *flags]
+
+
 def compile_tiny(cache: Path, **flags: object) -> ge.Model:
     return ge.compile(TINY, {"op_compiler_cache_dir": str(cache), "export_compile_stat": 0, **flags})
 
@@ -91,8 +95,7 @@ def test_the_default_directory_is_ascend_cache_path_else_home(tmp_path: Path, mo
 def test_two_processes_compiling_into_one_cache_both_succeed(tmp_path: Path) -> None:
     runs = [
         subprocess.Popen(
-            [str(BIN / "ge"), "atc", f"--model={TINY}", "--framework=5", f"--output=m{i}", "--soc_version=Ascend310P3",
-             f"--op_compiler_cache_dir={tmp_path / 'cache'}", "--export_compile_stat=0"],
+            atc_command(f"--output=m{i}", f"--op_compiler_cache_dir={tmp_path / 'cache'}"),
             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for i in range(2)
@@ -258,14 +261,16 @@ def test_a_cache_directory_that_cannot_be_made_is_refused_before_the_compile(tmp
     blocker = tmp_path / "file"
     blocker.write_text("")
     result = subprocess.run(
-        [str(BIN / "ge"), "atc", f"--model={TINY}", "--framework=5", "--output=m", "--soc_version=Ascend310P3",
-         f"--op_compiler_cache_dir={blocker / 'cache'}"],
-        cwd=tmp_path, capture_output=True, text=True,
+        atc_command("--output=m", f"--op_compiler_cache_dir={blocker / 'cache'}"),
+        check=False, cwd=tmp_path, capture_output=True, text=True,
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"ge: error: [E10001] op_compiler_cache_dir '{blocker / 'cache'}': cannot create '{blocker / 'cache' / 'kernel_cache'}' "
-        "(Not a directory); give a writable directory or --op_compiler_cache_mode=disable"
+        (
+            f"ge: error: [E10001] op_compiler_cache_dir '{blocker / 'cache'}': cannot create "
+            f"'{blocker / 'cache' / 'kernel_cache'}' (Not a directory); give a writable directory "
+            "or --op_compiler_cache_mode=disable"
+        )
     ]
     assert not (tmp_path / "m.om").exists()
 
@@ -273,9 +278,8 @@ def test_a_cache_directory_that_cannot_be_made_is_refused_before_the_compile(tmp
 def test_the_atc_summary_reports_hits_and_misses(tmp_path: Path) -> None:
     def run() -> str:
         result = subprocess.run(
-            [str(BIN / "ge"), "atc", f"--model={TINY}", "--framework=5", "--output=m", "--soc_version=Ascend310P3",
-             f"--op_compiler_cache_dir={tmp_path}", "--export_compile_stat=0"],
-            cwd=tmp_path, capture_output=True, text=True,
+            atc_command("--output=m", f"--op_compiler_cache_dir={tmp_path}"),
+            check=False, cwd=tmp_path, capture_output=True, text=True,
         )
         assert result.returncode == 0, result.stderr
         return next(line for line in result.stdout.splitlines() if line.startswith("kernel cache:"))
