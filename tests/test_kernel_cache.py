@@ -166,6 +166,15 @@ def test_ageing_spares_entries_used_within_half_an_hour_and_a_cache_under_its_li
     assert IDLE_SECONDS == 1800
 
 
+def test_ageing_removes_temporaries_a_killed_writer_left(tmp_path: Path) -> None:
+    stale, fresh = tmp_path / ".a.tmp", tmp_path / ".b.tmp"
+    for path, minutes in ((stale, 40), (fresh, 1)):
+        path.write_bytes(b"partial")
+        os.utime(path, (time.time() - minutes * 60,) * 2)
+    assert age(str(tmp_path), Limits()) == []
+    assert not stale.exists() and fresh.exists()
+
+
 def test_a_compile_ages_its_cache_and_minus_one_turns_ageing_and_touching_off(tmp_path: Path) -> None:
     compile_tiny(tmp_path)
     (tmp_path / "op_cache.ini").write_text("[op_compiler_cache]\nmax_op_cache_size=-1\nremain_cache_size_ratio=50\n")

@@ -342,17 +342,19 @@ def _checked(data: bytes, key: str) -> str | Reject:
 
 def age(folder: str, limits: Limits, now: float | None = None) -> list[str]:
     """Remove entries idle for over half an hour, oldest first, while the folder is over
-    max_mb, until it is down to ratio percent of it; the removed paths."""
+    max_mb, until it is down to ratio percent of it; the removed paths. Temporary files
+    as old are removed whatever the size."""
     now = time.time() if now is None else now
     entries = []
     for entry in os.scandir(folder):
-        if not entry.name.endswith(SUFFIX):
-            continue
         try:
             st = entry.stat()
         except FileNotFoundError:
             continue
-        entries.append((st.st_mtime, st.st_size, entry.path))
+        if entry.name.endswith(SUFFIX):
+            entries.append((st.st_mtime, st.st_size, entry.path))
+        elif entry.name.endswith(".tmp") and now - st.st_mtime > IDLE_SECONDS:
+            _remove(entry.path)  # left by a writer that was killed: a write takes milliseconds
     total = sum(size for _, size, _ in entries)
     if total <= limits.max_mb * 2**20:
         return []
