@@ -10,6 +10,11 @@ fusion, Split no-task), lowering every kernel scope to a tiled `ascend_kernel`
 kernel (`lower-to-kernel`), then the build: streams, memory, tasks, weights and
 kernels (see `ge.backend`).
 
+The lowering reads and fills the kernel compile cache (`ge.core.kernel_cache`) as
+op_compiler_cache_mode and op_compiler_cache_dir say (enable by default, as in
+CANN); its folder is checked before anything is compiled, and what the cache did
+is in `Model.build["kernel_cache"]` (mode, folder, hits, misses; or why it was off).
+
 A module passed in is compiled in place. fusion_result.json is written at the
 end of a successful compile when `export_compile_stat` is 1 (2 writes it right
 after the optimisation), as `ge atc` does.
@@ -27,7 +32,7 @@ from collections.abc import Mapping
 from xdsl.dialects.builtin import ModuleOp
 
 from ge.om import Model, OmError, TensorDesc, read
-from ge.core import soc
+from ge.core import kernel_cache, soc
 from ge.core.options import AICPU_ENGINE, CompileOptions, parse_stream_max_parallel_num
 
 __all__ = ["Model", "OmError", "TensorDesc", "compile", "load_model"]
@@ -42,6 +47,9 @@ def compile(
     from ge import backend, pipeline
 
     options = _options(options)
+    cache, off = kernel_cache.for_compile(
+        options.op_compiler_cache_mode, options.op_compiler_cache_dir, options.op_debug_level, options.op_debug_config
+    )
     timings: dict[str, float] = {}
     started = time.perf_counter()
     if isinstance(model, ModuleOp):
@@ -55,7 +63,8 @@ def compile(
     if not isinstance(model, ModuleOp) and log.isEnabledFor(logging.INFO):
         shape = f" --input_shape='{options.input_shape}'" if options.input_shape else ""
         log.info("the same compile in ge-opt: ge-opt %s%s -p '%s'", os.fspath(model), shape, compilation.pipeline)
-    compilation.lower()
+    with kernel_cache.using(cache):
+        compilation.lower()
     timings.update(compilation.timings)
     settings = backend.BuildOptions(
         soc_version=options.soc_version,
@@ -65,7 +74,12 @@ def compile(
     )
     result = backend.build(module, settings, timings)
     compilation.finish()
-    return dataclasses.replace(result, build={**result.build, **_virtual_instance(options), "timings": timings})
+    report = {"mode": options.op_compiler_cache_mode, "off": off}
+    if cache is not None:
+        cache.finish()
+        report = cache.report()
+    build = {**result.build, **_virtual_instance(options), "timings": timings, "kernel_cache": report}
+    return dataclasses.replace(result, build=build)
 
 
 def _virtual_instance(options: CompileOptions) -> dict[str, object]:
@@ -89,4 +103,9 @@ def _options(options: CompileOptions | Mapping[str, object] | None) -> CompileOp
         options = CompileOptions.from_flags(**options)
     if options.stream_max_parallel_num and AICPU_ENGINE in parse_stream_max_parallel_num(options.stream_max_parallel_num):
         log.warning("stream_max_parallel_num: %s has no effect here: every kernel runs on the AI Core", AICPU_ENGINE)
+    if options.op_debug_level or options.op_debug_config:
+        log.warning(
+            "op_debug_level and op_debug_config make no operator debug files here (there are no operator binaries); "
+            "their one effect is on the kernel compile cache"
+        )
     return options

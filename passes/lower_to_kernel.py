@@ -15,6 +15,13 @@ every op of the same shape: the 12 layers of a BERT encoder make 12 launches of 
 of their kernels. The kernel's compute region keeps the node names of the first
 scope; each launch keeps its own.
 
+With a kernel cache in use (`ge.core.kernel_cache`, set by the compile, never by
+`ge-opt`), a scope's kernel is read from the cache when its entry exists (the same
+key after the compiler's version) and built and stored otherwise. The entry is the
+kernel's IR text; a kernel read from it takes a fresh symbol name and a compute
+region cloned from this scope, so that it carries this scope's node names: a model
+compiled from the cache is the model compiled without it.
+
 The launches are placed in a topological order that keeps the graph's order where
 it can (a scope's launch goes where its first op was, once its inputs exist), so
 the build can plan memory and emit tasks in list order.
@@ -23,22 +30,41 @@ the build can plan memory and emit tasks in list order.
 from __future__ import annotations
 
 import heapq
+import io
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.parser import Parser
 from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError
+from xdsl.utils.lexer import Input, Span
+
+import dialects
+import passes.lowering
 
 from dialects import ascend_graph as ag
 from dialects.ascend_kernel import ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
+from ge.core import dtypes, ir, kernel_cache
 from ge.core import soc as socs
 from ge.core.options import check_fields, option_field
 from ge.core.errors import ModelError
 from passes.lowering import plan
 from dialects.kernel_boundary import makes_kernel, scope_of, virtual_cores
+
+LOWERING_SOURCES = (
+    __file__,
+    os.path.dirname(passes.lowering.__file__),
+    os.path.dirname(dialects.__file__),
+    dtypes.__file__,
+    os.path.dirname(socs.__file__),
+)
+"""What a kernel is made from besides its scope: a change here makes new cache keys."""
 
 
 @dataclass(frozen=True)
@@ -118,19 +144,57 @@ class _Lowering:
         key = scope.key(self.soc)
         if key in self.kernels:
             return self.kernels[key]
+        cache = kernel_cache.current()
+        if cache is None:
+            kernel = self.build(scope)
+        else:
+            kernel = self.cached(cache, scope, f"{kernel_cache.compiler_version(LOWERING_SOURCES)}\n{key}")
+        self.module.body.block.add_op(kernel)
+        self.kernels[key] = kernel
+        return kernel
+
+    def cached(self, cache: kernel_cache.KernelCache, scope: Scope, key: str) -> KernelOp:
+        """The scope's kernel from the cache, or built and stored there."""
+        names = [op.label if isinstance(op, ag.AscendOp) else op.name for op in scope.ops]
+        listed = cache.listed(names, _op_types(scope.ops))
+        if cache.mode == "enable" and not listed:
+            text = cache.load(key)
+            kernel = None if text is None else self.parse(cache, key, text, scope)
+            if kernel is not None:
+                cache.hits += 1
+                return kernel
+        cache.misses += 1
+        kernel = self.build(scope)
+        if not listed:  # an op_debug_list op is built for debugging: it stays out of the cache
+            text = _text(kernel)
+            cache.store(key, text)
+            _remember(text, kernel.clone())
+        return kernel
+
+    def parse(self, cache: kernel_cache.KernelCache, key: str, text: str, scope: Scope) -> KernelOp | None:
+        """The kernel of an entry, renamed and given this scope's compute region; None
+        (the entry discarded) when its text is not one kernel."""
+        try:
+            kernel = _prototype(text).clone()
+        except ParseError as e:
+            cache.discard(cache.path(key), f"not a kernel: {str(e).strip().splitlines()[-1]}")
+            return None
+        kernel.properties["sym_name"] = StringAttr(self.fresh_name([t.data for t in kernel.op_types]))
+        old = kernel.compute.block
+        kernel.compute.add_block(_compute(scope))
+        kernel.compute.detach_block(old)
+        old.erase()
+        return kernel
+
+    def build(self, scope: Scope) -> KernelOp:
         planned = plan(self.profile, scope.ops, scope.inputs, scope.outputs)
-        compute = Block(arg_types=[v.type for v in scope.inputs])
-        mapping: dict[SSAValue, SSAValue] = dict(zip(scope.inputs, compute.args))
-        for op in scope.ops:
-            compute.add_op(op.clone(value_mapper=mapping))
-        compute.add_op(YieldOp([mapping[v] for v in scope.outputs]))
         gm_types = [BufferType("GM")] * (len(scope.inputs) + len(scope.outputs) + (planned.workspace > 0))
         program = Block(arg_types=gm_types)
         values = [*scope.inputs, *scope.outputs]
         gm = dict(zip(values, program.args))
         workspace = program.args[len(values)] if planned.workspace else None
         program.add_ops(planned.program(gm, workspace))
-        op_types = list(dict.fromkeys(getattr(op, "OP_TYPE", op.name) for op in scope.ops))
+        op_types = _op_types(scope.ops)
         args = [ArgAttr.of("input", _tensor(v)) for v in scope.inputs] + [ArgAttr.of("output", _tensor(v)) for v in scope.outputs]
         kernel = KernelOp(
             self.fresh_name(op_types),
@@ -142,12 +206,10 @@ class _Lowering:
             args=args,
             soc=self.soc,
             workspace=planned.workspace,
-            compute=Region(compute),
+            compute=Region(_compute(scope)),
             program=Region(program),
         )
         verify_fits(kernel, self.profile)
-        self.module.body.block.add_op(kernel)
-        self.kernels[key] = kernel
         return kernel
 
     def fresh_name(self, op_types: Sequence[str]) -> str:
@@ -157,6 +219,50 @@ class _Lowering:
             n += 1
         self.names.add(f"{stem}_{n}")
         return f"{stem}_{n}"
+
+
+def _op_types(ops: Sequence[Operation]) -> list[str]:
+    return list(dict.fromkeys(getattr(op, "OP_TYPE", op.name) for op in ops))
+
+
+def _compute(scope: Scope) -> Block:
+    """The scope's ops cloned into a block of their own, ending in a yield of its outputs."""
+    compute = Block(arg_types=[v.type for v in scope.inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(scope.inputs, compute.args))
+    for op in scope.ops:
+        compute.add_op(op.clone(value_mapper=mapping))
+    compute.add_op(YieldOp([mapping[v] for v in scope.outputs]))
+    return compute
+
+
+_PARSED: dict[str, KernelOp] = {}
+"""Entry texts and their kernels, oldest first: parsing costs more than building
+(xDSL's lexer), so a process that compiles again clones a kernel it stored or parsed."""
+PARSED_MAX = 1024
+
+
+def _remember(text: str, kernel: KernelOp) -> None:
+    if len(_PARSED) >= PARSED_MAX:
+        del _PARSED[next(iter(_PARSED))]
+    _PARSED[text] = kernel
+
+
+def _prototype(text: str) -> KernelOp:
+    """The kernel an entry's text holds. It is not verified here: the entry's digest says
+    it is the text a built kernel printed, and the module is verified after the lowering."""
+    if text in _PARSED:
+        return _PARSED[text]
+    kernel = Parser(ir.context(), text).parse_op()
+    if not isinstance(kernel, KernelOp):
+        raise ParseError(Span(0, len(kernel.name), Input(text, "entry")), f"{kernel.name} is not an ascend_kernel.kernel")
+    _remember(text, kernel)
+    return kernel
+
+
+def _text(kernel: KernelOp) -> str:
+    out = io.StringIO()
+    Printer(stream=out).print_op(kernel)
+    return out.getvalue()
 
 
 def _tensor(value: SSAValue) -> TensorType:

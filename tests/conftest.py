@@ -9,10 +9,17 @@ One hypothesis profile serves every property test: 40 examples (a test that need
 more or fewer says so with its own `@settings`), no deadline (a compile's time
 varies with the machine's load), and no health check for slow data generation
 (graphs are large to draw).
+
+Compiles use the kernel compile cache by default (op_compiler_cache_mode=enable, as
+in CANN): each test process points ASCEND_CACHE_PATH at a temporary directory of
+its own, so the suite never writes into $HOME/atc_data, and removes it at the end.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +31,8 @@ settings.register_profile("ge", max_examples=40, deadline=None, suppress_health_
 settings.load_profile("ge")
 
 _summary_ran: list[str] = []
+_kernel_cache = tempfile.mkdtemp(prefix="ge-kernel-cache-")
+os.environ["ASCEND_CACHE_PATH"] = _kernel_cache
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +63,10 @@ def pytest_runtest_logreport(report) -> None:
     """Note that the conformance summary ran (also seen here for xdist workers' tests)."""
     if report.when == "call" and report.nodeid.endswith("test_onnx_backend.py::test_conformance_summary"):
         _summary_ran.append(report.nodeid)
+
+
+def pytest_unconfigure(config) -> None:
+    shutil.rmtree(_kernel_cache, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

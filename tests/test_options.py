@@ -85,10 +85,10 @@ def test_a_bad_run_option_names_the_option_the_value_and_what_is_allowed(flags, 
 
 def test_an_option_without_effect_is_accepted_and_warned_about(caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="ge"):
-        options = CompileOptions.from_flags(op_debug_level=3, soc_version="Ascend910B1")
+        options = CompileOptions.from_flags(status_check=1, soc_version="Ascend910B1")
     assert options.soc_version == "Ascend910B1"
     assert [r.getMessage() for r in caplog.records] == [
-        f"--op_debug_level has no effect: {OPTION['op_debug_level'].no_effect}"
+        f"--status_check has no effect: {OPTION['status_check'].no_effect}"
     ]
 
 

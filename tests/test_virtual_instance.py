@@ -5,6 +5,7 @@ models that give the same values on every slice, faster on larger ones."""
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -74,12 +75,13 @@ def test_l1_fusion_is_not_performed_in_virtualization_scenarios():
 
 
 def test_ge_atc_says_what_the_model_was_built_for(tmp_path: Path):
+    env = {"COLUMNS": "400", "ASCEND_CACHE_PATH": os.environ["ASCEND_CACHE_PATH"]}  # the suite's kernel cache, not $HOME's
     args = [str(BIN / "ge"), "atc", f"--model={BERT.path}", "--framework=5", "--soc_version=Ascend310P3", "--export_compile_stat=0"]
-    virtual = subprocess.run([*args, f"--output={tmp_path / 'v'}", "--virtual_type=1"], capture_output=True, text=True, env={"COLUMNS": "400"})
+    virtual = subprocess.run([*args, f"--output={tmp_path / 'v'}", "--virtual_type=1"], capture_output=True, text=True, env=env)
     assert virtual.returncode == 0, virtual.stderr
     assert "built for virtual instances: balanced on slices of 1, 2, 4, 8 AI cores (every block_dim a multiple of 8)" in virtual.stdout
     assert "on one core (soft-sync): attention.context" in virtual.stdout
-    whole = subprocess.run([*args, f"--output={tmp_path / 'w'}"], capture_output=True, text=True, env={"COLUMNS": "400"})
+    whole = subprocess.run([*args, f"--output={tmp_path / 'w'}"], capture_output=True, text=True, env=env)
     assert "built for the whole chip (--virtual_type=0)" in whole.stdout
 
 

@@ -166,6 +166,13 @@ def block_dims(compiled) -> str:
     )
 
 
+def cache_line(cache: dict) -> str:
+    """What the kernel compile cache did: hits and misses in its folder, or why it was off."""
+    if "off" in cache:
+        return f"kernel cache: off ({cache['off']})"
+    return f"kernel cache: {cache['hits']} hits, {cache['misses']} misses ({cache['mode']}, {cache['dir']})"
+
+
 def report(model: Path, output: Path, compiled, saved: float) -> None:
     """What a compile made: phases with their times, kernels, tasks, streams, the memory plan."""
     from ge.om import Region
@@ -185,6 +192,7 @@ def report(model: Path, output: Path, compiled, saved: float) -> None:
         f"streams: {compiled.streams}, event ids: {compiled.events}"
     )
     console.print(block_dims(compiled))
+    console.print(cache_line(compiled.build["kernel_cache"]))
     plan = compiled.memory
     fm = plan.sizes[Region.FEATURE_MAP]
     ratio = f" ({fm / plan.feature_map_minimum:.2f}x)" if plan.feature_map_minimum else ""

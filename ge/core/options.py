@@ -125,7 +125,10 @@ OP_SELECT_IMPLMODES = ("high_precision", "high_performance", "high_precision_for
 DEFAULT_OP_SELECT_IMPLMODE = "high_performance"
 
 BUFFER_OPTIMIZE = ("l2_optimize", "l1_optimize", "off_optimize")
-_CACHE = "kernels are generated in every compile; there is no operator compile cache yet"
+CACHE_MODES = ("enable", "force", "disable")
+NOT_RECORDED = ("op_compiler_cache_mode", "op_compiler_cache_dir")
+"""Options that change how a compile runs, not what it makes: a model does not record
+them, so a model compiled with and without the kernel cache is the same file."""
 
 OPTIONS: tuple[Option, ...] = (
     # ---- compile (ATC)
@@ -148,10 +151,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("buffer_optimize", str, "l2_optimize", "Buffer optimisation: l2_optimize, l1_optimize (L1 fusion) or off_optimize; l1_optimize excludes virtual_type=1.", choices=BUFFER_OPTIMIZE, no_effect="there is no L1 fusion and no L2 model to tune yet"),
     Option("host_env_os", str, None, "The host's operating system.", no_effect="the model runs on the simulator, whatever the host's operating system"),
     Option("host_env_cpu", str, None, "The host's CPU architecture.", no_effect="the model runs on the simulator, whatever the host's CPU architecture"),
-    Option("op_compiler_cache_mode", str, None, "The operator compile cache: enable, force or disable.", no_effect=_CACHE),
-    Option("op_compiler_cache_dir", str, None, "The operator compile cache's directory.", no_effect=_CACHE),
+    Option("op_compiler_cache_mode", str, "enable", "The kernel compile cache: enable reads and fills it, force rebuilds every kernel and rewrites its entry, disable neither reads nor writes.", choices=CACHE_MODES),
+    Option("op_compiler_cache_dir", str, None, "The kernel compile cache's directory (entries in its kernel_cache/; default $ASCEND_CACHE_PATH, else $HOME/atc_data)."),
     Option("debug_dir", str, None, "Where operator debug files go.", no_effect="no operator debug files (.o, .json, .cce) exist to be written"),
-    Option("op_debug_level", int, None, "Operator debug information (0-4).", no_effect="there is no operator binary to build with debug information"),
+    Option("op_debug_level", int, None, "Operator debug information (0-4); there are no operator binaries to debug here, so its one effect is that non-zero turns the kernel compile cache off.", choices=(0, 1, 2, 3, 4)),
+    Option("op_debug_config", str, None, "A file of 'op_debug_config=oom,ccec_g,...' and 'op_debug_list=Name,OpType::Type' lines; there are no operator binaries to instrument here, so its one effect is on the kernel compile cache: off without op_debug_list, else the listed ops' kernels are rebuilt."),
     Option("status_check", int, None, "Overflow checks in the operators.", no_effect="there is no operator binary to instrument with overflow checks"),
     # ---- run (NPURunConfig, and the simulator's own)
     Option("input_fusion_size", int, 131072, "Graph inputs of at most this many bytes go to the device in one fused copy (0: none).", tools=(RUN,), minimum=0, maximum=33554432),
@@ -248,6 +252,10 @@ class CompileOptions:
     op_select_implmode: str | None = option_field("op_select_implmode")
     optypelist_for_implmode: str | None = option_field("optypelist_for_implmode")
     virtual_type: int = option_field("virtual_type")
+    op_compiler_cache_mode: str = option_field("op_compiler_cache_mode")
+    op_compiler_cache_dir: str | None = option_field("op_compiler_cache_dir")
+    op_debug_level: int | None = option_field("op_debug_level")
+    op_debug_config: str | None = option_field("op_debug_config")
     session_id: int = 0
     """GE's session id (not an ATC flag): names fusion_result.json's session."""
     graph_id: int = 0
@@ -264,6 +272,10 @@ class CompileOptions:
             raise OptionError(
                 f"virtual_type=1: {self.soc_version} has no virtual instances; they exist on {', '.join(supported)}"
             )
+        if self.op_debug_config is not None:
+            from ge.core.kernel_cache import read_debug_config
+
+            read_debug_config(self.op_debug_config)
         self.precision_settings()
 
     def precision_settings(self) -> PrecisionSettings:
@@ -302,5 +314,5 @@ class CompileOptions:
         return {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
-            if getattr(self, f.name) != f.default or f.name == "soc_version"
+            if (getattr(self, f.name) != f.default or f.name == "soc_version") and f.name not in NOT_RECORDED
         }
