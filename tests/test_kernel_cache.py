@@ -25,11 +25,11 @@ BIN = Path(sys.executable).parent
 
 
 def atc_command(*flags: str) -> list[str]:
-    return [str(BIN / "ge"), "atc", f"--model={TINY}", "--framework=5", "--soc_version=Ascend310P3", "--export_compile_stat=0", *flags]
+    return [str(BIN / "ge"), "atc", f"--model={TINY}", "--framework=5", "--soc_version=Ascend310P3", "--export_compile_stat=0", "--op_compiler_cache_mode=enable", *flags]
 
 
 def compile_tiny(cache: Path, **flags: object) -> ge.Model:
-    return ge.compile(TINY, {"op_compiler_cache_dir": str(cache), "export_compile_stat": 0, **flags})
+    return ge.compile(TINY, {"op_compiler_cache_dir": str(cache), "export_compile_stat": 0, "op_compiler_cache_mode": "enable", **flags})
 
 
 def entries(cache: Path) -> list[Path]:
@@ -88,7 +88,7 @@ def test_the_default_directory_is_ascend_cache_path_else_home(tmp_path: Path, mo
     monkeypatch.setenv("HOME", str(tmp_path))
     assert kernel_cache.default_dir({}) == str(tmp_path / "atc_data")
     monkeypatch.setenv("ASCEND_CACHE_PATH", str(tmp_path / "env"))
-    model = ge.compile(TINY, {"export_compile_stat": 0})
+    model = ge.compile(TINY, {"export_compile_stat": 0, "op_compiler_cache_mode": "enable"})
     assert model.build["kernel_cache"]["dir"] == str(tmp_path / "env" / "kernel_cache")
 
 
@@ -311,7 +311,7 @@ def test_the_key_names_the_compiler_version(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_resnet50_compiled_again_hits_every_kernel(tmp_path: Path, resnet50_onnx: Path) -> None:
-    flags = {"op_compiler_cache_dir": str(tmp_path), "export_compile_stat": 0}
+    flags = {"op_compiler_cache_dir": str(tmp_path), "export_compile_stat": 0, "op_compiler_cache_mode": "enable"}
     cold = ge.compile(resnet50_onnx, flags)
     warm = ge.compile(resnet50_onnx, flags)
     built = cold.build["kernel_cache"]["misses"]  # one per distinct kernel: equal scopes share one

@@ -9,9 +9,12 @@ Where: `op_compiler_cache_dir`, else `$ASCEND_CACHE_PATH`, else `$HOME/atc_data`
 the entries go to its `kernel_cache/` folder and `op_cache.ini` beside that folder,
 where the reference puts it.
 
-Modes, as the reference has them: `enable` (the default) reads and fills the cache;
+Modes, as the reference has them: `enable` reads and fills the cache;
 `force` rebuilds every kernel and rewrites its entry; `disable` neither reads nor
-writes and touches no directory. The cache is off whatever the mode when
+writes and touches no directory. CANN enables the cache by default; here `disable`
+is the default, because parsing an entry's IR text takes longer than building the
+kernel (benchmarks/kernel_cache.py), so an enabled cache only writes to the user's
+home for no gain in a new process. The cache is off whatever the mode when
 `op_debug_level` is non-zero, or when an `op_debug_config` file has no
 `op_debug_list`; with a list, the listed ops (node names, `OpType::Type`) are rebuilt
 and left out of the cache, the others use it.

@@ -151,7 +151,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("buffer_optimize", str, "l2_optimize", "Buffer optimisation: l2_optimize, l1_optimize (L1 fusion) or off_optimize; l1_optimize excludes virtual_type=1.", choices=BUFFER_OPTIMIZE, no_effect="there is no L1 fusion and no L2 model to tune yet"),
     Option("host_env_os", str, None, "The host's operating system.", no_effect="the model runs on the simulator, whatever the host's operating system"),
     Option("host_env_cpu", str, None, "The host's CPU architecture.", no_effect="the model runs on the simulator, whatever the host's CPU architecture"),
-    Option("op_compiler_cache_mode", str, "enable", "The kernel compile cache: enable reads and fills it, force rebuilds every kernel and rewrites its entry, disable neither reads nor writes.", choices=CACHE_MODES),
+    Option("op_compiler_cache_mode", str, "disable", "The kernel compile cache: enable reads and fills it, force rebuilds every kernel and rewrites its entry, disable (the default here, unlike CANN: reading an entry costs more than building the kernel) neither reads nor writes.", choices=CACHE_MODES),
     Option("op_compiler_cache_dir", str, None, "The kernel compile cache's directory (entries in its kernel_cache/; default $ASCEND_CACHE_PATH, else $HOME/atc_data)."),
     Option("debug_dir", str, None, "Where operator debug files go.", no_effect="no operator debug files (.o, .json, .cce) exist to be written"),
     Option("op_debug_level", int, None, "Operator debug information (0-4); there are no operator binaries to debug here, so its one effect is that non-zero turns the kernel compile cache off.", choices=(0, 1, 2, 3, 4)),
