@@ -51,7 +51,8 @@ import itertools
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import onnx
@@ -828,6 +829,34 @@ def _input_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:
     return {i.name: value_info_type(i)[1] for i in graph.input if i.name not in constant}
 
 
+@contextmanager
+def _utf8(where: str) -> Iterator[None]:
+    """Protobuf decodes string fields when they are read: a bad one fails there."""
+    try:
+        yield
+    except UnicodeDecodeError as e:
+        raise ModelError(f"{where} is malformed: a name or string in it is not UTF-8 ({e})") from e
+
+
+def prepare(
+    model: str | os.PathLike | onnx.ModelProto,
+    input_shape: str | Mapping[str, Sequence[int]] | None = None,
+) -> tuple[Importer, dict[str, Shape], str]:
+    """The importer of a model read and checked as a whole (structure, opset, external
+    data, local functions inlined), the shapes `input_shape` gives, and how errors
+    name the model."""
+    proto, path = _read(model)
+    where = f"'{path}'" if path else "the model"
+    with _utf8(where):
+        _check_structure(proto, where)
+        opset = _default_opset(proto)
+        load_external_data(proto, path)
+        proto = _inline_functions(proto)
+        overrides = parse_input_shape(input_shape, _input_shapes(proto)) if input_shape is not None else {}
+        key = path or f"<memory:{proto.graph.name or 'graph'}:{next(_MEMORY_MODELS)}>"
+        return Importer(proto, key, opset), overrides, where
+
+
 def load_onnx(
     model: str | os.PathLike | onnx.ModelProto,
     input_shape: str | Mapping[str, Sequence[int]] | None = None,
@@ -837,16 +866,6 @@ def load_onnx(
     The store's key is the model's absolute path (so that a printed module can
     reload its weights from it), or `<memory:...>` for an in-memory model.
     """
-    proto, path = _read(model)
-    where = f"'{path}'" if path else "the model"
-    try:
-        _check_structure(proto, where)
-        opset = _default_opset(proto)
-        load_external_data(proto, path)
-        proto = _inline_functions(proto)
-        overrides = parse_input_shape(input_shape, _input_shapes(proto)) if input_shape is not None else {}
-        key = path or f"<memory:{proto.graph.name or 'graph'}:{next(_MEMORY_MODELS)}>"
-        importer = Importer(proto, key, opset)
+    importer, overrides, where = prepare(model, input_shape)
+    with _utf8(where):
         return importer.run(overrides), importer.store
-    except UnicodeDecodeError as e:  # protobuf decodes string fields when they are read
-        raise ModelError(f"{where} is malformed: a name or string in it is not UTF-8 ({e})") from e
