@@ -95,7 +95,7 @@ _TRAILING_NUMBER = re.compile(r"_(\d+)$")
 # ------------------------------------------------------------------------- reading
 
 
-def _read(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
+def read_onnx(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
     """The model proto, and its absolute path when it came from a file."""
     if isinstance(model, onnx.ModelProto):
         return model, None
@@ -845,7 +845,7 @@ def prepare(
     """The importer of a model read and checked as a whole (structure, opset, external
     data, local functions inlined), the shapes `input_shape` gives, and how errors
     name the model."""
-    proto, path = _read(model)
+    proto, path = read_onnx(model)
     where = f"'{path}'" if path else "the model"
     with _utf8(where):
         _check_structure(proto, where)
