@@ -242,7 +242,7 @@ def pre_check(flags: dict[str, str]) -> None:
         return
     problems = Table(title="problems", title_justify="left")
     for column in ("node", "op type", "category", "message"):
-        problems.add_column(column)
+        problems.add_column(column, overflow="fold")
     for p in result.problems:
         problems.add_row(p.node or "(model)", p.op_type or "", p.category, p.message)
     console.print(problems)
@@ -267,7 +267,7 @@ def dump_to_json(flags: dict[str, str]) -> None:
         module = ir.parse(read_text(source, "--om"), str(source))
     except ParseError as e:
         raise ModelError(
-            f"--om={source} is not an IR graph dump ({e.msg.splitlines()[0]} at line {e.span.get_line_col()[0]}); "
+            f"--om={source} is not an IR graph dump ({e.span.get_location()}: {e.msg.splitlines()[0]}); "
             "--mode=5 reads DUMP_GE_GRAPH=1 or 2 dumps (ge_onnx_*.mlir) and ge optimize --output"
         ) from e
     write_json(output, json.dumps(om_info.dump_json(module, str(source)), indent=1))

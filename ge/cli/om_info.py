@@ -221,7 +221,7 @@ def show(model: Model, path: str, console: Console) -> None:
     from ge.om.tasks import KernelTask
 
     build = model.build
-    console.print(f"[bold]{path}[/]: .om format {model.description()['format_version']}, built for [bold]{model.soc_version}[/]")
+    console.print(f"[bold]{path}[/]: .om format {model.description()['format_version']}, built for [bold]{model.soc_version}[/]", soft_wrap=True)
     options = Table(title="build options", title_justify="left")
     options.add_column("option")
     options.add_column("value")
@@ -252,13 +252,15 @@ def show(model: Model, path: str, console: Console) -> None:
     launches = [t for t in model.tasks if isinstance(t, KernelTask)]
     console.print(
         f"kernels: {len({t.kernel for t in launches})}, tasks: {len(model.tasks)} "
-        f"({', '.join(f'{k} {n}' for k, n in kinds.most_common())}), streams: {model.streams}, event ids: {model.events}"
+        f"({', '.join(f'{k} {n}' for k, n in kinds.most_common())}), streams: {model.streams}, event ids: {model.events}",
+        soft_wrap=True,
     )
     virtual = build.get("virtual_instance")
     if isinstance(virtual, dict):
         console.print(
             f"built for virtual instances: slices of {', '.join(map(str, virtual['slice_sizes']))} AI cores, "
-            f"every block_dim a multiple of {virtual['block_dim_multiple']}"
+            f"every block_dim a multiple of {virtual['block_dim_multiple']}",
+            soft_wrap=True,
         )
     else:
         console.print("built for the whole chip (not for virtual instances)")

@@ -118,17 +118,19 @@ def precheck(
         node = graph.node[i]
         label = _node_label(node, i)
         where = f"node '{label}' ({node.op_type})"
+        behind = any(name in unknown for name in node.input)
         try:
-            if any(name in unknown for name in node.input):
+            if behind:
                 result.support_only.append(label)
                 if supported(node, importer.opset, where) is None:
                     raise ModelError(f"{where}: op type {node.op_type} is unsupported")
             else:
                 importer.convert_node(i)
-            continue
         except ModelError as e:
             result.problems.append(_problem(e, node, label, where))
-        unknown.update(o for o in node.output if o)
+            behind = True
+        if behind:
+            unknown.update(o for o in node.output if o)
     if result.passed:
         try:
             importer.finish(live, overrides)
