@@ -14,6 +14,20 @@ The command prints the phases with their times, the kernels, tasks, streams and
 events, and the memory plan (feature map beside its theoretical minimum and the
 size without reuse, inputs, outputs, weights). The `.om` is written only when the
 whole compile succeeded, and atomically.
+
+`--mode` picks ATC's other jobs (`MODES`; the JSON and tables are `ge.cli.om_info`'s):
+1 a `.om` (or, with `--framework=5`, an ONNX model) as JSON; 3 the pre-check
+(`ge.frontend.precheck`), its report where ATC puts it (`--check_report`, else
+`$ASCEND_WORK_PATH`, else the current directory: not beside `--output`, which ATC does
+not use for it); 5 a graph dump as JSON; 6 a `.om`'s key information. Mode 5 keeps
+ATC's meaning (a GE dump to JSON) rather than making dumps: `DUMP_GE_GRAPH` with
+`ge atc` or `ge optimize` already writes one per phase, and a CANN user's
+`--mode=5 --om=DUMP --json=OUT` command line then works here too. The mode is read
+first: it decides the flags. Each mode's usage line says what it requires and takes
+([optional]); any other flag is refused, but for --mode=3, which accepts a whole
+compile's command line (checking its options and warning that they do not change
+the import). Outputs are checked before any work and written whole
+(`ge.core.files.published`).
 """
 
 from __future__ import annotations
@@ -49,26 +63,29 @@ option, click would find it inside any single-dash argument with an `h` in it.""
 
 
 def atc(ctx: typer.Context) -> None:
-    """Compile an ONNX model into NAME.om, or (--mode) show, dump or pre-check one, with ATC's --name=value options.
+    """Compile an ONNX model into NAME.om (ATC's --mode=0), or show, dump or
+    pre-check a model (--mode=1, 3, 5, 6), with ATC's --name=value options.
 
-    --mode=0 (the default) compiles: --model=FILE.onnx --framework=5 --output=NAME
-    --soc_version=SOC, then any compile option listed below; --load-pass-plugin=FILE.py|MODULE
-    (repeatable) adds outside passes, as in ge-opt.
+    --mode=0 (the default): --model=FILE.onnx --framework=5 --output=NAME
+    --soc_version=SOC, and any compile option below. --load-pass-plugin=FILE.py
+    or MODULE (repeatable) adds outside passes, as in ge-opt.
 
-    --mode=1 --om=X.om --json=X.json writes an offline model as JSON (graph of kernels,
-    tasks, kernels, memory plan, inputs/outputs, options, build record); with
-    --framework=5 and --om=X.onnx, an ONNX model (large tensors' data left out).
+    --mode=1 --om=X.om --json=X.json: an offline model as JSON (its graph of
+    kernels, tasks, kernels, memory plan, inputs/outputs, options, build record).
+    With --framework=5 and --om=X.onnx: an ONNX model as JSON, the data of
+    tensors over 16 elements left out.
 
-    --mode=3 --model=FILE.onnx --framework=5 [--input_shape=...] [--check_report=FILE]
-    pre-checks the import: every unsupported op and bad attribute or shape, at once, in
-    check_result.json (--check_report, else $ASCEND_WORK_PATH, else the current directory);
-    exit code 0 if the model passes, 1 if not. The other compile options are checked
-    and have no effect.
+    --mode=3 --model=FILE.onnx --framework=5, with --input_shape and
+    --check_report=FILE if wanted: pre-check the import, listing every
+    unsupported op and bad attribute or shape at once in check_result.json
+    (--check_report, else $ASCEND_WORK_PATH, else the current directory).
+    Exit code 0 when the model passes, 1 when not. A compile's other options
+    are checked, and warned about: they do not change the import.
 
-    --mode=5 --om=DUMP.mlir --json=X.json writes a graph dump (DUMP_GE_GRAPH=1|2's
-    ge_onnx_*.mlir, or ge optimize --output) as JSON.
+    --mode=5 --om=DUMP.mlir --json=X.json: a graph dump (the ge_onnx_*.mlir of
+    DUMP_GE_GRAPH=1 or 2, or ge optimize --output) as JSON.
 
-    --mode=6 --om=X.om shows an offline model's key information.
+    --mode=6 --om=X.om: an offline model's key information.
     """
     mode = mode_of(ctx.args)
     if mode == COMPILE:
