@@ -263,7 +263,7 @@ def pre_check(flags: dict[str, str]) -> None:
     for p in result.problems:
         problems.add_row(p.node or "(model)", p.op_type or "", p.category, p.message)
     console.print(problems)
-    counts = ", ".join(f"{n} {c}" for c, n in result.to_json()["categories"].items())  # type: ignore[union-attr]
+    counts = ", ".join(f"{n} {c}" for c, n in result.categories.items())
     console.print(f"pre-check of {model}: failed, {len(result.problems)} problems ({counts}) in {result.nodes} nodes; report: {report_path}", soft_wrap=True)
     raise SystemExit(1)
 

@@ -43,6 +43,7 @@ DATA_SHOWN = 16
 
 
 def om_json(model: Model, path: str) -> dict[str, object]:
+    from dialects.ascend_graph import AscendOp
     from dialects.ascend_kernel import KernelOp
     from ge.om.tasks import KernelTask
 
@@ -54,7 +55,7 @@ def om_json(model: Model, path: str) -> dict[str, object]:
             "name": task.name,
             "kernel": task.kernel,
             "stream": task.stream,
-            "ops": [_op_ref(op) for op in kernels[task.kernel].compute.block.ops if _op_ref(op)],
+            "ops": [{"name": op.label, "type": op.op_type} for op in kernels[task.kernel].compute.block.ops if isinstance(op, AscendOp)],
             "inputs": [names[a.tensor] for a in task.inputs],
             "outputs": [names[a.tensor] for a in task.outputs],
         }
@@ -76,15 +77,6 @@ def om_json(model: Model, path: str) -> dict[str, object]:
         "kernels": [_kernel_json(op) for op in kernels.values()],
         "memory": description["memory"],
     }
-
-
-def _op_ref(op: Operation) -> dict[str, str] | None:
-    """A graph op inside a kernel by its ONNX name and op type (None for the kernel's yield)."""
-    from dialects.ascend_graph import AscendOp
-
-    if not isinstance(op, AscendOp):
-        return None
-    return {"name": op.label, "type": op.op_type}
 
 
 def _kernel_json(op) -> dict[str, object]:

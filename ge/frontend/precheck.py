@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -84,17 +85,19 @@ class CheckResult:
     def passed(self) -> bool:
         return not self.problems
 
+    @property
+    def categories(self) -> dict[str, int]:
+        """How many problems of each category, in the order they first occur."""
+        return dict(Counter(p.category for p in self.problems))
+
     def to_json(self) -> dict[str, object]:
-        categories: dict[str, int] = {}
-        for p in self.problems:
-            categories[p.category] = categories.get(p.category, 0) + 1
         return {
             "model": self.model,
             "result": "success" if self.passed else "failed",
             "nodes_checked": self.nodes,
             "nodes_checked_for_support_only": self.support_only,
             "problems": len(self.problems),
-            "categories": categories,
+            "categories": self.categories,
             "details": [asdict(p) for p in self.problems],
         }
 
