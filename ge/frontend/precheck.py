@@ -46,6 +46,7 @@ CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("inputs/outputs", re.compile(r"^has \d+ (inputs|outputs), needs|^input \d+ is missing|^needs at least one input|^output \d+ .* but the graph uses it")),
     (BAD_ATTRIBUTE, re.compile(r"attribute '")),
     ("dtype", re.compile(r"does not accept|type conflict|unsupported type|element type|must hold integers")),
+    ("constant input", re.compile(r"must be a constant")),
 )
 """The first whose pattern the message (after `node 'X' (Op): `) matches; else "bad
 attribute" if it names one of the node's attributes (`axes` for `axis`), else
