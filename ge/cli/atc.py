@@ -135,7 +135,9 @@ def check_framework(framework: str) -> None:
 
 @dataclass(frozen=True)
 class Mode:
-    """An ATC mode other than compiling: what it does, the flags it needs and takes."""
+    """An ATC mode other than compiling: what it does, its usage line, what runs it.
+    The usage line is the one place its flags are spelled: those in [brackets] are
+    optional, the others required."""
 
     what: str
     usage: str
@@ -161,7 +163,7 @@ def mode_of(args: list[str]) -> str:
     values += [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--mode"]
     mode = values[0] if values else COMPILE
     if mode != COMPILE and mode not in MODES:
-        allowed = "; ".join(f"{m} ({spec.what})" for m, spec in {COMPILE: COMPILING, **MODES}.items())
+        allowed = "; ".join([f"{COMPILE} (compile)", *(f"{m} ({spec.what})" for m, spec in MODES.items())])
         raise OptionError(f"--mode={mode} is not an ATC mode here; allowed: {allowed}")
     return mode
 
@@ -300,7 +302,6 @@ def display(flags: dict[str, str]) -> None:
 
 
 COMPILE, PRECHECK = "0", "3"
-COMPILING = Mode("compile", "ge atc --model=M.onnx --framework=5 --output=NAME --soc_version=SOC", compile_model)
 MODES: dict[str, Mode] = {
     "1": Mode(
         "a model to JSON", "ge atc --mode=1 --om=X.om --json=X.json [--framework=5 with --om=X.onnx]", to_json
