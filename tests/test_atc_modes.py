@@ -129,6 +129,13 @@ def test_mode1_writes_an_onnx_model_as_json_without_its_weights(tmp_path):
     assert any(t.raw_data or t.int64_data for t in proto.graph.initializer)  # small ones (shapes) are kept
 
 
+def test_mode1_writes_json_alone_to_standard_output(om, tmp_path):
+    result = atc("--mode=1", f"--om={om}", "--json=-", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["soc_version"] == "Ascend310P3"
+    assert os.listdir(tmp_path) == []
+
+
 def test_mode1_names_an_onnx_model_given_without_framework(tmp_path):
     result = atc("--mode=1", f"--om={RESNET}", "--json=x.json", cwd=tmp_path)
     assert_fails_cleanly(result, tmp_path, "is an ONNX model", "--framework=5")

@@ -47,7 +47,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ge.core.errors import OptionError
-from ge.core.files import check_output, published
+from ge.core.files import STDOUT, check_output, published
 from ge.core.options import ATC
 
 console = Console()
@@ -213,7 +213,6 @@ def to_json(flags: dict[str, str]) -> None:
     else:
         text = json.dumps(om_info.om_json(load_om(source), str(source)), indent=1)
     write_json(output, text)
-    console.print(f"{source} -> {output}")
 
 
 def load_om(path: Path):
@@ -232,6 +231,12 @@ def load_om(path: Path):
 def write_json(output: str, text: str, what: str = "--json") -> None:
     with published(output, "w", what=what) as f:
         f.write(text + "\n")
+
+
+def written(source: Path, output: str) -> None:
+    """Say what was written where, unless standard output holds the JSON: it then holds it alone."""
+    if output != STDOUT:
+        console.print(f"{source} -> {output}", soft_wrap=True)
 
 
 CHECK_RESULT = "check_result.json"
@@ -290,7 +295,6 @@ def dump_to_json(flags: dict[str, str]) -> None:
             "--mode=5 reads DUMP_GE_GRAPH=1 or 2 dumps (ge_onnx_*.mlir) and ge optimize --output"
         ) from e
     write_json(output, json.dumps(om_info.dump_json(module, str(source)), indent=1))
-    console.print(f"{source} -> {output}")
 
 
 def display(flags: dict[str, str]) -> None:
