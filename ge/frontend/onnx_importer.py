@@ -51,7 +51,8 @@ import itertools
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import onnx
@@ -66,7 +67,7 @@ from ge.core import dtypes
 from ge.core.errors import GEError, ModelError
 from ge.core.limits import LimitError, check_folded, check_nodes, check_tensor
 from ge.frontend.input_shape import parse_input_shape
-from ge.frontend.onnx_ops import CONVERTERS, Node
+from ge.frontend.onnx_ops import CONVERTERS, Converter, Node
 from ge.frontend.tensors import dense, element_type, sparse_array, tensor_array, value_info_type
 from ge.core.weights import INLINE_LIMIT, WeightStore, attach, load_external_data, store_for
 
@@ -94,7 +95,7 @@ _TRAILING_NUMBER = re.compile(r"_(\d+)$")
 # ------------------------------------------------------------------------- reading
 
 
-def _read(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
+def read_onnx(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
     """The model proto, and its absolute path when it came from a file."""
     if isinstance(model, onnx.ModelProto):
         return model, None
@@ -483,30 +484,14 @@ class Importer:
     def convert(self, node: onnx.NodeProto, index: int) -> None:
         label = _node_label(node, index)
         where = f"node '{label}' ({node.op_type})"
-        if node.domain not in DEFAULT_DOMAINS:
-            raise ModelError(
-                f"{where}: domain '{node.domain}' is unsupported; only the default ONNX domain "
-                f"(opsets {OPSET_MIN} to {OPSET_MAX}) is"
-            )
-        converter = CONVERTERS.get(node.op_type)
-        if converter is None and not onnx.defs.has(node.op_type):
-            raise ModelError(f"{where}: op type {node.op_type} is unsupported: it does not exist in ONNX")
-        if converter is None:
+        found = supported(node, self.opset, where)
+        if found is None:
             folded = self._evaluate_constant_node(node, label, where)
             if folded is None:
                 raise ModelError(f"{where}: op type {node.op_type} is unsupported")
             self._bind(node, where, folded)
             return
-        try:
-            schema = onnx.defs.get_schema(node.op_type, self.opset, "")
-        except onnx.defs.SchemaError:
-            raise ModelError(f"{where}: op type {node.op_type} does not exist in opset {self.opset}") from None
-        if schema.since_version > converter.newest:
-            raise ModelError(
-                f"{where}: opset {self.opset} gives {node.op_type}-{schema.since_version}, whose semantics "
-                f"are not implemented (supported up to {node.op_type}-{converter.newest})"
-            )
-        _check_arity(node, schema, where)
+        converter, schema = found
         self._check_input_types(node, schema, where)
         n = Node(self, node, label, schema.since_version)
         results = list(converter.fn(n))
@@ -698,6 +683,14 @@ class Importer:
             index += 1
 
     def run(self, overrides: Mapping[str, Shape]) -> ModuleOp:
+        live = self.start(overrides)
+        for i in live:
+            self.convert_node(i)
+        return self.finish(live, overrides)
+
+    def start(self, overrides: Mapping[str, Shape]) -> list[int]:
+        """The Data ops, then the nodes to convert (those a graph output depends on) in
+        order, once the graph has no undefined value, cycle or unproduced output."""
         graph = self.graph
         self.data_ops(overrides)
         defined = {i.name for i in graph.input} | set(self.initializers) | set(self.sparse)
@@ -708,21 +701,28 @@ class Importer:
                 raise ModelError(f"graph output '{out.name}' is not produced by any node, graph input or initializer")
         live = _live_nodes(graph, order)
         self.needed = {name for i in live for name in graph.node[i].input if name} | {o.name for o in graph.output}
-        for i in live:
-            node = graph.node[i]
-            where = f"node '{_node_label(node, i)}' ({node.op_type})"
-            try:
-                self.convert(node, i)
-            except ModelError as e:
-                if e.args[0].startswith(where):
-                    raise
-                raise type(e)(f"{where}: {e.args[0]}") from e
-            except GEError:
+        return live
+
+    def convert_node(self, i: int) -> None:
+        """Convert node `i`; any failure is a `GEError` whose message starts with the node."""
+        node = self.graph.node[i]
+        where = f"node '{_node_label(node, i)}' ({node.op_type})"
+        try:
+            self.convert(node, i)
+        except ModelError as e:
+            if e.args[0].startswith(where):
                 raise
-            except (ShapeError, VerifyException) as e:
-                raise ModelError(f"{where}: {e}") from e
-            except Exception as e:  # a malformed node we did not foresee: still one clear line
-                raise ModelError(f"{where}: cannot import it ({type(e).__name__}: {e})") from e
+            raise type(e)(f"{where}: {e.args[0]}") from e
+        except GEError:
+            raise
+        except (ShapeError, VerifyException) as e:
+            raise ModelError(f"{where}: {e}") from e
+        except Exception as e:  # a malformed node we did not foresee: still one clear line
+            raise ModelError(f"{where}: cannot import it ({type(e).__name__}: {e})") from e
+
+    def finish(self, live: Sequence[int], overrides: Mapping[str, Shape]) -> ModuleOp:
+        """The module, once every live node is converted: cross-checked with ONNX, verified."""
+        graph = self.graph
         outputs = [self.value(o.name) for o in graph.output]
         self.cross_check(live, overrides)
         self.block.add_op(NetOutputOp(outputs, [o.name for o in graph.output]))
@@ -740,6 +740,35 @@ class Importer:
         for op in reversed(list(self.block.ops)):
             if isinstance(op, ConstOp) and not op.out.uses:
                 self.block.erase_op(op)
+
+
+def supported(node: onnx.NodeProto, opset: int, where: str) -> tuple[Converter, onnx.defs.OpSchema] | None:
+    """The converter of a node and the schema it was checked against, or None for an
+    ONNX op we have no converter for (importable only when its inputs are constant).
+    Refuses other domains, op types ONNX lacks, schemas newer than the converter, and
+    a node its schema does not allow (arity, attributes); needs no input's type, so
+    `ge.frontend.precheck` asks it of nodes it cannot convert."""
+    if node.domain not in DEFAULT_DOMAINS:
+        raise ModelError(
+            f"{where}: domain '{node.domain}' is unsupported; only the default ONNX domain "
+            f"(opsets {OPSET_MIN} to {OPSET_MAX}) is"
+        )
+    converter = CONVERTERS.get(node.op_type)
+    if converter is None and not onnx.defs.has(node.op_type):
+        raise ModelError(f"{where}: op type {node.op_type} is unsupported: it does not exist in ONNX")
+    if converter is None:
+        return None
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "")
+    except onnx.defs.SchemaError:
+        raise ModelError(f"{where}: op type {node.op_type} does not exist in opset {opset}") from None
+    if schema.since_version > converter.newest:
+        raise ModelError(
+            f"{where}: opset {opset} gives {node.op_type}-{schema.since_version}, whose semantics "
+            f"are not implemented (supported up to {node.op_type}-{converter.newest})"
+        )
+    _check_arity(node, schema, where)
+    return converter, schema
 
 
 def _check_arity(node: onnx.NodeProto, schema: onnx.defs.OpSchema, where: str) -> None:
@@ -800,6 +829,34 @@ def _input_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:
     return {i.name: value_info_type(i)[1] for i in graph.input if i.name not in constant}
 
 
+@contextmanager
+def _utf8(where: str) -> Iterator[None]:
+    """Protobuf decodes string fields when they are read: a bad one fails there."""
+    try:
+        yield
+    except UnicodeDecodeError as e:
+        raise ModelError(f"{where} is malformed: a name or string in it is not UTF-8 ({e})") from e
+
+
+def prepare(
+    model: str | os.PathLike | onnx.ModelProto,
+    input_shape: str | Mapping[str, Sequence[int]] | None = None,
+) -> tuple[Importer, dict[str, Shape], str]:
+    """The importer of a model read and checked as a whole (structure, opset, external
+    data, local functions inlined), the shapes `input_shape` gives, and how errors
+    name the model."""
+    proto, path = read_onnx(model)
+    where = f"'{path}'" if path else "the model"
+    with _utf8(where):
+        _check_structure(proto, where)
+        opset = _default_opset(proto)
+        load_external_data(proto, path)
+        proto = _inline_functions(proto)
+        overrides = parse_input_shape(input_shape, _input_shapes(proto)) if input_shape is not None else {}
+        key = path or f"<memory:{proto.graph.name or 'graph'}:{next(_MEMORY_MODELS)}>"
+        return Importer(proto, key, opset), overrides, where
+
+
 def load_onnx(
     model: str | os.PathLike | onnx.ModelProto,
     input_shape: str | Mapping[str, Sequence[int]] | None = None,
@@ -809,16 +866,6 @@ def load_onnx(
     The store's key is the model's absolute path (so that a printed module can
     reload its weights from it), or `<memory:...>` for an in-memory model.
     """
-    proto, path = _read(model)
-    where = f"'{path}'" if path else "the model"
-    try:
-        _check_structure(proto, where)
-        opset = _default_opset(proto)
-        load_external_data(proto, path)
-        proto = _inline_functions(proto)
-        overrides = parse_input_shape(input_shape, _input_shapes(proto)) if input_shape is not None else {}
-        key = path or f"<memory:{proto.graph.name or 'graph'}:{next(_MEMORY_MODELS)}>"
-        importer = Importer(proto, key, opset)
+    importer, overrides, where = prepare(model, input_shape)
+    with _utf8(where):
         return importer.run(overrides), importer.store
-    except UnicodeDecodeError as e:  # protobuf decodes string fields when they are read
-        raise ModelError(f"{where} is malformed: a name or string in it is not UTF-8 ({e})") from e
