@@ -46,7 +46,7 @@ def compile(
     model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapping[str, object] | None = None
 ) -> Model:
     """Compile an ONNX file or an imported `ascend_graph` module into an offline model."""
-    with _collecting_less():
+    with collecting_less():
         return _compile(model, options)
 
 
@@ -58,7 +58,7 @@ time of a 20,000-node compile (benchmarks/scaling.py), for no garbage."""
 
 
 @contextmanager
-def _collecting_less() -> Iterator[None]:
+def collecting_less() -> Iterator[None]:
     """Run the garbage collector rarely while compiling, as it was before afterwards."""
     before = gc.get_threshold()
     gc.set_threshold(GC_THRESHOLD, before[1], max(before[2], 100))
