@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ge.om import Model, read
-from ge.core.errors import InputError
+from ge.core.errors import InputError, OptionError
 from ge.sim.chip import ChipRun, run_tenants
 from ge.sim.config import RunConfig
 from ge.sim.dump import Overflow
@@ -86,6 +86,8 @@ class Session:
         name, a list, or None), and may be left out when the config is timing only.
         The slices must be virtual-instance sizes of the models' one SoC and fit the
         chip together (see `ge.sim.chip`)."""
+        if self.config.enable_dump or self.config.enable_dump_debug:
+            raise OptionError("enable_dump and enable_dump_debug dump one model's tasks; run the models one at a time to dump them")
         if inputs is not None and len(inputs) != len(instances):
             raise InputError(f"{len(instances)} instances and {len(inputs)} inputs; give an entry per instance (None for none)")
         models = [m if isinstance(m, Model) else read(m) for m, _ in instances]
@@ -102,9 +104,9 @@ def _warn_nonfinite(outputs: dict[str, np.ndarray], overflows: list[Overflow]) -
         return
     held = f"output {', '.join(repr(n) for n in bad)} contains inf or NaN" if bad else "no output holds inf or NaN, but"
     if not overflows:
-        log.warning("%s; no kernel turned finite inputs into them (they came from the inputs)", held)
+        log.warning("%s; no kernel turned finite inputs into them: they came from the model's inputs", held)
         return
-    log.warning("%s: the first op to make them: %s", held, overflows[0].advice())
+    log.warning("%s; the first to make them: %s", held, overflows[0].advice())
 
 
 def _key(model: Model | str | os.PathLike) -> object:

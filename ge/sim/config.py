@@ -45,13 +45,14 @@ class RunConfig:
         if self.timing_only and (self.enable_dump or self.enable_dump_debug):
             raise OptionError("enable_dump and enable_dump_debug need the values a run computes; timing_only computes none")
         dump = {"dump_step": self.dump_step, "dump_layer": self.dump_layer, "dump_mode": None if self.dump_mode == "output" else self.dump_mode}
-        unused = [name for name, value in dump.items() if value is not None and not self.enable_dump]
-        if self.dump_path is not None and not self.enable_dump and not self.enable_dump_debug:
-            unused.insert(0, "dump_path")
         debug = {"dump_debug_path": self.dump_debug_path, "dump_debug_mode": None if self.dump_debug_mode == "all" else self.dump_debug_mode}
-        unused += [name for name, value in debug.items() if value is not None and not self.enable_dump_debug]
-        if unused:
-            raise OptionError(f"{', '.join(unused)} given without enable_dump or enable_dump_debug, which they configure; set it to true")
+        for switch, on, options in (("enable_dump", self.enable_dump, dump), ("enable_dump_debug", self.enable_dump_debug, debug)):
+            given = [name for name, value in options.items() if value is not None]
+            if given and not on:
+                flag = "--dump_path" if switch == "enable_dump" else "--enable_dump_debug"
+                raise OptionError(f"{switch} is off, so {', '.join(given)} would do nothing; set {switch}=true (ge run: {flag})")
+        if self.dump_path is not None and not self.enable_dump and not self.enable_dump_debug:
+            raise OptionError("dump_path is given but neither enable_dump nor enable_dump_debug is on; set one of them to true")
         if self.dump_step is not None:
             dump_steps(self.dump_step)
         if self.dump_layer is not None and not self.dump_layer.split():

@@ -23,11 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from xdsl.ir import Operation, SSAValue
 
+from dialects import ascend_graph as ag
+from dialects.ascend_kernel import KernelOp, YieldOp
+from ge.core import reference
 from ge.core.files import published
 from ge.om.tasks import Arg, KernelTask
 from ge.sim.config import RunConfig
-from ge.sim.kernels import Layout
+from ge.sim.kernels import Layout, Numerics
 from ge.sim.program import Header
 
 MANIFEST = "manifest.json"
@@ -43,17 +47,23 @@ class Overflow:
     ops: tuple[str, ...]
     op_types: tuple[str, ...]
     outputs: tuple[int, ...]
+    op: str
+    """The op of the kernel that made the first inf/NaN (or read it from a weight)."""
+    op_type: str
     dtype: str
+    """The dtype `op` computed in."""
+    weight: bool = False
+    """The inf/NaN came from a weight (a constant out of its dtype's range), not from the kernel."""
 
     def advice(self) -> str:
         """One line naming the op and the precision options that keep it out of float16."""
-        names = "+".join(self.ops)
-        where = f"kernel task {self.task} ('{names}', {'+'.join(self.op_types)})"
+        where = f"op '{self.op}' ({self.op_type}, kernel task {self.task} @{self.kernel})"
+        what = f"reads a weight holding inf/NaN in {self.dtype}" if self.weight else f"turned finite inputs into inf/NaN in {self.dtype}"
         if self.dtype not in ("float16", "bfloat16"):
-            return f"{where} turned finite inputs into inf/NaN in {self.dtype}"
+            return f"{where} {what}"
         return (
-            f"{where} turned finite inputs into inf/NaN in {self.dtype}; compile with --precision_mode=allow_fp32_to_fp16 "
-            f"or must_keep_origin_dtype, or keep its dtype with --keep_dtype (a file naming {self.ops[-1]})"
+            f"{where} {what}; compile with --precision_mode=allow_fp32_to_fp16 or must_keep_origin_dtype, "
+            f"or keep its dtype with --keep_dtype (a file naming {self.op})"
         )
 
 
@@ -63,6 +73,8 @@ class Watch:
 
     config: RunConfig
     step: int
+    weights: tuple[int, int] = (0, 0)
+    """The device memory range of the weights: a non-finite input there was made by the compile."""
     dumping: bool = False
     debugging: bool = False
     layer: frozenset[str] | None = None
@@ -79,11 +91,10 @@ class Watch:
         self.layer = frozenset(config.dump_layer.split()) if config.dump_layer else None
 
     def kernel(
-        self, index: int, task: KernelTask, header: Header, layouts: tuple[list[Layout], list[Layout]],
-        memory: np.ndarray, writes: list[tuple[int, np.ndarray]],
+        self, index: int, task: KernelTask, header: Header, numerics: Numerics, memory: np.ndarray, writes: list[tuple[int, np.ndarray]]
     ) -> None:
         """Watch one kernel task: `memory` still holds its inputs, `writes` its outputs' bytes."""
-        ins, outs = layouts
+        ins, outs = numerics.layouts(task.kernel)
         bad = tuple(i for i, (layout, (_, data)) in enumerate(zip(outs, writes)) if not _finite(data, layout.dtype))
         ops = tuple(task.name.split("+"))
         if self.dumping and (self.layer is None or not self.layer.isdisjoint(ops)):
@@ -93,9 +104,15 @@ class Watch:
         if not bad:
             return
         self.nonfinite += 1
-        if not all(_finite(layout.physical(memory, arg.addr), layout.dtype) for layout, arg in zip(ins, task.inputs)):
-            return  # inf/NaN came in: propagated, not made here
-        self.overflows.append(Overflow(index, task.kernel, ops, header.op_types, bad, str(outs[bad[0]].dtype)))
+        came = [arg for layout, arg in zip(ins, task.inputs) if not _finite(layout.physical(memory, arg.addr), layout.dtype)]
+        weight = any(self.weights[0] <= arg.addr < self.weights[1] for arg in came)
+        if came and not weight:
+            return  # inf/NaN came in from another kernel or the inputs: propagated, not made here
+        values = [layout.load(memory, arg.addr) for layout, arg in zip(ins, task.inputs)]
+        op, dtype = _first_nonfinite(numerics.kernel(task.kernel), values)
+        label = op.label if isinstance(op, ag.AscendOp) else task.name
+        op_type = op.OP_TYPE if isinstance(op, ag.AscendOp) else "+".join(header.op_types)
+        self.overflows.append(Overflow(index, task.kernel, ops, header.op_types, bad, label, op_type, dtype or str(outs[bad[0]].dtype), weight))
         if self.debugging:
             folder = Path(self.config.dump_debug_path or self.config.dump_path) / str(self.step)  # type: ignore[arg-type]
             self.debug_entries += _write(folder, index, task, header, _tensors("all", ins, outs, task.inputs, memory, writes))
@@ -106,6 +123,26 @@ class Watch:
             _manifest(Path(self.config.dump_path) / str(self.step), self.entries)  # type: ignore[arg-type]
         if self.debugging:
             _manifest(Path(self.config.dump_debug_path or self.config.dump_path) / str(self.step), self.debug_entries)  # type: ignore[arg-type]
+
+
+def _first_nonfinite(kernel: KernelOp, inputs: list[np.ndarray]) -> tuple[Operation | None, str | None]:
+    """The first op of the kernel's compute region that made an inf/NaN from finite
+    operands, or read one from an argument, and the dtype it computed in (the
+    reference interpreter's values: only run for a kernel that overflowed)."""
+    block = kernel.compute.block
+    values: dict[SSAValue, np.ndarray] = dict(zip(block.args, inputs))
+    with np.errstate(all="ignore"):
+        for op in block.ops:
+            if isinstance(op, YieldOp):
+                break
+            operands = [values[v] for v in op.operands]
+            if any(not _finite(v, v.dtype) for v, arg in zip(operands, op.operands) if arg in block.args):
+                return op, str(operands[0].dtype)
+            results = reference.evaluate_op(op, operands)
+            if not all(_finite(r, r.dtype) for r in results):
+                return op, str(results[0].dtype)
+            values.update(zip(op.results, results))
+    return None, None
 
 
 def _finite(data: np.ndarray, dtype: np.dtype) -> bool:

@@ -238,7 +238,7 @@ class Runtime:
             base = self.model.memory.bases[Region.WEIGHT]
             weights = np.frombuffer(self.model.weights, np.uint8)
             memory[base : base + weights.size] = weights
-            watch: Watch | None = Watch(self.config, self.step)
+            watch: Watch | None = Watch(self.config, self.step, (base, base + weights.size))
         else:
             if inputs is not None:
                 self.check_inputs(inputs)
@@ -272,9 +272,10 @@ class Runtime:
         ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
         placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger)
         if state.memory is not None:
-            writes = self.numerics.run(task.kernel, task.name, state.memory, task.inputs, task.outputs)
+            with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN is the watch's to report, once, by op
+                writes = self.numerics.run(task.kernel, task.name, state.memory, task.inputs, task.outputs)
             if state.watch is not None:
-                state.watch.kernel(index, task, header, self.numerics.layouts(task.kernel), state.memory, writes)
+                state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
             for addr, data in writes:
                 state.write_at(placed.end, addr, data)
         records.append(
