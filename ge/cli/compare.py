@@ -105,22 +105,29 @@ def compare(
 
         feeds = generated(_specs(proto, names), seed)
         console.print(f"no --input: comparing on generated inputs, {describe(seed)} (as ge run makes them)")
+    reference = _node_outputs(onnxruntime, proto, feeds)
+    matched = match(entries, proto)
+    rows = []
+    for entry, op, tensor in matched:
+        value = np.load(Path(entry["folder"]) / entry["file"], allow_pickle=False)
+        rows.append(_row(entry, op, value, reference[tensor]))
+    print_table(rows, sum(e["tensor"] == "output" for e in entries) - len(matched))
+
+
+def match(entries: list[dict], proto) -> list[tuple[dict, str, str]]:
+    """(entry, ONNX node, its output tensor) of each dumped output that names a node."""
     nodes = {n.name: list(n.output) for n in proto.graph.node if n.name}
     folded = _folded(proto, {op for e in entries for op in e["ops"]})
-    reference = _node_outputs(onnxruntime, proto, feeds)
-    rows, unmatched = [], 0
+    matched = []
     for entry in entries:
         if entry["tensor"] != "output":
             continue
         op = next((o for o in reversed(entry["ops"]) if o in nodes), None)
         while op in folded:
             op = folded[op]
-        if op is None or entry["index"] >= len(nodes[op]) or nodes[op][entry["index"]] not in reference:
-            unmatched += 1
-            continue
-        value = np.load(Path(entry["folder"]) / entry["file"], allow_pickle=False)
-        rows.append(_row(entry, op, value, reference[nodes[op][entry["index"]]]))
-    print_table(rows, unmatched)
+        if op is not None and entry["index"] < len(nodes[op]):
+            matched.append((entry, op, nodes[op][entry["index"]]))
+    return matched
 
 
 def read_manifest(dump: Path) -> list[dict]:
