@@ -75,20 +75,22 @@ class Watch:
     step: int
     weights: tuple[int, int] = (0, 0)
     """The device memory range of the weights: a non-finite input there was made by the compile."""
-    dumping: bool = False
-    debugging: bool = False
-    layer: frozenset[str] | None = None
     entries: list[dict] = field(default_factory=list)
     debug_entries: list[dict] = field(default_factory=list)
     overflows: list[Overflow] = field(default_factory=list)
-    nonfinite: int = 0
-    """Kernel tasks with an inf or NaN output, from finite inputs or not."""
+    dumping: bool = field(init=False)
+    debugging: bool = field(init=False)
+    layer: frozenset[str] | None = field(init=False)
+    folder: Path = field(init=False)
+    debug_folder: Path = field(init=False)
 
     def __post_init__(self) -> None:
         config, steps = self.config, self.config.steps()
         self.dumping = config.enable_dump and (steps is None or any(a <= self.step <= b for a, b in steps))
         self.debugging = config.enable_dump_debug and config.dump_debug_mode != "atomic_overflow"
         self.layer = frozenset(config.dump_layer.split()) if config.dump_layer else None
+        self.folder = Path(config.dump_path or ".") / str(self.step)
+        self.debug_folder = Path(config.dump_debug_path or config.dump_path or ".") / str(self.step)
 
     def kernel(
         self, index: int, task: KernelTask, header: Header, numerics: Numerics, memory: np.ndarray, writes: list[tuple[int, np.ndarray]]
@@ -99,11 +101,9 @@ class Watch:
         ops = tuple(task.name.split("+"))
         if self.dumping and (self.layer is None or not self.layer.isdisjoint(ops)):
             tensors = _tensors(self.config.dump_mode, ins, outs, task.inputs, memory, writes)
-            folder = Path(self.config.dump_path) / str(self.step)  # type: ignore[arg-type]
-            self.entries += _write(folder, index, task, header, tensors)
+            self.entries += _write(self.folder, index, task, header, tensors)
         if not bad:
             return
-        self.nonfinite += 1
         came = [arg for layout, arg in zip(ins, task.inputs) if not _finite(layout.physical(memory, arg.addr), layout.dtype)]
         weight = any(self.weights[0] <= arg.addr < self.weights[1] for arg in came)
         if came and not weight:
@@ -114,15 +114,14 @@ class Watch:
         op_type = op.OP_TYPE if isinstance(op, ag.AscendOp) else "+".join(header.op_types)
         self.overflows.append(Overflow(index, task.kernel, ops, header.op_types, bad, label, op_type, dtype or str(outs[bad[0]].dtype), weight))
         if self.debugging:
-            folder = Path(self.config.dump_debug_path or self.config.dump_path) / str(self.step)  # type: ignore[arg-type]
-            self.debug_entries += _write(folder, index, task, header, _tensors("all", ins, outs, task.inputs, memory, writes))
+            self.debug_entries += _write(self.debug_folder, index, task, header, _tensors("all", ins, outs, task.inputs, memory, writes))
 
     def finish(self) -> None:
         """Write the manifests of what was dumped."""
         if self.dumping:
-            _manifest(Path(self.config.dump_path) / str(self.step), self.entries)  # type: ignore[arg-type]
+            _manifest(self.folder, self.entries)
         if self.debugging:
-            _manifest(Path(self.config.dump_debug_path or self.config.dump_path) / str(self.step), self.debug_entries)  # type: ignore[arg-type]
+            _manifest(self.debug_folder, self.debug_entries)
 
 
 def _first_nonfinite(kernel: KernelOp, inputs: list[np.ndarray]) -> tuple[Operation | None, str | None]:

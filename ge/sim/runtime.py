@@ -25,6 +25,10 @@ size, the weight blob at the weight region's base. A run then:
    - MODEL_END_GRAPH ends the model.
 3. returns the outputs in their logical layout, with every task's times.
 
+With numerics, each kernel task is also watched (`ge.sim.dump`): its tensors dumped
+when the run config asks, its outputs checked for inf/NaN, and the kernels that made
+them from finite inputs recorded for the run's overflow warning.
+
 Loading refuses a model whose memory plan needs more than the SoC's device memory
 (`SocProfile.device_memory_bytes`), so the device buffer is never larger than the
 device; a run refuses a task list that would place more than `RUN_BLOCKS` blocks
@@ -78,8 +82,6 @@ class RunOutput:
     outputs: dict[str, np.ndarray]
     profile: Profile
     overflows: list[Overflow] = field(default_factory=list)
-    nonfinite: int = 0
-    """Kernel tasks with an inf or NaN output, made there or passed on."""
 
 
 @dataclass
@@ -417,7 +419,7 @@ class Execution:
         if watch is None:
             return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace))
         watch.finish()
-        return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace), watch.overflows, watch.nonfinite)
+        return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace), watch.overflows)
 
 
 def input_specs(model: Model) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
