@@ -158,9 +158,10 @@ def _folded(proto, dumped: set[str]) -> dict[str, str]:
     folded = {}
     for node in proto.graph.node:
         after = [c for out in node.output for c in consumers.get(out, [])]
-        if node.name and len(after) == 1 and after[0].op_type in FOLDED and after[0].name and after[0].name not in dumped:
-            if not graph_outputs.intersection(node.output):
-                folded[node.name] = after[0].name
+        if not node.name or len(after) != 1 or graph_outputs.intersection(node.output):
+            continue
+        if after[0].op_type in FOLDED and after[0].name and after[0].name not in dumped:
+            folded[node.name] = after[0].name
     return folded
 
 
@@ -193,7 +194,7 @@ def _node_outputs(onnxruntime, proto, feeds: dict[str, np.ndarray]) -> dict[str,
         session = onnxruntime.InferenceSession(copy.SerializeToString(), providers=["CPUExecutionProvider"])
         names = [o.name for o in session.get_outputs()]
         return dict(zip(names, session.run(names, feeds)))
-    except Exception as e:  # onnxruntime raises its own exception types for bad feeds and models
+    except Exception as e:  # noqa: BLE001  (onnxruntime raises its own exception types for bad feeds and models)
         raise InputError(f"onnxruntime cannot run the model on these inputs: {e}") from None
 
 
