@@ -48,7 +48,7 @@ class Result:
     latency_us: float
     profile: Profile
     overflows: tuple[Overflow, ...] = ()
-    """The kernel tasks that turned finite inputs into inf/NaN, in task order."""
+    """The kernel tasks that turned finite inputs into inf/NaN, in the order they ran."""
 
     @property
     def throughput(self) -> float:

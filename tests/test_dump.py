@@ -326,3 +326,9 @@ def test_ge_compare_says_how_to_install_onnxruntime(tmp_path: Path, monkeypatch,
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime now fails
     code, output = ge_main(capsys, "compare", tmp_path, TINY_RESNET)
     assert code != 0 and "pip install onnxruntime" in output
+
+
+def test_virtual_instances_refuse_dumps(resnet) -> None:
+    session = ge.Session(RunConfig(enable_dump=True, dump_path="."))
+    with pytest.raises(OptionError, match="run the models one at a time to dump them"):
+        session.run_instances([(resnet, 4), (resnet, 4)])

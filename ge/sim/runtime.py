@@ -77,7 +77,7 @@ thousand blocks (ResNet-50 on Ascend910A: 2,696)."""
 @dataclass
 class RunOutput:
     """What one run produced: the outputs by name (empty when timing only), its profile,
-    and the kernel tasks that turned finite inputs into inf/NaN (in task order)."""
+    and the kernel tasks that turned finite inputs into inf/NaN (in the order they ran)."""
 
     outputs: dict[str, np.ndarray]
     profile: Profile
