@@ -19,6 +19,7 @@ Several models side by side on disjoint slices of one chip (virtual instances,
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,11 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ge.om import Model, read
-from ge.core.errors import InputError
+from ge.core.errors import InputError, OptionError
 from ge.sim.chip import ChipRun, run_tenants
 from ge.sim.config import RunConfig
+from ge.sim.dump import Overflow
 from ge.sim.profile import Profile
 from ge.sim.runtime import Runtime
+
+log = logging.getLogger("ge")
 
 Inputs = Mapping[str, np.ndarray] | Sequence[np.ndarray]
 """A model's inputs: by input name, or a list in the model's input order."""
@@ -43,6 +47,8 @@ class Result:
     outputs: dict[str, np.ndarray]
     latency_us: float
     profile: Profile
+    overflows: tuple[Overflow, ...] = ()
+    """The kernel tasks that turned finite inputs into inf/NaN, in the order they ran."""
 
     @property
     def throughput(self) -> float:
@@ -69,7 +75,8 @@ class Session:
         """Run `model` once on `inputs` (by input name, or a list in the model's input order)."""
         runtime = self.runtime(model)
         out = runtime.run(_by_name(runtime.model, inputs))
-        return Result(out.outputs, out.profile.latency_us, out.profile)
+        _warn_nonfinite(out.outputs, out.overflows)
+        return Result(out.outputs, out.profile.latency_us, out.profile, tuple(out.overflows))
 
     def run_instances(
         self, instances: Sequence[tuple[Model | str | os.PathLike, int]], inputs: Sequence[Inputs | None] | None = None
@@ -79,12 +86,27 @@ class Session:
         name, a list, or None), and may be left out when the config is timing only.
         The slices must be virtual-instance sizes of the models' one SoC and fit the
         chip together (see `ge.sim.chip`)."""
+        if self.config.enable_dump or self.config.enable_dump_debug:
+            raise OptionError("enable_dump and enable_dump_debug dump one model's tasks; run the models one at a time to dump them")
         if inputs is not None and len(inputs) != len(instances):
             raise InputError(f"{len(instances)} instances and {len(inputs)} inputs; give an entry per instance (None for none)")
         models = [m if isinstance(m, Model) else read(m) for m, _ in instances]
         names = [f"model {i}" if isinstance(m, Model) else os.path.basename(os.fspath(m)) for i, (m, _) in enumerate(instances)]
         feeds = [_by_name(m, x) for m, x in zip(models, inputs)] if inputs is not None else [None] * len(models)
         return run_tenants(models, [n for _, n in instances], feeds, self.config, names)
+
+
+def _warn_nonfinite(outputs: dict[str, np.ndarray], overflows: list[Overflow]) -> None:
+    """One warning when the run made inf or NaN: which outputs hold them, and the first
+    op that turned finite inputs into them (where precision was lost)."""
+    bad = [name for name, value in outputs.items() if value.dtype.kind == "f" and not np.isfinite(value).all()]
+    if not bad and not overflows:
+        return
+    held = f"output {', '.join(repr(n) for n in bad)} contains inf or NaN" if bad else "no output holds inf or NaN, but"
+    if not overflows:
+        log.warning("%s; no kernel turned finite inputs into them: they came from the model's inputs", held)
+        return
+    log.warning("%s; the first to make them: %s", held, overflows[0].advice())
 
 
 def _key(model: Model | str | os.PathLike) -> object:

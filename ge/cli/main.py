@@ -197,6 +197,7 @@ app.command(name="calibrate")(calibrate)
 from ge.cli.run import run  # noqa: E402  (its heavy imports happen inside)
 
 app.command(name="run")(run)
+app.command(name="compare")(__import__("ge.cli.compare", fromlist=["compare"]).compare)
 
 
 # ------------------------------------------------------------------------------ main

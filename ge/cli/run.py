@@ -15,6 +15,14 @@ chip's cube, vector and GM bandwidth use and the ops taking the most time;
 `--input`, the model runs on generated inputs (zeros, or seeded random values with
 `--seed`), as Ascend's inference benchmark tool does, and says so.
 
+`--dump_path DIR` dumps every kernel task's outputs (`--dump_mode input|output|all`,
+`--dump_layer "op op2"`, `--dump_step 0|5|10-20`) as `.npy` in their logical layout
+to `DIR/0/` with a `manifest.json` (`ge.sim.dump`); `ge compare DIR/0 model.onnx`
+lines them up with onnxruntime's. `--enable_dump_debug --dump_debug_path DIR` dumps
+the kernels that turned finite inputs into inf/NaN. Either way, a run whose values
+hold inf or NaN warns, naming the first op that made them and the precision options
+that avoid it.
+
 `--instances "A.om:4,B.om:4"` runs several models at once on disjoint slices of one
 chip (virtual instances, `ge.sim.chip`), on generated inputs, and prints per model
 its slice, its latency alone on the slice and shared, its throughput shared and the
@@ -73,6 +81,14 @@ def run(
         int | None,
         typer.Option("--seed", help="Without --input: run on seeded random inputs instead of zeros.", show_default=False),
     ] = None,
+    enable_dump: Annotated[bool, _run_option("enable_dump", "--enable_dump", "--enable-dump")] = OPTION["enable_dump"].default,  # type: ignore[assignment]
+    dump_path: Annotated[Path | None, _run_option("dump_path", "--dump_path", "--dump-path")] = None,
+    dump_step: Annotated[str | None, _run_option("dump_step", "--dump_step", "--dump-step")] = None,
+    dump_mode: Annotated[str, _run_option("dump_mode", "--dump_mode", "--dump-mode")] = OPTION["dump_mode"].default,  # type: ignore[assignment]
+    dump_layer: Annotated[str | None, _run_option("dump_layer", "--dump_layer", "--dump-layer")] = None,
+    enable_dump_debug: Annotated[bool, _run_option("enable_dump_debug", "--enable_dump_debug", "--enable-dump-debug")] = OPTION["enable_dump_debug"].default,  # type: ignore[assignment]
+    dump_debug_path: Annotated[Path | None, _run_option("dump_debug_path", "--dump_debug_path", "--dump-debug-path")] = None,
+    dump_debug_mode: Annotated[str, _run_option("dump_debug_mode", "--dump_debug_mode", "--dump-debug-mode")] = OPTION["dump_debug_mode"].default,  # type: ignore[assignment]
     instances: Annotated[
         str | None,
         typer.Option(
@@ -92,13 +108,18 @@ def run(
     from ge.session import Session
 
     config = RunConfig(
-        input_fusion_size=input_fusion_size, aicore_num=aicore_num, timing_only=timing_only, profile_level=profile_level
-    )
+        input_fusion_size=input_fusion_size, aicore_num=aicore_num, timing_only=timing_only, profile_level=profile_level,
+        enable_dump=enable_dump or (dump_path is not None and not enable_dump_debug), dump_path=_text(dump_path),
+        dump_step=dump_step, dump_mode=dump_mode, dump_layer=dump_layer, enable_dump_debug=enable_dump_debug,
+        dump_debug_path=_text(dump_debug_path), dump_debug_mode=dump_debug_mode,
+    )  # fmt: skip
     if instances is not None:
         if model is not None or inputs or output is not None or aicore_num is not None:
             raise OptionError("--instances names its models and their AI cores and runs on generated inputs: give no model, --input, --output or --aicore_num with it")
         if timing_only and seed is not None:
             raise OptionError("--seed makes inputs, which --timing-only does not use (no values are computed)")
+        if config.enable_dump or config.enable_dump_debug:
+            raise OptionError("--dump_path and --enable_dump_debug dump one model's tasks; run the models one at a time to dump them")
         if profile is not None:
             check_output_directory(profile, "--profile")
         run_instances(parse_instances(instances), config, seed, profile)
@@ -134,6 +155,21 @@ def run(
     written = write_outputs(result.outputs, output) if output is not None else []
     files = result.profile.write(profile) if profile is not None else []
     report(model, result, wall, written, files, timing_only)
+    report_dumps(config, result)
+
+
+def _text(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def report_dumps(config: RunConfig, result: Result) -> None:
+    """Where the run's dumps went (the overflow warning itself comes from the session)."""
+    if config.enable_dump:
+        console.print(f"wrote the dump to {Path(config.dump_path) / '0'} (manifest.json lists its tensors; compare with 'ge compare')")  # type: ignore[arg-type]
+    if config.enable_dump_debug:
+        folder = Path(config.dump_debug_path or config.dump_path) / "0"  # type: ignore[arg-type]
+        found = f"{len(result.overflows)} kernel tasks turned finite inputs into inf/NaN" if result.overflows else "no overflow"
+        console.print(f"overflow detection: {found}; wrote {folder / 'manifest.json'}")
 
 
 def parse_instances(text: str) -> list[tuple[Path, int]]:

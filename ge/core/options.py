@@ -130,6 +130,11 @@ NOT_RECORDED = ("op_compiler_cache_mode", "op_compiler_cache_dir")
 """Options that change how a compile runs, not what it makes: a model does not record
 them, so a model compiled with and without the kernel cache is the same file."""
 
+DUMP_MODES = ("input", "output", "all")
+DUMP_DEBUG_MODES = ("aicore_overflow", "atomic_overflow", "all")
+DUMP_STEP_RANGES = 100
+"""CANN's limit on the '|'-separated iterations and ranges of dump_step."""
+
 OPTIONS: tuple[Option, ...] = (
     # ---- compile (ATC)
     Option("soc_version", str, "Ascend310P3", "The SoC to compile for (a profile in ge/core/soc/).", choices=soc.names()),
@@ -162,6 +167,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("aicore_num", int, None, "AI cores to run on (default: all of the SoC's).", tools=(RUN,), minimum=1),
     Option("timing_only", bool, False, "Time the model without computing its values (the outputs stay empty).", tools=(RUN,)),
     Option("profile_level", str, "task", "What the trace shows: task (streams and cores) or pipe (also every core's pipes).", choices=("task", "pipe"), tools=(RUN,)),
+    # ---- dump and overflow
+    Option("enable_dump", bool, False, "Dump kernel tasks' tensors as .npy to dump_path/<step>/ with a manifest.json (needs dump_path and numerics).", tools=(RUN,)),
+    Option("dump_path", str, None, "Where dumps go (a directory, made if missing); required by enable_dump, and by enable_dump_debug without dump_debug_path.", tools=(RUN,)),
+    Option("dump_step", str, None, "The iterations to dump, e.g. '0|5|10-20' (a session's runs of a model count 0, 1, ...; default all).", tools=(RUN,)),
+    Option("dump_mode", str, "output", "Which tensors of a kernel task are dumped.", choices=DUMP_MODES, tools=(RUN,)),
+    Option("dump_layer", str, None, "The ops to dump, node names separated by spaces (default all); a fused kernel is dumped when one of its ops is named.", tools=(RUN,)),
+    Option("enable_dump_debug", bool, False, "Overflow detection: kernel tasks whose finite inputs gave inf or NaN outputs are dumped to dump_debug_path with a manifest.json.", tools=(RUN,)),
+    Option("dump_debug_path", str, None, "Where overflow dumps go (default dump_path).", tools=(RUN,)),
+    Option("dump_debug_mode", str, "all", "Which overflows are detected: aicore_overflow (AI Core kernels), atomic_overflow (atomic accumulations, which the simulator has none of) or all.", choices=DUMP_DEBUG_MODES, tools=(RUN,)),
 )
 
 OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}

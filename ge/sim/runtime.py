@@ -25,6 +25,10 @@ size, the weight blob at the weight region's base. A run then:
    - MODEL_END_GRAPH ends the model.
 3. returns the outputs in their logical layout, with every task's times.
 
+With numerics, each kernel task is also watched (`ge.sim.dump`): its tensors dumped
+when the run config asks, its outputs checked for inf/NaN, and the kernels that made
+them from finite inputs recorded for the run's overflow warning.
+
 Loading refuses a model whose memory plan needs more than the SoC's device memory
 (`SocProfile.device_memory_bytes`), so the device buffer is never larger than the
 device; a run refuses a task list that would place more than `RUN_BLOCKS` blocks
@@ -60,6 +64,7 @@ from ge.core.errors import InputError, ModelError, OptionError
 from ge.core.limits import check_host_allocation
 from ge.sim.config import RunConfig
 from ge.sim import program, timing
+from ge.sim.dump import Overflow, Watch
 from ge.sim.kernels import Layout, Numerics
 from ge.sim.profile import Profile, TaskRecord
 
@@ -71,10 +76,12 @@ thousand blocks (ResNet-50 on Ascend910A: 2,696)."""
 
 @dataclass
 class RunOutput:
-    """What one run produced: the outputs by name (empty when timing only) and its profile."""
+    """What one run produced: the outputs by name (empty when timing only), its profile,
+    and the kernel tasks that turned finite inputs into inf/NaN (in the order they ran)."""
 
     outputs: dict[str, np.ndarray]
     profile: Profile
+    overflows: list[Overflow] = field(default_factory=list)
 
 
 @dataclass
@@ -90,6 +97,8 @@ class _State:
     """The device during one run."""
 
     memory: np.ndarray | None
+    watch: Watch | None = None
+    """The run's dumps and overflow checks (with numerics only)."""
     writes: list = field(default_factory=list)
     """Pending writes: (time, order, address, bytes), applied in time order."""
     order: int = 0
@@ -127,6 +136,8 @@ class Runtime:
         written = self._check_tasks()
         base = model.memory.bases[Region.WEIGHT]
         weights = (base, base + model.memory.sizes[Region.WEIGHT])
+        self.step = 0
+        """The iteration the next run is (dump_step counts a runtime's runs)."""
         self.numerics = Numerics(self.kernels, weights if not any(_overlap(w, weights) for w in written) else (0, 0))
 
     def _cores(self) -> dict[str, int]:
@@ -229,11 +240,13 @@ class Runtime:
             base = self.model.memory.bases[Region.WEIGHT]
             weights = np.frombuffer(self.model.weights, np.uint8)
             memory[base : base + weights.size] = weights
+            watch: Watch | None = Watch(self.config, self.step, (base, base + weights.size))
         else:
             if inputs is not None:
                 self.check_inputs(inputs)
-            data, memory = [], None
-        return Execution(self, _State(memory), data, ledger)
+            data, memory, watch = [], None, None
+        self.step += 1
+        return Execution(self, _State(memory, watch), data, ledger)
 
     def _check_blocks(self) -> None:
         """Refuse a run that would place more than `RUN_BLOCKS` blocks, before placing any."""
@@ -261,7 +274,11 @@ class Runtime:
         ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
         placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger)
         if state.memory is not None:
-            for addr, data in self.numerics.run(task.kernel, task.name, state.memory, task.inputs, task.outputs):
+            with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN is the watch's to report, once, by op
+                writes = self.numerics.run(task.kernel, task.name, state.memory, task.inputs, task.outputs)
+            if state.watch is not None:
+                state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
+            for addr, data in writes:
                 state.write_at(placed.end, addr, data)
         records.append(
             TaskRecord(
@@ -398,7 +415,11 @@ class Execution:
             raise ModelError(f"events {sorted(self.recorded)} are recorded and never waited for")
         if self.state.memory is not None:
             self.state.settle(math.inf)
-        return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace))
+        watch = self.state.watch
+        if watch is None:
+            return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace))
+        watch.finish()
+        return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace), watch.overflows)
 
 
 def input_specs(model: Model) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
