@@ -142,6 +142,7 @@ def test_typer_errors_read_like_ours(args: tuple[str, ...], message: str):
         (("--bogus",), "unrecognized arguments: --bogus; see 'ge-opt --help'"),
         (("--log=loud",), "argument --log: invalid choice: 'loud'"),
         (("-p",), "argument -p/--passes: expected one argument"),
+        ((str(RESNET.path), "-t", "input:1,3"), "'input:1,3' is not a pass or target specification: Unknown token"),
     ],
 )
 def test_argparse_errors_read_like_ours(args: tuple[str, ...], message: str):

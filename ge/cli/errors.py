@@ -79,6 +79,10 @@ def one_line(exc: BaseException) -> str:
         ctx = getattr(exc, "ctx", None)
         where = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
         return f"[{OptionError.code}] {_flat(exc.format_message()).rstrip('.')}{where}"
+    if isinstance(exc, ArgSpecParseError):  # a -t (or -p) spec: its message spans lines, the text third
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        spec = f"'{lines[2]}' " if len(lines) > 3 else ""
+        return f"[{OptionError.code}] {spec}is not a pass or target specification: {lines[-1] if lines else exc}"
     if isinstance(exc, ParseError):
         return f"{exc.span.get_location()}: {_flat(exc.msg)}"
     if isinstance(exc, PassFailedException):

@@ -197,7 +197,13 @@ app.command(name="calibrate")(calibrate)
 from ge.cli.run import run  # noqa: E402  (its heavy imports happen inside)
 
 app.command(name="run")(run)
-app.command(name="compare")(__import__("ge.cli.compare", fromlist=["compare"]).compare)
+
+
+# --------------------------------------------------------------------------- compare
+
+from ge.cli.compare import compare  # noqa: E402  (its heavy imports happen inside)
+
+app.command(name="compare")(compare)
 
 
 # ------------------------------------------------------------------------------ main
