@@ -16,6 +16,8 @@
   per stream (kernels, copies, events), and a process per core with its blocks;
   with the pipe level, each core also has a track per pipe with every instruction
   (a steady-state stretch of a loop as one span with its busy ratio).
+  Times are whole nanoseconds written as microseconds (`_ts_dur`): slices that
+  follow each other on a track touch but never overlap, whatever reads them.
 
 Several models run side by side (`ge.sim.chip`) write one op_summary.csv with a
 `tenant` column first, and one trace.json with a process per model whose threads
@@ -244,8 +246,8 @@ class Profile:
             else:
                 events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": thread}})
 
-        def span(pid: int, tid: int, name: str, start_us: float, dur_us: float, cat: str, args: dict | None = None) -> None:
-            event = {"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat, "ts": round(start_us, 4), "dur": round(max(dur_us, 0.0), 4)}
+        def span(pid: int, tid: int, name: str, start_us: float, end_us: float, cat: str, args: dict | None = None) -> None:
+            event = {"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat, **_ts_dur(start_us, end_us)}
             if args:
                 event["args"] = args
             events.append(event)
@@ -253,7 +255,7 @@ class Profile:
         meta(0, "Host")
         meta(0, "Host", 0, "host")
         span(0, 0, "model execute (launch)", 0.0, base, "host")
-        span(0, 0, "synchronise", base + self.device_us, timing.HOST_SYNC_US, "host")
+        span(0, 0, "synchronise", base + self.device_us, base + self.device_us + timing.HOST_SYNC_US, "host")
         meta(1, "Streams")
         for s in sorted({r.stream for r in self.records}):
             meta(1, "Streams", s, f"stream {s}")
@@ -263,7 +265,7 @@ class Profile:
                 args.update(kernel=r.kernel, op_type=r.op_type, block_dim=r.block_dim)
             elif r.nbytes:
                 args["bytes"] = r.nbytes
-            span(1, r.stream, r.name, base + r.start / clock, r.duration / clock, r.kind, args)
+            span(1, r.stream, r.name, base + r.start / clock, base + r.end / clock, r.kind, args)
         pids = {"AiCore": 100, "VectorCore": 1000}
         titles = {"AiCore": "AI Core", "VectorCore": "Vector Core"}
         used = {(r.core_type, b.core) for r in self.kernels() for b in r.blocks}
@@ -278,7 +280,7 @@ class Profile:
         for r in self.kernels():
             for n, b in enumerate(r.blocks):
                 pid = pids[r.core_type] + b.core
-                span(pid, 0, r.name, base + b.start / clock, (b.end - b.start) / clock, "block", {"kernel": r.kernel, "block": n, "phase": b.phase})
+                span(pid, 0, r.name, base + b.start / clock, base + b.end / clock, "block", {"kernel": r.kernel, "block": n, "phase": b.phase})
             if self.pipes:
                 self._pipe_spans(r, pids[r.core_type], span)
         return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"soc": self.soc.name, "clock_mhz": clock}}
@@ -302,9 +304,9 @@ class Profile:
             for s, phase in zip(t.spans, phase_of):
                 if phase != b.phase:
                     continue
-                start = b.start + (s.start - lo) * stretch
+                start, end = b.start + (s.start - lo) * stretch, b.start + (s.end - lo) * stretch
                 args = {"busy": round(s.busy, 3)} if s.busy < 1.0 else None
-                span(pid_base + b.core, s.pipe + 1, s.label, base + start / clock, (s.end - s.start) * stretch / clock, "pipe", args)
+                span(pid_base + b.core, s.pipe + 1, s.label, base + start / clock, base + end / clock, "pipe", args)
 
     # ---------------------------------------------------------------- summary
 
@@ -369,6 +371,19 @@ def _phase(start: float, bounds: list[tuple[float, float]]) -> int:
         if start < hi or i == len(bounds) - 1:
             return i
     return 0
+
+
+def _ts_dur(start_us: float, end_us: float) -> dict[str, float]:
+    """`ts` and `dur` (microseconds, as the Trace Event Format has them) from whole
+    nanoseconds: start and end are each rounded once and `dur` is their difference,
+    so slices that touch on a track still touch and never overlap. Perfetto's JSON
+    importer reads `ts` and `dur` separately as `llround(value * 1000)` nanoseconds,
+    which gives back exactly these integers; a decimal reader gets `ts + dur` exactly
+    the rounded end. (`displayTimeUnit` only chooses how times are shown, by the format's
+    definition; it does not change the unit of `ts`.)"""
+    start = round(start_us * 1000)
+    end = max(round(end_us * 1000), start)
+    return {"ts": start / 1000, "dur": (end - start) / 1000}
 
 
 def _num(x: float) -> str:
