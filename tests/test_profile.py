@@ -12,6 +12,7 @@ import pytest
 import ge
 from ge.models import DEMO_MODELS
 from ge.session import Session
+from ge.sim.profile import CSV_COLUMNS
 from ge.sim.config import RunConfig
 
 SOCS = ("Ascend310P3", "Ascend910B1")
@@ -40,3 +41,38 @@ def test_slices_on_a_track_never_overlap(profile, tmp_path) -> None:
         for (_, end), (start, _) in zip(slices, slices[1:]):
             assert end <= start, track
             assert round(end * 1000) <= round(start * 1000), track
+
+
+def assert_bounds_hold(p) -> None:
+    """No kernel beats its roofline: the bound is a true lower bound on its time."""
+    rows = p.rows()
+    assert rows
+    for row in rows:
+        r = row.record
+        assert row.roofline.cycles > 0, r.name
+        assert row.roofline.ratio(r.duration) >= 1.0, (r.name, row.roofline)
+        assert row.roofline.compulsory_bytes <= r.nbytes
+    assert p.roofline_ratio() >= 1.0
+    assert all(top[-1] >= 1.0 for top in p.top_ops(len(rows)))
+
+
+def test_no_kernel_beats_its_roofline(profile) -> None:
+    assert_bounds_hold(profile)
+    cube = [row for row in profile.rows() if row.record.block_timing.cube_blocks > 0]
+    assert cube and all(row.roofline.flops > 0 for row in cube)
+
+
+def test_op_summary_has_the_roofline_columns(profile) -> None:
+    by_column = [dict(zip(CSV_COLUMNS, row)) for row in profile.csv_rows()]
+    for row, kept in zip(by_column, profile.rows()):
+        assert row["roofline_unit"] in ("cube", "vector", "memory")
+        assert float(row["x_bound"]) >= 1.0
+        assert int(row["compulsory_bytes"]) == int(kept.roofline.compulsory_bytes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("soc", SOCS)
+def test_real_models_never_beat_their_roofline(resnet50_onnx, bert_base_onnx, soc) -> None:
+    for path in (resnet50_onnx, bert_base_onnx):
+        model = ge.compile(path, {"soc_version": soc, "export_compile_stat": 0})
+        assert_bounds_hold(Session(RunConfig(timing_only=True)).run(model).profile)
