@@ -5,7 +5,7 @@
 | prepare                 | import (with shape inference), constant folding  | PreRunBegin, AfterInferShape |
 | optimize original graph | graph fusion passes by band and name             | OptimizeOriginalGraph |
 |                         | precision selection (dtypes, engines, impl modes) | AfterPrecision |
-|                         | format selection, then TransdataTransdataPass     | AfterFormat |
+|                         | format selection, then TransdataTransdataPass and TransdataCastFusionPass | AfterFormat |
 | optimize subgraph       | UB fusion passes (named, then automatic)         | AfterUBFusion |
 | before build            | FusionVirtualOpSetSwitch (Split no-task)         | PreRunAfterOptimizeGraphBeforeBuild |
 | lowering                | lower-to-kernel (run by `Compilation.lower`)      | |

@@ -300,5 +300,5 @@ class TransdataTransdataPass(FusionPass):
         return [CancelTransData(counts)]
 
 
-AFTER_FORMAT_SELECTION = (TransdataTransdataPass.name,)
+AFTER_FORMAT_SELECTION = (TransdataTransdataPass.name, "TransdataCastFusionPass")
 """The fusion passes GE runs right after format selection (TransData/Cast elimination)."""

@@ -77,6 +77,7 @@ _PROJECT_PASSES.update(
                 "layout_fusion": (
                     "RedundantReshapeTransposeFusionPass", "TransposeReshapeFusionPass", "CastCastFusionPass",
                 ),
+                "transdata_cast": ("TransdataCastFusionPass",),
             }.items()
             for name in names
         },

@@ -179,7 +179,7 @@ def test_fewer_cores_take_longer_and_more_than_the_chip_has_is_refused() -> None
     compiled = compile_demo(RESNET, "Ascend910B1")
     all_cores = Session(RunConfig(timing_only=True)).run(compiled.model)
     one = Session(RunConfig(timing_only=True, aicore_num=1)).run(compiled.model)
-    assert one.latency_us > 2 * all_cores.latency_us
+    assert one.profile.device_us > 2 * all_cores.profile.device_us  # the host's share does not depend on the cores
     assert {b.core for r in one.profile.kernels() for b in r.blocks if r.core_type == "AiCore"} == {0}
     with pytest.raises(OptionError, match="aicore_num 25 is more than Ascend910B1's 24 AI cores"):
         Runtime(compiled.model, RunConfig(aicore_num=25))

@@ -10,12 +10,18 @@
                             the cube (M), the vector unit (V), or data movement
                             (MTE1, MTE2, MTE3, FIX, or the chip's GM bandwidth);
     latency                 none is busy `timing.LATENCY_BOUND` of the time: it goes
-                            on the launch, the pipes waiting on each other, syncs.
+                            on the launch, the pipes waiting on each other, syncs;
+  and the kernel's roofline (`Roofline`): `flops` (2 per cube MAC, 1 per vector
+  element), `compulsory_bytes` (its arguments, each read or written once),
+  `roofline_us` and `roofline_unit` (the time the busiest of cube, vector and GM
+  bandwidth needs at the chip's peak), and `x_bound`, its time over that (>= 1).
 - `trace.json`: Chrome trace events (open in Perfetto or chrome://tracing): a
   "Host" process (model launch and synchronise), a "Streams" process with a track
   per stream (kernels, copies, events), and a process per core with its blocks;
   with the pipe level, each core also has a track per pipe with every instruction
   (a steady-state stretch of a loop as one span with its busy ratio).
+  Times are whole nanoseconds written as microseconds (`_ts_dur`): slices that
+  follow each other on a track touch but never overlap, whatever reads them.
 
 Several models run side by side (`ge.sim.chip`) write one op_summary.csv with a
 `tenant` column first, and one trace.json with a process per model whose threads
@@ -45,6 +51,7 @@ CSV_COLUMNS = (
     "op_name", "op_type", "kernel", "task_index", "stream", "core_type", "block_dim", "waves",
     "start_cycles", "duration_cycles", "start_us", "duration_us", "block_cycles",
     *RATIO_COLUMNS.values(), "cube_utilization", "vector_utilization", "memory_utilization", "gm_bytes", "bound",
+    "flops", "compulsory_bytes", "roofline_us", "roofline_unit", "x_bound",
 )  # fmt: skip
 
 
@@ -85,6 +92,46 @@ class OpRow:
     memory: float
     gm_bytes: float
     bound: str
+    roofline: Roofline
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The least time a kernel's work needs on this chip, whatever its tiling and pipes.
+
+    - cube: its padded MACs (the cube blocks its mmads do, one a cycle per core at
+      peak, which is how its tiling shapes them), over the AI cores of the run;
+    - vector: its vector instructions at one 256-byte repeat a cycle per core (the
+      unit's peak), over the run's cores of the kernel's kind;
+    - memory: its compulsory GM bytes at the chip's GM bandwidth (which every core
+      of the chip shares, a virtual instance's too). Compulsory: each input and
+      weight read once, each output written once, i.e. the sizes of the task's
+      arguments; but never more than the kernel moved, since some read only part
+      of an argument (a Gather, the rows of its table it looks up).
+    The cores are those the run has of the kernel's kind (all the chip's, or a
+    slice's with aicore_num or a virtual instance), not `block_dim`'s: the bound
+    is what the hardware could do, the tiling being one way to fall short of it.
+    The achieved time (launch included) over the bound is `ratio`, never below 1.
+    """
+
+    flops: float
+    compulsory_bytes: float
+    cycles: float
+    unit: str
+
+    @classmethod
+    def of(cls, r: TaskRecord, t: timing.BlockTiming, cores: int, soc: SocProfile) -> Roofline:
+        compulsory = min(float(r.nbytes), r.block_dim * t.gm_bytes)
+        needs = {
+            "cube": r.block_dim * t.cube_blocks / cores,
+            "vector": r.block_dim * t.vector_ideal / cores,
+            "memory": compulsory / timing.chip_gm_bytes_per_cycle(soc),
+        }
+        unit, cycles = max(needs.items(), key=lambda kv: kv[1])
+        return cls(r.block_dim * t.ops, compulsory, cycles, unit)
+
+    def ratio(self, duration: float) -> float:
+        return duration / self.cycles if self.cycles > 0 else 1.0
 
 
 @dataclass
@@ -184,20 +231,28 @@ class Profile:
         }
         kind, most = max(pressure.items(), key=lambda kv: kv[1])
         bound = kind if most >= timing.LATENCY_BOUND else "latency"
-        return OpRow(r, -(-r.block_dim // cores), block, ratios, cube, vector, memory, r.block_dim * t.gm_bytes, bound)
+        roofline = Roofline.of(r, t, cores, self.soc)
+        return OpRow(r, -(-r.block_dim // cores), block, ratios, cube, vector, memory, r.block_dim * t.gm_bytes, bound, roofline)
 
-    def top_ops(self, n: int = 10) -> list[tuple[str, str, float, int, str]]:
-        """(op name, type, total us, launches, bound) of the ops taking the most time."""
+    def top_ops(self, n: int = 10) -> list[tuple[str, str, float, int, str, float]]:
+        """(op name, type, total us, launches, bound, x roofline bound) of the ops taking the most time."""
         total: dict[str, float] = defaultdict(float)
+        least: dict[str, float] = defaultdict(float)
         launches: dict[str, int] = defaultdict(int)
         info: dict[str, tuple[str, str]] = {}
         for row in self.rows():
             r = row.record
             total[r.name] += r.duration / self.clock_mhz
+            least[r.name] += row.roofline.cycles / self.clock_mhz
             launches[r.name] += 1
             info[r.name] = (r.op_type, row.bound)
         names = sorted(total, key=lambda k: (-total[k], k))[:n]
-        return [(k, info[k][0], total[k], launches[k], info[k][1]) for k in names]
+        return [(k, info[k][0], total[k], launches[k], info[k][1], _over(total[k], least[k])) for k in names]
+
+    def roofline_ratio(self) -> float:
+        """The kernels' time over their roofline bounds' (summed over every kernel task)."""
+        rows = self.rows()
+        return _over(sum(row.record.duration for row in rows), sum(row.roofline.cycles for row in rows))
 
     # ----------------------------------------------------------------- files
 
@@ -228,6 +283,8 @@ class Profile:
                 _num(r.start), _num(r.duration), _num(r.start / clock), _num(r.duration / clock), _num(row.block_cycles),
                 *(_ratio(row.ratios[c]) for c in RATIO_COLUMNS.values()),
                 _ratio(row.cube), _ratio(row.vector), _ratio(row.memory), int(row.gm_bytes), row.bound,
+                int(row.roofline.flops), int(row.roofline.compulsory_bytes), _num(row.roofline.cycles / clock),
+                row.roofline.unit, _num(row.roofline.ratio(r.duration)),
             ])  # fmt: skip
         return rows
 
@@ -244,8 +301,8 @@ class Profile:
             else:
                 events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": thread}})
 
-        def span(pid: int, tid: int, name: str, start_us: float, dur_us: float, cat: str, args: dict | None = None) -> None:
-            event = {"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat, "ts": round(start_us, 4), "dur": round(max(dur_us, 0.0), 4)}
+        def span(pid: int, tid: int, name: str, start_us: float, end_us: float, cat: str, args: dict | None = None) -> None:
+            event = {"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat, **_ts_dur(start_us, end_us)}
             if args:
                 event["args"] = args
             events.append(event)
@@ -253,7 +310,7 @@ class Profile:
         meta(0, "Host")
         meta(0, "Host", 0, "host")
         span(0, 0, "model execute (launch)", 0.0, base, "host")
-        span(0, 0, "synchronise", base + self.device_us, timing.HOST_SYNC_US, "host")
+        span(0, 0, "synchronise", base + self.device_us, base + self.device_us + timing.HOST_SYNC_US, "host")
         meta(1, "Streams")
         for s in sorted({r.stream for r in self.records}):
             meta(1, "Streams", s, f"stream {s}")
@@ -263,7 +320,7 @@ class Profile:
                 args.update(kernel=r.kernel, op_type=r.op_type, block_dim=r.block_dim)
             elif r.nbytes:
                 args["bytes"] = r.nbytes
-            span(1, r.stream, r.name, base + r.start / clock, r.duration / clock, r.kind, args)
+            span(1, r.stream, r.name, base + r.start / clock, base + r.end / clock, r.kind, args)
         pids = {"AiCore": 100, "VectorCore": 1000}
         titles = {"AiCore": "AI Core", "VectorCore": "Vector Core"}
         used = {(r.core_type, b.core) for r in self.kernels() for b in r.blocks}
@@ -278,7 +335,7 @@ class Profile:
         for r in self.kernels():
             for n, b in enumerate(r.blocks):
                 pid = pids[r.core_type] + b.core
-                span(pid, 0, r.name, base + b.start / clock, (b.end - b.start) / clock, "block", {"kernel": r.kernel, "block": n, "phase": b.phase})
+                span(pid, 0, r.name, base + b.start / clock, base + b.end / clock, "block", {"kernel": r.kernel, "block": n, "phase": b.phase})
             if self.pipes:
                 self._pipe_spans(r, pids[r.core_type], span)
         return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"soc": self.soc.name, "clock_mhz": clock}}
@@ -302,9 +359,9 @@ class Profile:
             for s, phase in zip(t.spans, phase_of):
                 if phase != b.phase:
                     continue
-                start = b.start + (s.start - lo) * stretch
+                start, end = b.start + (s.start - lo) * stretch, b.start + (s.end - lo) * stretch
                 args = {"busy": round(s.busy, 3)} if s.busy < 1.0 else None
-                span(pid_base + b.core, s.pipe + 1, s.label, base + start / clock, (s.end - s.start) * stretch / clock, "pipe", args)
+                span(pid_base + b.core, s.pipe + 1, s.label, base + start / clock, base + end / clock, "pipe", args)
 
     # ---------------------------------------------------------------- summary
 
@@ -321,6 +378,7 @@ class Profile:
             "cube_peak_fraction": self.cube_peak_fraction(),
             "kernels": len(self.kernels()),
             "tasks": len(self.records),
+            "roofline_ratio": self.roofline_ratio(),
         }
 
 
@@ -369,6 +427,23 @@ def _phase(start: float, bounds: list[tuple[float, float]]) -> int:
         if start < hi or i == len(bounds) - 1:
             return i
     return 0
+
+
+def _ts_dur(start_us: float, end_us: float) -> dict[str, float]:
+    """`ts` and `dur` (microseconds, as the Trace Event Format has them) from whole
+    nanoseconds: start and end are each rounded once and `dur` is their difference,
+    so slices that touch on a track still touch and never overlap. Perfetto's JSON
+    importer reads `ts` and `dur` separately as `llround(value * 1000)` nanoseconds,
+    which gives back exactly these integers; a decimal reader gets `ts + dur` exactly
+    the rounded end. (`displayTimeUnit` only chooses how times are shown, by the format's
+    definition; it does not change the unit of `ts`.)"""
+    start = round(start_us * 1000)
+    end = max(round(end_us * 1000), start)
+    return {"ts": start / 1000, "dur": (end - start) / 1000}
+
+
+def _over(time: float, bound: float) -> float:
+    return time / bound if bound > 0 else 1.0
 
 
 def _num(x: float) -> str:

@@ -14,7 +14,7 @@ xDSL, without their programs, only when numerics are asked for.
 A decoded program is a tuple of instructions (tuples, for speed) with their costs
 already looked up in `ge.sim.costs`:
 
-    (RUN, pipe, cycles, gm_bytes, gm_ideal, cube_blocks, vector_cycles, label)
+    (RUN, pipe, cycles, gm_bytes, gm_ideal, cube_blocks, vector_cycles, label, ops, vector_ideal)
     (SET, pipe, key)          set_flag on the source pipe; key = (src, dst, event id)
     (WAIT, pipe, key)         wait_flag on the destination pipe
     (BARRIER, pipe)           pipe_barrier
@@ -25,6 +25,9 @@ already looked up in `ge.sim.costs`:
 take at the path's peak rate (no latency): a kernel whose GM traffic at peak fills
 its time is memory-bound, one whose copies mostly wait on latency is not.
 `cube_blocks` are the m0 x k0 x n0 cube blocks of an mmad (one a cycle at peak).
+`ops` count the work for a roofline: 2 x m x k x n for an mmad (a multiply and an add
+per MAC), the elements of a vector instruction (one operation each); `vector_ideal`
+is the cycles a vector instruction takes at the unit's peak, one 256-byte repeat a cycle.
 """
 
 from __future__ import annotations
@@ -218,7 +221,7 @@ def _instruction(kind: str, rest: str, header: Header, line: str) -> tuple:
             m = _SCALAR.match(rest)
             _check(m, header, line)
             cycles = int(m.group(1)) * SCALAR_CYCLES_PER_INSTR  # type: ignore[union-attr]
-            return (RUN, S_PIPE, cycles, 0, 0.0, 0.0, 0.0, "scalar")
+            return (RUN, S_PIPE, cycles, 0, 0.0, 0.0, 0.0, "scalar", 0.0, 0.0)
         if kind in ("set_flag", "wait_flag"):
             m = _FLAG.match(rest)
             _check(m, header, line)
@@ -255,7 +258,7 @@ def _copy(soc_name: str, pipe: int, nbytes: int, mode: str, src: str, dst: str) 
     cycles = soc.transfer_cycles(path, nbytes)
     gm = nbytes if "GM" in (src, dst) else 0
     ideal = gm / soc.transfer(path).peak_bytes_per_cycle if gm else 0.0
-    return (RUN, pipe, cycles, gm, ideal, 0.0, 0.0, f"{path} {nbytes} B")
+    return (RUN, pipe, cycles, gm, ideal, 0.0, 0.0, f"{path} {nbytes} B", 0.0, 0.0)
 
 
 @cache
@@ -264,14 +267,15 @@ def _mmad(soc_name: str, m: int, k: int, n: int, dtype: str) -> tuple:
     cycles = soc.mmad_cycles(m, k, n, dtype)
     m0, k0, n0 = soc.cube[dtype]
     blocks = m * k * n / (m0 * k0 * n0)
-    return (RUN, PIPE["M"], cycles, 0, 0.0, blocks, 0.0, f"mmad {m}x{k}x{n} {dtype}")
+    return (RUN, PIPE["M"], cycles, 0, 0.0, blocks, 0.0, f"mmad {m}x{k}x{n} {dtype}", 2.0 * m * k * n, 0.0)
 
 
 @cache
 def _vec(soc_name: str, instr: str, dtypes: str, elements: int) -> tuple:
     priced = VECTOR_ALIASES.get(instr, instr)
     cycles = costs.vector_cycles(soc_name, priced, dtypes, elements)
-    return (RUN, PIPE["V"], cycles, 0, 0.0, 0.0, cycles, f"{instr} {dtypes} x{elements}")
+    ideal = float(costs.default_repeat(dtypes, elements))
+    return (RUN, PIPE["V"], cycles, 0, 0.0, 0.0, cycles, f"{instr} {dtypes} x{elements}", float(elements), ideal)
 
 
 def touched(body: tuple) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:

@@ -123,6 +123,10 @@ class BlockTiming:
     vector_cycles: float
     instructions: float
     spans: tuple[Span, ...] | None
+    ops: float = 0.0
+    """Operations for a roofline: 2 per cube MAC, 1 per vector element (`ge.sim.program`)."""
+    vector_ideal: float = 0.0
+    """Cycles the vector instructions take at the unit's peak (a 256-byte repeat a cycle)."""
 
 
 class _Block:
@@ -139,6 +143,8 @@ class _Block:
         self.cube = 0.0
         self.vector = 0.0
         self.executed = 0.0
+        self.ops = 0.0
+        self.vector_ideal = 0.0
         self.spans: list[Span] | None = [] if trace else None
         self.phase_ends: list[tuple[float, float]] = []
 
@@ -180,6 +186,8 @@ class _Block:
                 self.gm_ideal += ins[4]
                 self.cube += ins[5]
                 self.vector += ins[6]
+                self.ops += ins[8]
+                self.vector_ideal += ins[9]
                 if self.spans is not None:
                     self.spans.append(Span(pipe, start, start + cost, ins[7]))
             elif op == SET:
@@ -206,7 +214,7 @@ class _Block:
         present = tuple(k in self.flags for k in keys)
         values.extend(self.flags[k] for k, here in zip(keys, present) if here)
         shape = (tuple(len(self.win[p]) for p in pipes), present)
-        counters = [*self.busy, self.gm_bytes, self.gm_ideal, self.cube, self.vector, self.executed]
+        counters = [*self.busy, self.gm_bytes, self.gm_ideal, self.cube, self.vector, self.executed, self.ops, self.vector_ideal]
         return shape, values, counters
 
     def _shift(self, pipes: tuple[int, ...], keys: tuple, deltas: list[float]) -> None:
@@ -231,6 +239,8 @@ class _Block:
         self.cube += counters[n + 2]
         self.vector += counters[n + 3]
         self.executed += counters[n + 4]
+        self.ops += counters[n + 5]
+        self.vector_ideal += counters[n + 6]
 
     def loop(self, trips: int, body: tuple, pipes: tuple[int, ...], keys: tuple) -> None:
         history = [self._state(pipes, keys)]
@@ -313,6 +323,8 @@ def time_block(program: tuple, trace: bool = False) -> BlockTiming:
         vector_cycles=block.vector,
         instructions=block.executed,
         spans=tuple(block.spans) if block.spans is not None else None,
+        ops=block.ops,
+        vector_ideal=block.vector_ideal,
     )
 
 

@@ -486,6 +486,19 @@ def _bias_of(op: ag.CubeOp, n_logical: int) -> SSAValue | None:
     return op.operands[2] if len(op.operands) > 2 else None
 
 
+def _nd_store(tail: Sequence[Operation]) -> ag.TransDataOp | None:
+    """The TransData FRACTAL_NZ -> ND that MTE3 (or FIX) does as the tile is stored: the
+    scope's last op, or the one before a last Cast (`TransdataCastFusionPass`'s pair),
+    which converts each element where it stands and so may run on the NZ tile first."""
+    for at in (-1, -2):
+        if len(tail) < -at or (at == -2 and not isinstance(tail[-1], ag.CastOp)):
+            return None
+        op = tail[at]
+        if isinstance(op, ag.TransDataOp) and op.props.str("src_format") == "FRACTAL_NZ":
+            return op
+    return None
+
+
 def epilogue_of(
     profile: SocProfile, cube: ag.CubeOp, tail: list[Operation], outputs: Sequence[SSAValue], n_logical: int
 ) -> Epilogue:
@@ -496,15 +509,16 @@ def epilogue_of(
     addend = None
     if isinstance(cube, ag.GemmOp) and len(cube.operands) > 2 and bias is None:
         addend = cube.operands[2]
-    to_nd = bool(tail) and isinstance(tail[-1], ag.TransDataOp) and tail[-1].props.str("src_format") == "FRACTAL_NZ"
-    compute = tail[:-1] if to_nd else tail
+    store = _nd_store(tail)
+    to_nd = store is not None
+    compute = [op for op in tail if op is not store]
     plain = not compute or (len(compute) == 1 and isinstance(compute[0], ag.ReluOp))
     if profile.fix_pipe and plain and not scale and addend is None and len(outputs) == 1:
         return Epilogue("fix", result, tail, [], [], list(outputs), bias, nd_store=to_nd)
     kind = "mixed" if profile.fix_pipe else "vector"
     inside = {result, *(r for op in tail for r in op.results)}
     stored = set(outputs)
-    aliases = {tail[-1].results[0]: tail[-1].operands[0]} if to_nd else {}
+    aliases = {store.results[0]: store.operands[0]} if store is not None else {}
     values = [EpiValue(result, "tile", element_bytes(result), kind == "mixed" or result in stored)]
     values += [EpiValue(r, "tile", element_bytes(r), r in stored) for op in compute for r in op.results]
     if to_nd:  # MTE3 writes the NZ tile's rows in ND: the tile is its input's buffer

@@ -18,7 +18,7 @@ Passes, in the order the pipeline runs them (band, then name):
 | TbeCommonRules0FusionPass             | main | Conv2D + a chain of 1..5 elementwise ops, each taking one input from the chain |
 | TbeMatmulElemwiseFusionPass           | main | MatMulV2 / GEMM / FullyConnection + an elementwise tail |
 | AutomaticUbFusion                     | down | elementwise and broadcast ops (and keep-dims reductions) joined producer to consumer |
-| MatmulTransdataFusionPass             | down | a matmul scope and the TransData FRACTAL_NZ -> ND after it |
+| MatmulTransdataFusionPass             | down | a matmul scope and the TransData FRACTAL_NZ -> ND after it (and its paired Cast) |
 
 `TbeConvDoubleInFusionPass` is GE's pass for Conv2D + Elemwise + Elemwise (origin
 formats NCHW/NHWC/HWCN only). It runs in the top band so that the generic
@@ -51,7 +51,9 @@ A scope may have several outputs (GE's multi-output UB fusion).
 `MatmulTransdataFusionPass` lets a matmul write its result in ND itself (MTE3
 stores the fractals row by row): a TransData FRACTAL_NZ -> ND that alone uses the
 matmul scope's one output joins the scope. It runs after the elementwise tails are
-in that scope. GE's pass of that name also takes the TransData ND -> FRACTAL_NZ
+in that scope; a TransData that `TransdataCastFusionPass` paired with the Cast after
+it joins with that Cast (the epilogue casts the NZ tile, then stores it in ND).
+GE's pass of that name also takes the TransData ND -> FRACTAL_NZ
 feeding the matmul; here a kernel starts with its cube op (`passes.lowering`), so
 that side stays a kernel of its own until the cube program loads ND operands.
 

@@ -19,7 +19,6 @@ from passes.ub_fusion.scopes import (
     UbFusionPass,
     fits,
     next_scope,
-    unscoped,
 )
 
 
@@ -45,10 +44,10 @@ class MatmulTransdataFusionPass(UbFusionPass):
                 scope = graph.group.get(op)
                 members = list(scope.ops) if scope is not None else [op]
                 after = self._trans_data_after(graph, set(members))
-                if after is None:
+                if not after:
                     continue
                 counts.match(op)
-                merged = sorted({*members, after}, key=graph.pos.__getitem__)
+                merged = sorted({*members, *after}, key=graph.pos.__getitem__)
                 if not fits(merged, profile) or not graph.convex(set(merged)):
                     continue
                 if scope is not None and scope.scope is not None:
@@ -61,11 +60,19 @@ class MatmulTransdataFusionPass(UbFusionPass):
                 counts.effect()
 
     @staticmethod
-    def _trans_data_after(graph: ScopeGraph, members: set[Operation]) -> Operation | None:
-        """The free TransData FRACTAL_NZ -> ND that alone uses the scope's one output."""
+    def _trans_data_after(graph: ScopeGraph, members: set[Operation]) -> list[Operation]:
+        """The TransData FRACTAL_NZ -> ND that alone uses the scope's one output, when
+        free, or with the Cast after it when `TransdataCastFusionPass` paired them."""
         outputs = graph.escaping(members)
         if len(outputs) != 1:
-            return None
+            return []
         users = {u.operation for u in outputs[0].uses}
         after = users.pop() if len(users) == 1 else None
-        return after if _trans_data(after, "FRACTAL_NZ", "ND") and unscoped(graph, after) else None
+        if not _trans_data(after, "FRACTAL_NZ", "ND") or is_no_task(after):
+            return []
+        assert after is not None
+        pair = graph.group.get(after)
+        if pair is None:
+            return [after]
+        cast = pair.ops[-1]
+        return list(pair.ops) if len(pair.ops) == 2 and pair.ops[0] is after and isinstance(cast, ag.CastOp) else []

@@ -18,3 +18,5 @@ config.excludes = ["lit.cfg.py"]  # noqa: F821
 root = os.path.dirname(os.path.dirname(config.test_source_root))  # noqa: F821
 config.environment["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")  # noqa: F821
 config.substitutions.append(("%models", os.path.join(root, "ge", "models")))  # noqa: F821
+# the tree these tests live in, not whichever checkout the environment installed (a git worktree)
+config.environment["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)  # noqa: F821
