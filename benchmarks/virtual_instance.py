@@ -7,7 +7,7 @@ e.g. 1, 2, 4 and 8 of an Ascend310P3's AI cores). The table gives the throughput
 the model's batch on each slice, the speed-up of the virtual build over the
 whole-chip build on that slice, and the cost of the virtual build on the full chip,
 which the reference warns of (soft-sync ops on one core, idle blocks in kernels with
-little work). Compiled models are cached in the model cache's virtual_instance/ folder.
+little work). Each run compiles the models afresh, so the figures are this checkout's.
 
     .venv/bin/python benchmarks/virtual_instance.py [--only resnet50] [--socs Ascend310P3 Ascend910B1]
 """
@@ -15,6 +15,7 @@ little work). Compiled models are cached in the model cache's virtual_instance/ 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,25 +26,22 @@ import ge
 from ge.core import soc
 from ge.session import Session
 from ge.sim.config import RunConfig
-from ge.testing.real_models import CACHE_DIR, model_path
+from ge.testing.real_models import model_path
 
 MODELS = ("resnet50", "bert_base")
-CACHE = CACHE_DIR / "virtual_instance"
 GOAL = 0.05
 """The most virtual_type=1 may cost ResNet-50 on the full chip."""
 
 console = Console(width=150)
 
 
-def compiled(name: str, soc_version: str, virtual_type: int) -> Path:
-    """The model's .om for the SoC and build, compiled once and cached."""
-    path = CACHE / f"{name}_{soc_version}_vt{virtual_type}.om"
-    if not path.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        started = time.perf_counter()
-        model = ge.compile(model_path(name), {"soc_version": soc_version, "virtual_type": virtual_type, "export_compile_stat": 0})
-        model.save(path)
-        console.print(f"[dim]compiled {path.name} in {time.perf_counter() - started:.1f} s[/]")
+def compiled(name: str, soc_version: str, virtual_type: int, folder: Path) -> Path:
+    """The model's .om for the SoC and build, compiled by this checkout (never a stale copy)."""
+    path = folder / f"{name}_{soc_version}_vt{virtual_type}.om"
+    started = time.perf_counter()
+    model = ge.compile(model_path(name), {"soc_version": soc_version, "virtual_type": virtual_type, "export_compile_stat": 0})
+    model.save(path)
+    console.print(f"[dim]compiled {path.name} in {time.perf_counter() - started:.1f} s[/]")
     return path
 
 
@@ -68,7 +66,9 @@ def main() -> None:
             table.add_column(f"{size} core{'s' * (size > 1)}", justify="right")
         table.add_column("cost on the full chip", justify="right")
         for name in args.only:
-            runs = {vt: [latency_us(compiled(name, soc_version, vt), size) for size in sizes] for vt in (0, 1)}
+            with tempfile.TemporaryDirectory() as folder:
+                paths = {vt: compiled(name, soc_version, vt, Path(folder)) for vt in (0, 1)}
+                runs = {vt: [latency_us(paths[vt], size) for size in sizes] for vt in (0, 1)}
             for vt in (0, 1):
                 cells = []
                 for (latency, batch), (whole, _) in zip(runs[vt], runs[0]):
