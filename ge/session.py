@@ -28,10 +28,12 @@ import numpy as np
 
 from ge.om import Model, read
 from ge.core.errors import InputError, OptionError
+from ge.core.options import DEVICES
 from ge.sim.chip import ChipRun, run_tenants
 from ge.sim.config import RunConfig
 from ge.sim.dump import Overflow
 from ge.sim.profile import Profile
+from ge.sim import timing
 from ge.sim.runtime import Runtime
 
 log = logging.getLogger("ge")
@@ -42,13 +44,18 @@ Inputs = Mapping[str, np.ndarray] | Sequence[np.ndarray]
 
 @dataclass(frozen=True)
 class Result:
-    """One run: the outputs by name (empty when timing only), the latency and the profile."""
+    """One `Session.run`: the outputs by name (empty when timing only), the latency per
+    iteration and in total, and the profile (of the last iteration)."""
 
     outputs: dict[str, np.ndarray]
     latency_us: float
+    """Per iteration: the total over iterations_per_loop (1: one run's latency)."""
     profile: Profile
-    overflows: tuple[Overflow, ...] = ()
+    overflows: tuple[Overflow, ...]
     """The kernel tasks that turned finite inputs into inf/NaN, in the order they ran."""
+    iterations: int
+    total_us: float
+    """The host's launch, every iteration on the device, and the host's synchronisation."""
 
     @property
     def throughput(self) -> float:
@@ -57,11 +64,29 @@ class Result:
 
 
 class Session:
-    """Runs `.om` models (or loaded `Model`s) with one `RunConfig`."""
+    """Runs `.om` models (or loaded `Model`s) with one `RunConfig`, on one of the host's
+    `DEVICES` simulated devices (session_device_id, else $ASCEND_DEVICE_ID, else 0).
+
+    Each device is a whole chip of the model's SoC. A session loads its models on its
+    device itself: two sessions share nothing (no loaded model, memory or GM bandwidth),
+    whichever devices they are on."""
 
     def __init__(self, config: RunConfig | None = None):
         self.config = config if config is not None else RunConfig()
+        self.device_id = _device_id(self.config)
         self._loaded: dict[object, tuple[object, Runtime]] = {}
+
+    def compile(self, model: str | os.PathLike | object, options: Mapping[str, object] | None = None) -> Model:
+        """Compile an ONNX file or module as GE compiles a session's graph: `options` (ATC
+        flags such as soc_version, input_shape) over the run config's compile options,
+        whose precision default follows graph_run_mode."""
+        from ge.compiler import compile as compile_model
+
+        given = dict(options or {})
+        flags = self.config.compile_flags()
+        if "precision_mode" in given or "precision_mode_v2" in given:
+            flags = {k: v for k, v in flags.items() if k not in ("precision_mode", "precision_mode_v2")}
+        return compile_model(model, {**flags, **given})  # type: ignore[arg-type]
 
     def runtime(self, model: Model | str | os.PathLike) -> Runtime:
         """The model loaded on the device (loaded once per session)."""
@@ -72,11 +97,22 @@ class Session:
         return self._loaded[key][1]
 
     def run(self, model: Model | str | os.PathLike, inputs: Inputs | None = None) -> Result:
-        """Run `model` once on `inputs` (by input name, or a list in the model's input order)."""
+        """Run `model` iterations_per_loop times on `inputs` (by input name, or a list in the
+        model's input order), back to back on the device: the host launches the loop and
+        synchronises once (`timing.MODEL_LAUNCH_US`, `timing.HOST_SYNC_US`). The model keeps
+        no state between iterations, so each computes the same outputs; each is a step
+        of dump_step."""
         runtime = self.runtime(model)
-        out = runtime.run(_by_name(runtime.model, inputs))
-        _warn_nonfinite(out.outputs, out.overflows)
-        return Result(out.outputs, out.profile.latency_us, out.profile, tuple(out.overflows))
+        feeds = _by_name(runtime.model, inputs)
+        device_us, overflows = 0.0, []
+        for _ in range(self.config.iterations_per_loop):
+            out = runtime.run(feeds, device_us)
+            device_us += out.profile.device_us
+            overflows += out.overflows
+        _warn_nonfinite(out.outputs, overflows)
+        total = timing.MODEL_LAUNCH_US + device_us + timing.HOST_SYNC_US
+        n = self.config.iterations_per_loop
+        return Result(out.outputs, total / n, out.profile, tuple(overflows), n, total)
 
     def run_instances(
         self, instances: Sequence[tuple[Model | str | os.PathLike, int]], inputs: Sequence[Inputs | None] | None = None
@@ -107,6 +143,18 @@ def _warn_nonfinite(outputs: dict[str, np.ndarray], overflows: list[Overflow]) -
         log.warning("%s; no kernel turned finite inputs into them: they came from the model's inputs", held)
         return
     log.warning("%s; the first to make them: %s", held, overflows[0].advice())
+
+
+def _device_id(config: RunConfig) -> int:
+    """session_device_id, else $ASCEND_DEVICE_ID (checked as the option is), else 0."""
+    if config.session_device_id is not None:
+        return config.session_device_id
+    text = os.environ.get("ASCEND_DEVICE_ID")
+    if text is None:
+        return 0
+    if not text.strip().isdigit() or int(text) >= DEVICES:
+        raise OptionError(f"ASCEND_DEVICE_ID '{text}' is not allowed; use 0 to {DEVICES - 1} (or set session_device_id)")
+    return int(text)
 
 
 def _key(model: Model | str | os.PathLike) -> object:
