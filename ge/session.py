@@ -5,6 +5,13 @@
     result = session.run("resnet50.om", {"input": images})
     result.outputs["output"], result.latency_us, result.profile.write("prof/")
 
+With NPURunConfig's options (see README, "NPURunConfig: the run options"):
+
+    session = Session(RunConfig(graph_run_mode=0, iterations_per_loop=100, session_device_id=3))
+    model = session.compile("resnet50.onnx", {"soc_version": "Ascend310P3"})  # precision default: force_fp16
+    result = session.run(model, feeds)
+    result.latency_us, result.total_us                  # per iteration, and the loop's
+
 A session keeps each model it has run loaded (its device memory layout, decoded
 kernels and block timings), so running a model again costs only the run.
 

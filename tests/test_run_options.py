@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ge.core.errors import OptionError
-from ge.core.options import OPTION, RUN, options_of
+from ge.core.options import RUN, help_lines, options_of
 from ge.sim.config import RunConfig
 
 RUN_OPTIONS = options_of(RUN)
@@ -155,3 +155,9 @@ def test_every_npurunconfig_option_of_the_reference_is_a_run_option() -> None:
     named = {n for n in lines if re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)+", n)} | {"deterministic", "distribute"}
     assert len(named) == 57
     assert named <= {o.name for o in RUN_OPTIONS}
+
+
+def test_the_readme_lists_the_run_options_as_the_help_does() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("tests/test_run_options.py keeps it in step -->\n")[1].split("\n<!-- end of run options -->")[0]
+    assert block.splitlines() == ["- " + line for line in help_lines(RUN)]
