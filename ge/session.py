@@ -41,7 +41,7 @@ from ge.sim.config import RunConfig
 from ge.sim.dump import Overflow
 from ge.sim.profile import Profile
 from ge.sim import timing
-from ge.sim.runtime import Runtime
+from ge.sim.runtime import Runtime, Timeouts
 
 log = logging.getLogger("ge")
 
@@ -106,19 +106,25 @@ class Session:
     def run(self, model: Model | str | os.PathLike, inputs: Inputs | None = None) -> Result:
         """Run `model` iterations_per_loop times on `inputs` (by input name, or a list in the
         model's input order), back to back on the device: the host launches the loop and
-        synchronises once (`timing.MODEL_LAUNCH_US`, `timing.HOST_SYNC_US`). The model keeps
-        no state between iterations, so each computes the same outputs; each is a step
-        of dump_step."""
+        synchronises once (`timing.MODEL_LAUNCH_US`, `timing.HOST_SYNC_US`).
+
+        The model keeps no state between iterations, so each computes the same values in
+        the same time: the simulator runs every iteration only when a dump asks for
+        their steps (dump_step counts iterations), else it runs the first and counts
+        the others (a loop of 1,000 costs one run)."""
         runtime = self.runtime(model)
         feeds = _by_name(runtime.model, inputs)
+        n = self.config.iterations_per_loop
+        simulated = n if self.config.enable_dump or self.config.enable_dump_debug else 1
         device_us, overflows = 0.0, []
-        for _ in range(self.config.iterations_per_loop):
+        for _ in range(simulated):
             out = runtime.run(feeds, device_us)
             device_us += out.profile.device_us
             overflows += out.overflows
+        device_us *= n / simulated
+        Timeouts.of(self.config, runtime.soc.clock_mhz, 0.0).by(device_us * runtime.soc.clock_mhz, [])  # the loop's stream sync
         _warn_nonfinite(out.outputs, overflows)
         total = timing.MODEL_LAUNCH_US + device_us + timing.HOST_SYNC_US
-        n = self.config.iterations_per_loop
         return Result(out.outputs, total / n, out.profile, tuple(overflows), n, total)
 
     def run_instances(
@@ -131,6 +137,8 @@ class Session:
         chip together (see `ge.sim.chip`)."""
         if self.config.enable_dump or self.config.enable_dump_debug:
             raise OptionError("enable_dump and enable_dump_debug dump one model's tasks; run the models one at a time to dump them")
+        if self.config.iterations_per_loop > 1:
+            raise OptionError(f"iterations_per_loop {self.config.iterations_per_loop} loops one model; run_instances runs each instance once (use 1)")
         if inputs is not None and len(inputs) != len(instances):
             raise InputError(f"{len(instances)} instances and {len(inputs)} inputs; give an entry per instance (None for none)")
         models = [m if isinstance(m, Model) else read(m) for m, _ in instances]

@@ -86,6 +86,7 @@ def test_iterations_per_loop_pays_the_host_once(resnet: ge.Model) -> None:
     assert one.total_us == one.latency_us == pytest.approx(host + device)
     assert ten.total_us == pytest.approx(host + 10 * device)
     assert ten.latency_us == pytest.approx(ten.total_us / 10) and ten.latency_us < one.latency_us
+    assert ten.outputs == {} and Session(RunConfig(iterations_per_loop=3)).run(resnet, RESNET.sample_inputs(1)).iterations == 3
 
 
 def test_every_iteration_is_a_dump_step(resnet: ge.Model, tmp_path: Path) -> None:
@@ -154,3 +155,8 @@ def test_ge_run_takes_the_loop_and_timeout_flags(resnet: ge.Model, tmp_path: Pat
     assert "3 iterations in" in looped.stdout and "per iteration latency" in looped.stdout
     late = subprocess.run([*ge_run, "--iterations_per_loop", "100", "--stream_sync_timeout", "1"], capture_output=True, text=True)
     assert late.returncode != 0 and "stream_sync_timeout=1 ms" in late.stderr and "Traceback" not in late.stderr
+
+
+def test_instances_run_once(resnet: ge.Model) -> None:
+    with pytest.raises(OptionError, match="iterations_per_loop 2 loops one model; run_instances runs each instance once"):
+        Session(RunConfig(timing_only=True, iterations_per_loop=2)).run_instances([(resnet, 4)])

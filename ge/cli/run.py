@@ -135,6 +135,8 @@ def run(
             raise OptionError("--seed makes inputs, which --timing-only does not use (no values are computed)")
         if config.enable_dump or config.enable_dump_debug:
             raise OptionError("--dump_path and --enable_dump_debug dump one model's tasks; run the models one at a time to dump them")
+        if iterations_per_loop > 1:
+            raise OptionError("--iterations_per_loop loops one model; --instances runs each instance once")
         if profile is not None:
             check_output_directory(profile, "--profile")
         run_instances(parse_instances(instances), config, seed, profile)
