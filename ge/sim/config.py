@@ -103,8 +103,9 @@ class RunConfig:
         check_fields(self)
         self._check_dump()
         self._check_together()
-        warn_no_effect({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}, RUN)
-        if any(name in COMPILE for name in self.given()):
+        given = self.given()
+        warn_no_effect(given, RUN)
+        if any(name in COMPILE for name in given):  # the ATC options checked now, not at the first compile
             CompileOptions(**self.compile_flags())
 
     def given(self) -> dict[str, object]:

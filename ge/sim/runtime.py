@@ -25,6 +25,12 @@ size, the weight blob at the weight region's base. A run then:
    - MODEL_END_GRAPH ends the model.
 3. returns the outputs in their logical layout, with every task's times.
 
+The run's timeouts are in simulated time (`Timeouts`): a KERNEL task running longer
+than op_execute_timeout, an EVENT_WAIT held longer than op_wait_timeout or
+event_sync_timeout, or a model not ended within stream_sync_timeout ends the run with
+a `RunTimeout` naming the task and the limit. A wait whose record never comes is
+thus op_wait_timeout's error (120 s by default); with every limit off, a deadlock.
+
 With numerics, each kernel task is also watched (`ge.sim.dump`): its tensors dumped
 when the run config asks, its outputs checked for inf/NaN, and the kernels that made
 them from finite inputs recorded for the run's overflow warning.
