@@ -5,6 +5,13 @@
     result = session.run("resnet50.om", {"input": images})
     result.outputs["output"], result.latency_us, result.profile.write("prof/")
 
+With NPURunConfig's options (see README, "NPURunConfig: the run options"):
+
+    session = Session(RunConfig(graph_run_mode=0, iterations_per_loop=100, session_device_id=3))
+    model = session.compile("resnet50.onnx", {"soc_version": "Ascend310P3"})  # precision default: force_fp16
+    result = session.run(model, feeds)
+    result.latency_us, result.total_us                  # per iteration, and the loop's
+
 A session keeps each model it has run loaded (its device memory layout, decoded
 kernels and block timings), so running a model again costs only the run.
 
@@ -28,11 +35,13 @@ import numpy as np
 
 from ge.om import Model, read
 from ge.core.errors import InputError, OptionError
+from ge.core.options import DEVICES
 from ge.sim.chip import ChipRun, run_tenants
 from ge.sim.config import RunConfig
 from ge.sim.dump import Overflow
 from ge.sim.profile import Profile
-from ge.sim.runtime import Runtime
+from ge.sim import timing
+from ge.sim.runtime import Runtime, Timeouts
 
 log = logging.getLogger("ge")
 
@@ -42,13 +51,18 @@ Inputs = Mapping[str, np.ndarray] | Sequence[np.ndarray]
 
 @dataclass(frozen=True)
 class Result:
-    """One run: the outputs by name (empty when timing only), the latency and the profile."""
+    """One `Session.run`: the outputs by name (empty when timing only), the latency per
+    iteration and in total, and the profile (of the last iteration)."""
 
     outputs: dict[str, np.ndarray]
     latency_us: float
+    """Per iteration: the total over iterations_per_loop (1: one run's latency)."""
     profile: Profile
-    overflows: tuple[Overflow, ...] = ()
+    overflows: tuple[Overflow, ...]
     """The kernel tasks that turned finite inputs into inf/NaN, in the order they ran."""
+    iterations: int
+    total_us: float
+    """The host's launch, every iteration on the device, and the host's synchronisation."""
 
     @property
     def throughput(self) -> float:
@@ -57,11 +71,29 @@ class Result:
 
 
 class Session:
-    """Runs `.om` models (or loaded `Model`s) with one `RunConfig`."""
+    """Runs `.om` models (or loaded `Model`s) with one `RunConfig`, on one of the host's
+    `DEVICES` simulated devices (session_device_id, else $ASCEND_DEVICE_ID, else 0).
+
+    Each device is a whole chip of the model's SoC. A session loads its models on its
+    device itself: two sessions share nothing (no loaded model, memory or GM bandwidth),
+    whichever devices they are on."""
 
     def __init__(self, config: RunConfig | None = None):
         self.config = config if config is not None else RunConfig()
+        self.device_id = _device_id(self.config)
         self._loaded: dict[object, tuple[object, Runtime]] = {}
+
+    def compile(self, model: str | os.PathLike | object, options: Mapping[str, object] | None = None) -> Model:
+        """Compile an ONNX file or module as GE compiles a session's graph: `options` (ATC
+        flags such as soc_version, input_shape) over the run config's compile options,
+        whose precision default follows graph_run_mode."""
+        from ge.compiler import compile as compile_model
+
+        given = dict(options or {})
+        flags = self.config.compile_flags()
+        if "precision_mode" in given or "precision_mode_v2" in given:
+            flags = {k: v for k, v in flags.items() if k not in ("precision_mode", "precision_mode_v2")}
+        return compile_model(model, {**flags, **given})  # type: ignore[arg-type]
 
     def runtime(self, model: Model | str | os.PathLike) -> Runtime:
         """The model loaded on the device (loaded once per session)."""
@@ -72,11 +104,28 @@ class Session:
         return self._loaded[key][1]
 
     def run(self, model: Model | str | os.PathLike, inputs: Inputs | None = None) -> Result:
-        """Run `model` once on `inputs` (by input name, or a list in the model's input order)."""
+        """Run `model` iterations_per_loop times on `inputs` (by input name, or a list in the
+        model's input order), back to back on the device: the host launches the loop and
+        synchronises once (`timing.MODEL_LAUNCH_US`, `timing.HOST_SYNC_US`).
+
+        The model keeps no state between iterations, so each computes the same values in
+        the same time: the simulator runs every iteration only when a dump asks for
+        their steps (dump_step counts iterations), else it runs the first and counts
+        the others (a loop of 1,000 costs one run)."""
         runtime = self.runtime(model)
-        out = runtime.run(_by_name(runtime.model, inputs))
-        _warn_nonfinite(out.outputs, out.overflows)
-        return Result(out.outputs, out.profile.latency_us, out.profile, tuple(out.overflows))
+        feeds = _by_name(runtime.model, inputs)
+        n = self.config.iterations_per_loop
+        simulated = n if self.config.enable_dump or self.config.enable_dump_debug else 1
+        device_us, overflows = 0.0, []
+        for _ in range(simulated):
+            out = runtime.run(feeds, device_us)
+            device_us += out.profile.device_us
+            overflows += out.overflows
+        device_us *= n / simulated
+        Timeouts.of(self.config, runtime.soc.clock_mhz, 0.0).by(device_us * runtime.soc.clock_mhz, [])  # the loop's stream sync
+        _warn_nonfinite(out.outputs, overflows)
+        total = timing.MODEL_LAUNCH_US + device_us + timing.HOST_SYNC_US
+        return Result(out.outputs, total / n, out.profile, tuple(overflows), n, total)
 
     def run_instances(
         self, instances: Sequence[tuple[Model | str | os.PathLike, int]], inputs: Sequence[Inputs | None] | None = None
@@ -88,6 +137,8 @@ class Session:
         chip together (see `ge.sim.chip`)."""
         if self.config.enable_dump or self.config.enable_dump_debug:
             raise OptionError("enable_dump and enable_dump_debug dump one model's tasks; run the models one at a time to dump them")
+        if self.config.iterations_per_loop > 1:
+            raise OptionError(f"iterations_per_loop {self.config.iterations_per_loop} loops one model; run_instances runs each instance once (use 1)")
         if inputs is not None and len(inputs) != len(instances):
             raise InputError(f"{len(instances)} instances and {len(inputs)} inputs; give an entry per instance (None for none)")
         models = [m if isinstance(m, Model) else read(m) for m, _ in instances]
@@ -107,6 +158,18 @@ def _warn_nonfinite(outputs: dict[str, np.ndarray], overflows: list[Overflow]) -
         log.warning("%s; no kernel turned finite inputs into them: they came from the model's inputs", held)
         return
     log.warning("%s; the first to make them: %s", held, overflows[0].advice())
+
+
+def _device_id(config: RunConfig) -> int:
+    """session_device_id, else $ASCEND_DEVICE_ID (checked as the option is), else 0."""
+    if config.session_device_id is not None:
+        return config.session_device_id
+    text = os.environ.get("ASCEND_DEVICE_ID")
+    if text is None:
+        return 0
+    if not text.strip().isdigit() or int(text) >= DEVICES:
+        raise OptionError(f"ASCEND_DEVICE_ID '{text}' is not allowed; use 0 to {DEVICES - 1} (or set session_device_id)")
+    return int(text)
 
 
 def _key(model: Model | str | os.PathLike) -> object:

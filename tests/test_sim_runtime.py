@@ -284,4 +284,4 @@ def test_a_wait_without_a_record_deadlocks_with_a_clear_error() -> None:
 
     tasks = [t for t in model.tasks if not isinstance(t, EventRecordTask)]
     with pytest.raises(ModelError, match="deadlocks"):
-        Runtime(dataclasses.replace(model, tasks=tuple(tasks)), RunConfig(timing_only=True)).run()
+        Runtime(dataclasses.replace(model, tasks=tuple(tasks)), RunConfig(timing_only=True, op_wait_timeout=0)).run()

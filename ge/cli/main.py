@@ -194,9 +194,9 @@ app.command(name="calibrate")(calibrate)
 
 # ------------------------------------------------------------------------------- run
 
-from ge.cli.run import run  # noqa: E402  (its heavy imports happen inside)
+from ge.cli.run import options_help as run_options_help, run  # noqa: E402  (its heavy imports happen inside)
 
-app.command(name="run")(run)
+app.command(name="run", epilog=run_options_help())(run)
 
 
 # --------------------------------------------------------------------------- compare

@@ -23,6 +23,13 @@ the kernels that turned finite inputs into inf/NaN. Either way, a run whose valu
 hold inf or NaN warns, naming the first op that made them and the precision options
 that avoid it.
 
+`--iterations_per_loop N` runs the model N times back to back on the device, the
+host's launch and synchronisation paid once, and prints the latency per iteration
+and the total. `--deterministic`, `--op_execute_timeout`, `--op_wait_timeout`,
+`--stream_sync_timeout` and `--event_sync_timeout` are NPURunConfig's; a run past a
+timeout fails naming the task and the limit. The other NPURunConfig options are
+Python-only (`ge.RunConfig(name=value)`): the help lists them all, from the table.
+
 `--instances "A.om:4,B.om:4"` runs several models at once on disjoint slices of one
 chip (virtual instances, `ge.sim.chip`), on generated inputs, and prints per model
 its slice, its latency alone on the slice and shared, its throughput shared and the
@@ -89,6 +96,12 @@ def run(
     enable_dump_debug: Annotated[bool, _run_option("enable_dump_debug", "--enable_dump_debug", "--enable-dump-debug")] = OPTION["enable_dump_debug"].default,  # type: ignore[assignment]
     dump_debug_path: Annotated[Path | None, _run_option("dump_debug_path", "--dump_debug_path", "--dump-debug-path")] = None,
     dump_debug_mode: Annotated[str, _run_option("dump_debug_mode", "--dump_debug_mode", "--dump-debug-mode")] = OPTION["dump_debug_mode"].default,  # type: ignore[assignment]
+    iterations_per_loop: Annotated[int, _run_option("iterations_per_loop", "--iterations_per_loop", "--iterations-per-loop")] = OPTION["iterations_per_loop"].default,  # type: ignore[assignment]
+    deterministic: Annotated[int, _run_option("deterministic", "--deterministic")] = OPTION["deterministic"].default,  # type: ignore[assignment]
+    op_execute_timeout: Annotated[int | None, _run_option("op_execute_timeout", "--op_execute_timeout", "--op-execute-timeout")] = OPTION["op_execute_timeout"].default,  # type: ignore[assignment]
+    op_wait_timeout: Annotated[int, _run_option("op_wait_timeout", "--op_wait_timeout", "--op-wait-timeout")] = OPTION["op_wait_timeout"].default,  # type: ignore[assignment]
+    stream_sync_timeout: Annotated[int, _run_option("stream_sync_timeout", "--stream_sync_timeout", "--stream-sync-timeout")] = OPTION["stream_sync_timeout"].default,  # type: ignore[assignment]
+    event_sync_timeout: Annotated[int, _run_option("event_sync_timeout", "--event_sync_timeout", "--event-sync-timeout")] = OPTION["event_sync_timeout"].default,  # type: ignore[assignment]
     instances: Annotated[
         str | None,
         typer.Option(
@@ -111,7 +124,9 @@ def run(
         input_fusion_size=input_fusion_size, aicore_num=aicore_num, timing_only=timing_only, profile_level=profile_level,
         enable_dump=enable_dump or (dump_path is not None and not enable_dump_debug), dump_path=_text(dump_path),
         dump_step=dump_step, dump_mode=dump_mode, dump_layer=dump_layer, enable_dump_debug=enable_dump_debug,
-        dump_debug_path=_text(dump_debug_path), dump_debug_mode=dump_debug_mode,
+        dump_debug_path=_text(dump_debug_path), dump_debug_mode=dump_debug_mode, iterations_per_loop=iterations_per_loop,
+        deterministic=deterministic, op_execute_timeout=op_execute_timeout, op_wait_timeout=op_wait_timeout,
+        stream_sync_timeout=stream_sync_timeout, event_sync_timeout=event_sync_timeout,
     )  # fmt: skip
     if instances is not None:
         if model is not None or inputs or output is not None or aicore_num is not None:
@@ -120,6 +135,8 @@ def run(
             raise OptionError("--seed makes inputs, which --timing-only does not use (no values are computed)")
         if config.enable_dump or config.enable_dump_debug:
             raise OptionError("--dump_path and --enable_dump_debug dump one model's tasks; run the models one at a time to dump them")
+        if iterations_per_loop > 1:
+            raise OptionError("--iterations_per_loop loops one model; --instances runs each instance once")
         if profile is not None:
             check_output_directory(profile, "--profile")
         run_instances(parse_instances(instances), config, seed, profile)
@@ -156,6 +173,14 @@ def run(
     files = result.profile.write(profile) if profile is not None else []
     report(model, result, wall, written, files, timing_only)
     report_dumps(config, result)
+
+
+def options_help() -> str:
+    """Every run option, from the table: those without a flag above are Python-only."""
+    from ge.core.options import RUN, help_lines
+
+    note = "Run options (RunConfig; those not among the flags above are set from Python, ge.RunConfig(name=value)):"
+    return "\n\n".join([note, *help_lines(RUN)])
 
 
 def _text(path: Path | None) -> str | None:
@@ -272,10 +297,16 @@ def report(model: Path, result: Result, wall: float, written: list[str], files: 
     host = result.latency_us - p.device_us
     mode = "timing only" if timing_only else "with numerics"
     console.print(f"[bold]{model}[/] on {p.soc.name} ({cores}), {mode}, simulated in {wall:.2f} s")
-    console.print(
-        f"latency [bold]{result.latency_us:,.1f} us[/] (device {p.device_us:,.1f} us + host {host:.1f} us), "
-        f"throughput [bold]{p.throughput:,.1f}[/] samples/s at batch {p.batch}"
-    )
+    if result.iterations > 1:
+        console.print(
+            f"{result.iterations} iterations in {result.total_us:,.1f} us, the host's launch and synchronisation once: "
+            f"per iteration latency [bold]{result.latency_us:,.1f} us[/], throughput [bold]{p.batch / (result.latency_us * 1e-6):,.1f}[/] samples/s at batch {p.batch}"
+        )
+    else:
+        console.print(
+            f"latency [bold]{result.latency_us:,.1f} us[/] (device {p.device_us:,.1f} us + host {host:.1f} us), "
+            f"throughput [bold]{p.throughput:,.1f}[/] samples/s at batch {p.batch}"
+        )
     console.print(
         f"utilisation: cube {use['cube']:.1%}, vector {use['vector']:.1%}, GM bandwidth {use['memory']:.1%}; "
         f"cube {p.cube_tflops():.2f} TFLOPS ({p.cube_peak_fraction():.1%} of the chip's peak over the latency)"

@@ -34,6 +34,13 @@ class OptionError(GEError):
     code = "E10001"
 
 
+class RunTimeout(GEError):
+    """A run on the simulated device exceeded one of its timeouts (op_execute_timeout,
+    op_wait_timeout, event_sync_timeout, stream_sync_timeout): names the task and the limit."""
+
+    code = "EZ9999"
+
+
 class CalibrationError(GEError):
     """A calibration table is missing or malformed (names the file and line), or the
     cost model is asked for a path or instruction it cannot price."""

@@ -58,6 +58,8 @@ class Option:
     """Why the option does nothing in this engine; None when it does what CANN says."""
     minimum: int | None = None
     maximum: int | None = None
+    deprecated: tuple[str, ...] = ()
+    """The commands whose documentation marks the option as going away."""
 
     @property
     def allowed(self) -> str:
@@ -66,6 +68,8 @@ class Option:
             return "one of " + ", ".join(str(c) for c in self.choices)
         if self.type is bool:
             return "true or false"
+        if self.type is object:
+            return "any object"
         if self.type is int:
             low = "" if self.minimum is None else f" >= {self.minimum}"
             high = "" if self.maximum is None else f" and <= {self.maximum}"
@@ -121,6 +125,9 @@ PRECISION_MODES_V2: dict[str, str] = {
 }
 """Each precision_mode_v2 value and the precision_mode policy it selects."""
 DEFAULT_PRECISION_MODE = "force_fp16"
+TRAINING_PRECISION_MODE = "allow_fp32_to_fp16"
+"""NPURunConfig's precision default for training (graph_run_mode=1): force_fp16 is for
+online inference only."""
 OP_SELECT_IMPLMODES = ("high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all")
 DEFAULT_OP_SELECT_IMPLMODE = "high_performance"
 
@@ -132,6 +139,9 @@ them, so a model compiled with and without the kernel cache is the same file."""
 
 DUMP_MODES = ("input", "output", "all")
 DUMP_DEBUG_MODES = ("aicore_overflow", "atomic_overflow", "all")
+DEVICES = 8
+"""Simulated devices per host (session_device_id 0-7), each a whole chip, as the eight
+NPUs of an Atlas 800 server."""
 DUMP_STEP_RANGES = 100
 """CANN's limit on the '|'-separated iterations and ranges of dump_step."""
 
@@ -139,28 +149,28 @@ OPTIONS: tuple[Option, ...] = (
     # ---- compile (ATC)
     Option("soc_version", str, "Ascend310P3", "The SoC to compile for (a profile in ge/core/soc/).", choices=soc.names()),
     Option("input_shape", str, None, "Input shapes 'name:1,3,224,224;name2:...' (-1 or lo~hi: a dynamic dim)."),
-    Option("fusion_switch_file", str, None, "A GE fusion switch file (JSON or 'Pass:off' lines) closing or opening fusion passes."),
-    Option("export_compile_stat", int, 1, "fusion_result.json: 0 never, 1 at the normal end of the compile, 2 right after the graph is optimised.", choices=(0, 1, 2)),
+    Option("fusion_switch_file", str, None, "A GE fusion switch file (JSON or 'Pass:off' lines) closing or opening fusion passes.", tools=(ATC, RUN)),
+    Option("export_compile_stat", int, 1, "fusion_result.json: 0 never, 1 at the normal end of the compile, 2 right after the graph is optimised.", choices=(0, 1, 2), tools=(ATC, RUN)),
     Option("disable_reuse_memory", int, 0, "1 gives every feature-map tensor its own memory (to rule out a reuse bug); 0 reuses memory by lifetime.", choices=(0, 1)),
     Option("enable_single_stream", bool, False, "true runs every task on one stream; false runs independent branches on parallel streams."),
-    Option("stream_max_parallel_num", str, None, "'AIcoreEngine:N': at most N parallel AI Core streams (default 4)."),
-    Option("precision_mode", str, None, "The precision policy (default force_fp16); excludes precision_mode_v2.", choices=PRECISION_MODES),
-    Option("precision_mode_v2", str, None, "The precision policy, v2 names; excludes precision_mode.", choices=tuple(PRECISION_MODES_V2)),
-    Option("modify_mixlist", str, None, "A JSON file moving op types between the mixed-precision black, white and gray lists."),
+    Option("stream_max_parallel_num", str, None, "'AIcoreEngine:N': at most N parallel AI Core streams (default 4).", tools=(ATC, RUN)),
+    Option("precision_mode", str, None, "The precision policy (default force_fp16); excludes precision_mode_v2.", choices=PRECISION_MODES, tools=(ATC, RUN)),
+    Option("precision_mode_v2", str, None, "The precision policy, v2 names; excludes precision_mode.", choices=tuple(PRECISION_MODES_V2), tools=(ATC, RUN)),
+    Option("modify_mixlist", str, None, "A JSON file moving op types between the mixed-precision black, white and gray lists.", tools=(ATC, RUN)),
     Option("keep_dtype", str, None, "A file of node names and 'OpType::Type' lines that keep their original dtype."),
-    Option("customize_dtypes", str, None, "A file of 'Name::InputDtype:...,OutputDtype:...' (or 'OpType::Type:...') dtype choices."),
-    Option("op_precision_mode", str, None, "An ini of implementation modes by op type ([ByOpType]) and node name ([ByNodeName])."),
-    Option("op_select_implmode", str, None, "The operators' implementation mode (default high_performance).", choices=OP_SELECT_IMPLMODES),
-    Option("optypelist_for_implmode", str, None, "Op types (comma-separated) that op_select_implmode applies to."),
+    Option("customize_dtypes", str, None, "A file of 'Name::InputDtype:...,OutputDtype:...' (or 'OpType::Type:...') dtype choices.", tools=(ATC, RUN)),
+    Option("op_precision_mode", str, None, "An ini of implementation modes by op type ([ByOpType]) and node name ([ByNodeName]).", tools=(ATC, RUN)),
+    Option("op_select_implmode", str, None, "The operators' implementation mode (default high_performance).", choices=OP_SELECT_IMPLMODES, tools=(ATC, RUN), deprecated=(RUN,)),
+    Option("optypelist_for_implmode", str, None, "Op types (comma-separated) that op_select_implmode applies to.", tools=(ATC, RUN), deprecated=(RUN,)),
     Option("virtual_type", int, 0, "1 builds for virtual instances (vNPU slices of the chip): every kernel's block_dim a multiple of the least common multiple of the SoC's slice sizes, soft-sync ops on one core, no vector-core attachment; 0 builds for the whole chip.", choices=(0, 1)),
-    Option("buffer_optimize", str, "l2_optimize", "Buffer optimisation: l2_optimize, l1_optimize (L1 fusion) or off_optimize; l1_optimize excludes virtual_type=1.", choices=BUFFER_OPTIMIZE, no_effect="there is no L1 fusion and no L2 model to tune yet"),
+    Option("buffer_optimize", str, "l2_optimize", "Buffer optimisation: l2_optimize, l1_optimize (L1 fusion) or off_optimize; l1_optimize excludes virtual_type=1.", choices=BUFFER_OPTIMIZE, no_effect="there is no L1 fusion and no L2 model to tune yet", tools=(ATC, RUN)),
     Option("host_env_os", str, None, "The host's operating system.", no_effect="the model runs on the simulator, whatever the host's operating system"),
     Option("host_env_cpu", str, None, "The host's CPU architecture.", no_effect="the model runs on the simulator, whatever the host's CPU architecture"),
-    Option("op_compiler_cache_mode", str, "disable", "The kernel compile cache: enable reads and fills it, force rebuilds every kernel and rewrites its entry, disable (the default here, unlike CANN: reading an entry costs more than building the kernel) neither reads nor writes.", choices=CACHE_MODES),
-    Option("op_compiler_cache_dir", str, None, "The kernel compile cache's directory (entries in its kernel_cache/; default $ASCEND_CACHE_PATH, else $HOME/atc_data)."),
-    Option("debug_dir", str, None, "Where operator debug files go.", no_effect="no operator debug files (.o, .json, .cce) exist to be written"),
-    Option("op_debug_level", int, None, "Operator debug information (0-4); there are no operator binaries to debug here, so its one effect is that non-zero turns the kernel compile cache off.", choices=(0, 1, 2, 3, 4)),
-    Option("op_debug_config", str, None, "A file of 'op_debug_config=oom,ccec_g,...' and 'op_debug_list=Name,OpType::Type' lines; there are no operator binaries to instrument here, so its one effect is on the kernel compile cache: off without op_debug_list, else the listed ops' kernels are rebuilt."),
+    Option("op_compiler_cache_mode", str, "disable", "The kernel compile cache: enable reads and fills it, force rebuilds every kernel and rewrites its entry, disable (the default here, unlike CANN: reading an entry costs more than building the kernel) neither reads nor writes.", choices=CACHE_MODES, tools=(ATC, RUN)),
+    Option("op_compiler_cache_dir", str, None, "The kernel compile cache's directory (entries in its kernel_cache/; default $ASCEND_CACHE_PATH, else $HOME/atc_data).", tools=(ATC, RUN)),
+    Option("debug_dir", str, None, "Where operator debug files go.", no_effect="no operator debug files (.o, .json, .cce) exist to be written", tools=(ATC, RUN)),
+    Option("op_debug_level", int, None, "Operator debug information (0-4); there are no operator binaries to debug here, so its one effect is that non-zero turns the kernel compile cache off.", choices=(0, 1, 2, 3, 4), tools=(ATC, RUN), deprecated=(RUN,)),
+    Option("op_debug_config", str, None, "A file of 'op_debug_config=oom,ccec_g,...' and 'op_debug_list=Name,OpType::Type' lines; there are no operator binaries to instrument here, so its one effect is on the kernel compile cache: off without op_debug_list, else the listed ops' kernels are rebuilt.", tools=(ATC, RUN)),
     Option("status_check", int, None, "Overflow checks in the operators.", no_effect="there is no operator binary to instrument with overflow checks"),
     # ---- run (NPURunConfig, and the simulator's own)
     Option("input_fusion_size", int, 131072, "Graph inputs of at most this many bytes go to the device in one fused copy (0: none).", tools=(RUN,), minimum=0, maximum=33554432),
@@ -176,6 +186,47 @@ OPTIONS: tuple[Option, ...] = (
     Option("enable_dump_debug", bool, False, "Overflow detection: kernel tasks whose finite inputs gave inf or NaN outputs are dumped to dump_debug_path with a manifest.json.", tools=(RUN,)),
     Option("dump_debug_path", str, None, "Where overflow dumps go (default dump_path).", tools=(RUN,)),
     Option("dump_debug_mode", str, "all", "Which overflows are detected: aicore_overflow (AI Core kernels), atomic_overflow (atomic accumulations, which the simulator has none of) or all.", choices=DUMP_DEBUG_MODES, tools=(RUN,)),
+    # ---- NPURunConfig
+    Option("graph_run_mode", int, 1, "0 online inference, 1 training: Session.compile's precision default is force_fp16 for 0, allow_fp32_to_fp16 for 1.", choices=(0, 1), tools=(RUN,)),
+    Option("session_device_id", int, None, f"The simulated device the session runs on, one of {DEVICES} per host, each a whole chip (default $ASCEND_DEVICE_ID, else 0).", tools=(RUN,), minimum=0, maximum=DEVICES - 1),
+    Option("deterministic", int, 0, "1 asks for bitwise-repeatable results; the simulator's are always so (no kernel accumulates in arrival order), so 1 costs nothing.", choices=(0, 1), tools=(RUN,)),
+    Option("iterations_per_loop", int, 1, "Iterations per Session.run, back to back on the device, the host's launch and synchronisation paid once.", tools=(RUN,), minimum=1),
+    Option("op_execute_timeout", int, None, "Seconds (simulated) a kernel task may run before the run fails with a timeout.", tools=(RUN,), minimum=1),
+    Option("op_wait_timeout", int, 120, "Seconds (simulated) an EVENT_WAIT task may wait for its record before the run fails (0: forever).", tools=(RUN,), minimum=0),
+    Option("stream_sync_timeout", int, -1, "Milliseconds (simulated) the host waits for the model's end before the run fails (-1: forever).", tools=(RUN,), minimum=-1),
+    Option("event_sync_timeout", int, -1, "Milliseconds (simulated) an event may be waited for before the run fails (-1: forever); the host syncs only on the stream, so it bounds the device's event waits.", tools=(RUN,), minimum=-1),
+    Option("distribute", object, None, "A ParameterServerStrategy.", tools=(RUN,), no_effect="one simulated device, no parameter servers"),
+    Option("memory_config", object, None, "A MemoryConfig.", tools=(RUN,), no_effect="device memory is the model's plan, laid out at load"),
+    Option("external_weight", bool, False, "Weights to files, shared between models.", tools=(RUN,), no_effect="a loaded model keeps its weights in device memory; no weight files are written"),
+    Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="there is no AI CPU engine"),
+    Option("compile_dynamic_mode", bool, False, "Generalise every input shape to -1.", tools=(RUN,), no_effect="a model is compiled for its input shapes (input_shape)"),
+    Option("mix_compile_mode", bool, False, "Run some ops in the host framework.", tools=(RUN,), no_effect="every op runs on the device; there is no host framework"),
+    Option("enable_exception_dump", int, 2, "Dump a failing kernel's data.", choices=(0, 1, 2), tools=(RUN,), no_effect="a failing run is an error naming its task; there is no device state to dump"),
+    Option("enable_reduce_precision", bool, None, "Not supported by CANN either.", tools=(RUN,), no_effect="CANN documents it as not supported"),
+    Option("dump_config", object, None, "A DumpConfig.", tools=(RUN,), no_effect="the dump options are RunConfig's own (enable_dump, dump_path, ...)"),
+    Option("quant_dumpable", str, "0", "Dump before AMCT quantisation.", choices=("0", "1"), tools=(RUN,), no_effect="no AMCT-quantised graphs are imported"),
+    Option("hcom_parallel", bool, None, "AllReduce in parallel with the backward pass.", tools=(RUN,), no_effect="one device, no collective communication"),
+    Option("enable_scope_fusion_passes", str, None, "TensorFlow scope fusion passes to enable.", tools=(RUN,), no_effect="models come from ONNX, which has no TensorFlow scopes"),
+    Option("is_tailing_optimization", bool, False, "Overlap the last AllReduce with computation.", tools=(RUN,), no_effect="one device, no AllReduce"),
+    Option("enable_small_channel", int, None, "Small-channel convolution optimisation (1 is fixed for graph_run_mode=0).", choices=(0, 1), tools=(RUN,), no_effect="there is no small-channel convolution optimisation"),
+    Option("variable_placement", str, "Device", "Where variables live (Host needs mix_compile_mode).", choices=("Device", "Host"), tools=(RUN,), no_effect="the models hold no variables; weights stay in device memory"),
+    Option("graph_max_parallel_model_num", int, 1, "Threads running graphs in parallel.", tools=(RUN,), minimum=1, maximum=2147483647, no_effect="a session runs one graph at a time"),
+    Option("profiling_config", object, None, "A ProfilingConfig.", tools=(RUN,), no_effect="every run has its profile (Result.profile)"),
+    Option("aoe_mode", str, None, "AOE tuning mode.", choices=("1", "2", "4"), tools=(RUN,), no_effect="there is no AOE tuning"),
+    Option("work_path", str, None, "AOE's working directory.", tools=(RUN,), no_effect="there is no AOE tuning"),
+    Option("aoe_config_file", str, None, "The ops AOE tunes.", tools=(RUN,), no_effect="there is no AOE tuning"),
+    Option("local_rank_id", int, None, "This process's rank for data preprocessing.", tools=(RUN,), minimum=0, no_effect="one process on one device; no data is distributed"),
+    Option("local_device_list", str, None, "Devices the main process feeds (needs local_rank_id).", tools=(RUN,), no_effect="one process on one device; no data is distributed"),
+    Option("hccl_timeout", int, 1836, "Collective communication timeout, seconds.", tools=(RUN,), minimum=1, maximum=17340, no_effect="one device, no collective communication"),
+    Option("experimental_config", object, None, "An ExperimentalConfig.", tools=(RUN,), no_effect="no experimental options are modelled"),
+    Option("jit_compile", str, "auto", "Compile ops online or use prebuilt binaries.", choices=("auto", "true", "false"), tools=(RUN,), no_effect="kernels are always built from the graph; there are no prebuilt binaries"),
+    Option("enable_data_pre_proc", bool, True, "GetNext offload.", tools=(RUN,), deprecated=(RUN,), no_effect="there is no dataset pipeline; inputs are given to Session.run"),
+    Option("variable_format_optimize", bool, None, "Variable format optimisation.", tools=(RUN,), deprecated=(RUN,), no_effect="the models hold no variables"),
+    Option("dynamic_input", bool, False, "Dynamic inputs.", tools=(RUN,), deprecated=(RUN,), no_effect="dynamic dims are given with input_shape"),
+    Option("dynamic_graph_execute_mode", str, None, "How dynamic inputs run (needs dynamic_input).", choices=("dynamic_execute",), tools=(RUN,), deprecated=(RUN,), no_effect="dynamic dims are given with input_shape"),
+    Option("dynamic_inputs_shape_range", str, None, "Shape ranges of dynamic inputs (needs dynamic_input).", tools=(RUN,), deprecated=(RUN,), no_effect="dynamic dims are given with input_shape"),
+    Option("graph_memory_max_size", str, None, "Static and dynamic memory sizes.", tools=(RUN,), deprecated=(RUN,), no_effect="CANN ignores it too: memory follows the network's needs"),
+    Option("variable_memory_max_size", str, None, "Variable memory size.", tools=(RUN,), deprecated=(RUN,), no_effect="CANN ignores it too: memory follows the network's needs"),
 )
 
 OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -205,15 +256,19 @@ def help_lines(tool: str) -> list[str]:
     for o in options_of(tool):
         default = "" if o.default is None else f" [default: {str(o.default).lower() if o.type is bool else o.default}]"
         note = f" (accepted, no effect here: {o.no_effect})" if o.no_effect else ""
-        lines.append(f"--{o.name}: {o.doc}{default}{note}")
+        gone = " (deprecated in CANN)" if tool in o.deprecated else ""
+        lines.append(f"--{o.name}: {o.doc}{default}{note}{gone}")
     return lines
 
 
-def warn_no_effect(flags: dict[str, object]) -> dict[str, object]:
-    """The flags without those that do nothing here, each of which is warned about once."""
+def warn_no_effect(flags: dict[str, object], tool: str = ATC) -> dict[str, object]:
+    """The flags without those that do nothing here, each of which is warned about once;
+    a flag `tool` marks as going away is warned about too."""
     kept = {}
     for name, value in flags.items():
         option = OPTION.get(name)
+        if option is not None and tool in option.deprecated:
+            log.warning("--%s is deprecated in CANN and will be removed", name)
         if option is not None and option.no_effect:
             log.warning("--%s has no effect: %s", name, option.no_effect)
         else:

@@ -25,6 +25,12 @@ size, the weight blob at the weight region's base. A run then:
    - MODEL_END_GRAPH ends the model.
 3. returns the outputs in their logical layout, with every task's times.
 
+The run's timeouts are in simulated time (`Timeouts`): a KERNEL task running longer
+than op_execute_timeout, an EVENT_WAIT held longer than op_wait_timeout or
+event_sync_timeout, or a model not ended within stream_sync_timeout ends the run with
+a `RunTimeout` naming the task and the limit. A wait whose record never comes is
+thus op_wait_timeout's error (120 s by default); with every limit off, a deadlock.
+
 With numerics, each kernel task is also watched (`ge.sim.dump`): its tensors dumped
 when the run config asks, its outputs checked for inf/NaN, and the kernels that made
 them from finite inputs recorded for the run's overflow warning.
@@ -60,7 +66,7 @@ from ge.core import soc as socs
 from ge.om import Model, Region, TensorDesc
 from ge.om.limits import BLOCK_DIM
 from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
-from ge.core.errors import InputError, ModelError, OptionError
+from ge.core.errors import InputError, ModelError, OptionError, RunTimeout
 from ge.core.limits import check_host_allocation
 from ge.sim.config import RunConfig
 from ge.sim import program, timing
@@ -221,14 +227,15 @@ class Runtime:
                 raise ModelError(f"kernel @{kernel}: {e.args[0]}") from e
         return self._timings[key]
 
-    def run(self, inputs: Mapping[str, np.ndarray] | None = None) -> RunOutput:
-        """Run the model once: `inputs` by name (optional when timing only, checked if given)."""
-        execution = self.start(inputs, timing.GmLedger(timing.chip_gm_bytes_per_cycle(self.soc)))
+    def run(self, inputs: Mapping[str, np.ndarray] | None = None, synced_us: float = 0.0) -> RunOutput:
+        """Run the model once: `inputs` by name (optional when timing only, checked if given);
+        `synced_us` of the host's stream synchronisation have gone on earlier iterations."""
+        execution = self.start(inputs, timing.GmLedger(timing.chip_gm_bytes_per_cycle(self.soc)), synced_us)
         while execution.next_time() is not None:
             execution.step()
         return execution.finish()
 
-    def start(self, inputs: Mapping[str, np.ndarray] | None, ledger: timing.GmLedger) -> Execution:
+    def start(self, inputs: Mapping[str, np.ndarray] | None, ledger: timing.GmLedger, synced_us: float = 0.0) -> Execution:
         """A run of the model, ready to go task by task, its GM traffic through `ledger`
         (shared with whatever else runs on the chip meanwhile)."""
         numerics = not self.config.timing_only
@@ -246,7 +253,7 @@ class Runtime:
                 self.check_inputs(inputs)
             data, memory, watch = [], None, None
         self.step += 1
-        return Execution(self, _State(memory, watch), data, ledger)
+        return Execution(self, _State(memory, watch), data, ledger, Timeouts.of(self.config, self.soc.clock_mhz, synced_us))
 
     def _check_blocks(self) -> None:
         """Refuse a run that would place more than `RUN_BLOCKS` blocks, before placing any."""
@@ -266,13 +273,14 @@ class Runtime:
 
     def _kernel(
         self, task: KernelTask, index: int, now: float, stream: int, state: _State, cores: timing.Cores,
-        ledger: timing.GmLedger, records: list[TaskRecord], trace: bool,
+        ledger: timing.GmLedger, records: list[TaskRecord], trace: bool, limits: Timeouts,
     ) -> float:
         header = self.kernels[task.kernel].header
         kind = header.core_type if self.cores.get(header.core_type) else "AiCore"
         block = self.block_timing(task.kernel)
         ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
         placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger)
+        limits.kernel(index, task.name, placed.end - now)
         if state.memory is not None:
             with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN is the watch's to report, once, by op
                 writes = self.numerics.run(task.kernel, task.name, state.memory, task.inputs, task.outputs)
@@ -345,8 +353,9 @@ class Execution:
     Each stream runs its tasks in list order; of the streams that can go on, the one
     whose next task is ready first goes next (ties: the lower stream)."""
 
-    def __init__(self, runtime: Runtime, state: _State, data: list[np.ndarray], ledger: timing.GmLedger):
+    def __init__(self, runtime: Runtime, state: _State, data: list[np.ndarray], ledger: timing.GmLedger, limits: Timeouts):
         self.runtime = runtime
+        self.limits = limits
         self.state = state
         self.data = data
         self.ledger = ledger
@@ -375,6 +384,7 @@ class Execution:
         now, s = min((self.ready[s], s) for s, q in self.queues.items() if q and s not in self.waiting)
         index = self.queues[s][0]
         task = runtime.model.tasks[index]
+        self.limits.by(now, self._waits())
         if state.memory is not None:
             state.settle(now)
         if isinstance(task, EventWaitTask):
@@ -382,6 +392,7 @@ class Execution:
                 self.waiting[s] = task.event
                 return
             at = self.recorded.pop(task.event)
+            self.limits.wait(self._wait(s, index), max(0.0, at - now), "its record came")
             end = max(now, at) + timing.EVENT_WAIT_US * clock  # the stream is held from `now` until the record
             records.append(TaskRecord(index, task.KIND, s, f"wait event {task.event}", now, end))
         elif isinstance(task, EventRecordTask):
@@ -394,19 +405,28 @@ class Execution:
                     del self.waiting[other]
             records.append(TaskRecord(index, task.KIND, s, f"record event {task.event}", now, end))
         elif isinstance(task, KernelTask):
-            end = runtime._kernel(task, index, now, s, state, self.cores, self.ledger, records, self.trace)
+            end = runtime._kernel(task, index, now, s, state, self.cores, self.ledger, records, self.trace, self.limits)
         elif isinstance(task, MemcpyTask):
             end = runtime._memcpy(task, index, now, s, state, self.data, self.outputs, self.copies, self.copied, records)
         else:
             end = now + timing.MODEL_END_US * clock
             records.append(TaskRecord(index, task.KIND, s, "model end", now, end))
             self.ended = True
+        self.limits.by(end, ())
         self.queues[s].popleft()
         self.ready[s] = end
+
+    def _wait(self, stream: int, index: int) -> str:
+        return f"task {index} (stream {stream}, wait event {self.runtime.model.tasks[index].event})"  # type: ignore[attr-defined]
+
+    def _waits(self) -> list[tuple[float, str]]:
+        """(since when, which) of every stream held by an EVENT_WAIT."""
+        return [(self.ready[s], self._wait(s, self.queues[s][0])) for s in self.waiting]
 
     def finish(self) -> RunOutput:
         """The run's outputs and profile, once no stream can go on; refuses a task list that did not end."""
         if any(self.queues.values()):
+            self.limits.by(math.inf, self._waits())
             stuck = ", ".join(f"stream {s} on event {e}" for s, e in sorted(self.waiting.items()))
             raise ModelError(f"the task list deadlocks: {stuck} wait for records that never come")
         if not self.ended:
@@ -420,6 +440,59 @@ class Execution:
             return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace))
         watch.finish()
         return RunOutput(self.outputs, self.runtime._profile(self.records, self.trace), watch.overflows)
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """A run's timeouts in device cycles (inf: none): a kernel task's run (op_execute_timeout),
+    an EVENT_WAIT's wait for its record (the lesser of op_wait_timeout and event_sync_timeout),
+    and the host's stream synchronisation (stream_sync_timeout, less what earlier
+    iterations of the loop took). Each ends the run with a `RunTimeout` naming the task."""
+
+    clock: float
+    execute_limit: float
+    wait_limit: float
+    wait_option: str
+    sync_limit: float
+    sync_option: str
+
+    @classmethod
+    def of(cls, config: RunConfig, clock: float, synced_us: float) -> Timeouts:
+        execute = config.op_execute_timeout * 1e6 * clock if config.op_execute_timeout else math.inf
+        waits = [(math.inf, "")]
+        if config.op_wait_timeout:
+            waits.append((config.op_wait_timeout * 1e6 * clock, f"op_wait_timeout={config.op_wait_timeout} s"))
+        if config.event_sync_timeout > 0:
+            waits.append((config.event_sync_timeout * 1e3 * clock, f"event_sync_timeout={config.event_sync_timeout} ms"))
+        wait, wait_option = min(waits)
+        sync = (config.stream_sync_timeout * 1e3 - synced_us) * clock if config.stream_sync_timeout > 0 else math.inf
+        return cls(clock, execute, wait, wait_option, sync, f"stream_sync_timeout={config.stream_sync_timeout} ms")
+
+    def kernel(self, index: int, name: str, cycles: float) -> None:
+        if cycles > self.execute_limit:
+            raise RunTimeout(f"task {index} ('{name}'): the kernel ran {_seconds(cycles / self.clock)}, longer than op_execute_timeout={self.execute_limit / self.clock / 1e6:g} s")
+
+    def wait(self, which: str, cycles: float, what: str) -> None:
+        if cycles > self.wait_limit:
+            raise RunTimeout(f"{which}: waited longer than {self.wait_option} ({what} after {_seconds(cycles / self.clock)}); look for the EVENT_RECORD it waits for")
+
+    def by(self, now: float, waits: list[tuple[float, str]]) -> None:
+        """Fire whichever limit ends first before `now` (inf: the run can go no further):
+        a held EVENT_WAIT's, or the host's stream synchronisation."""
+        due = [(since + self.wait_limit, which) for since, which in waits if since + self.wait_limit < now]
+        if self.sync_limit < now:
+            due.append((self.sync_limit, ""))
+        if not due:
+            return
+        _, which = min(due)
+        if not which:
+            raise RunTimeout(f"the host's stream synchronisation timed out: the model had not ended after {self.sync_option}")
+        what = "no record ever came" if now == math.inf else "its record had not come"
+        raise RunTimeout(f"{which}: waited longer than {self.wait_option} ({what}); look for the EVENT_RECORD it waits for")
+
+
+def _seconds(us: float) -> str:
+    return f"{us / 1e6:.3g} s" if us >= 1e5 else f"{us / 1e3:.3g} ms"
 
 
 def input_specs(model: Model) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
