@@ -104,26 +104,11 @@ def onnx_json(model: onnx.ModelProto) -> str:
     """The model as protobuf's JSON, large tensors' data left out (see the module's docstring)."""
     from google.protobuf import json_format
 
-    for tensor in _tensors(model.graph):
+    from ge.core.weights import graph_tensors
+
+    for tensor in graph_tensors(model.graph):
         _summarise(tensor)
     return json_format.MessageToJson(model, indent=1)
-
-
-def _tensors(graph: onnx.GraphProto):
-    """Every tensor in a graph that can hold data: initializers, sparse ones, node attributes, subgraphs'."""
-    yield from graph.initializer
-    for sparse in graph.sparse_initializer:
-        yield sparse.values
-        yield sparse.indices
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.HasField("t"):
-                yield attr.t
-            yield from attr.tensors
-            if attr.HasField("sparse_tensor"):
-                yield attr.sparse_tensor.values
-            for g in (attr.g, *attr.graphs) if attr.HasField("g") else attr.graphs:
-                yield from _tensors(g)
 
 
 DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")

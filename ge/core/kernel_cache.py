@@ -58,7 +58,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ge.core.errors import OptionError
-from ge.core.files import read_text
+from ge.core.files import FileError, published, read_text
 
 log = logging.getLogger("ge")
 
@@ -270,9 +270,10 @@ class KernelCache:
         header = {"format": FORMAT, "key": key, "sha256": hashlib.sha256(data).hexdigest()}
         content = json.dumps(header, sort_keys=True).encode() + b"\n" + data
         try:
-            _write_atomic(self.path(key), content)
-        except OSError as e:
-            log.warning("kernel cache: cannot write an entry in %s: %s", self.folder, e.strerror or e)
+            with published(self.path(key), "wb", what="kernel cache entry") as f:
+                f.write(content)
+        except (OSError, FileError) as e:
+            log.warning("kernel cache: cannot write an entry in %s: %s", self.folder, e)
 
     def finish(self) -> None:
         """After a compile: write op_cache.ini if there is none, then age the entries."""
@@ -386,18 +387,6 @@ def _remove(path: str) -> None:
         os.remove(path)
     except FileNotFoundError:
         pass  # another process removed it first
-
-
-def _write_atomic(path: str, content: bytes) -> None:
-    """`content` at `path` through a temporary file in the same folder and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
 
 
 def _create(path: str, content: bytes) -> None:

@@ -137,9 +137,9 @@ class WeightStore:
         return store
 
 
-def _graph_tensors(graph):
-    """Every tensor of an ONNX graph that can hold external data: initializers and
-    node attributes, in subgraphs too."""
+def graph_tensors(graph):
+    """Every tensor of an ONNX graph that can hold data (inline or external):
+    initializers, sparse ones, node attributes, in subgraphs too."""
     yield from graph.initializer
     for sparse in graph.sparse_initializer:
         yield sparse.values
@@ -149,10 +149,13 @@ def _graph_tensors(graph):
             if attr.HasField("t"):
                 yield attr.t
             yield from attr.tensors
+            if attr.HasField("sparse_tensor"):
+                yield attr.sparse_tensor.values
+                yield attr.sparse_tensor.indices
             if attr.HasField("g"):
-                yield from _graph_tensors(attr.g)
+                yield from graph_tensors(attr.g)
             for g in attr.graphs:
-                yield from _graph_tensors(g)
+                yield from graph_tensors(g)
 
 
 def load_external_data(model, path: str | None) -> None:
@@ -160,7 +163,7 @@ def load_external_data(model, path: str | None) -> None:
     model's folder (our check, before onnx's loader opens anything)."""
     from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
-    external = [t for t in _graph_tensors(model.graph) if uses_external_data(t)]
+    external = [t for t in graph_tensors(model.graph) if uses_external_data(t)]
     if not external:
         return
     if path is None:
