@@ -130,15 +130,20 @@ class Session:
         flags = self.config.compile_flags()
         if "precision_mode" in given or "precision_mode_v2" in given:
             flags = {k: v for k, v in flags.items() if k not in ("precision_mode", "precision_mode_v2")}
+        if self.config.external_weight:
+            self._check_weight_dir()
         compiled = compile_model(model, {**flags, "session_id": self.session_id, **given})  # type: ignore[arg-type]
         return self._externalized(compiled) if self.config.external_weight else compiled
+
+    def _check_weight_dir(self) -> None:
+        """Refuse, before the compile, external weights that could not be written."""
+        if not self._removal.alive:
+            raise OptionError(f"session {self.session_id} is closed; its external weights are gone")
+        check_output_directory(self.weight_dir, "external weight directory (ASCEND_WORK_PATH)")
 
     def _externalized(self, model: Model) -> Model:
         """`model` with each const's bytes in the session's weight directory (written
         there once, by hash) instead of in the model."""
-        if not self._removal.alive:
-            raise OptionError(f"session {self.session_id} is closed; its external weights are gone")
-        check_output_directory(self.weight_dir, "external weight directory (ASCEND_WORK_PATH)")
         os.makedirs(self.weight_dir, exist_ok=True)  # the umask's mode
         base = bytes(model.weights)
         spans = sorted({(p.offset, p.size) for p in model.memory.placements if p.region is Region.WEIGHT and p.size})

@@ -69,8 +69,7 @@ if TYPE_CHECKING:
 
 MAGIC = "ascend-ge-om"
 FORMAT_VERSION = 2
-"""2: external weights. A model without them is still written as version 1, which
-older readers read."""
+"""2: `external_weights` (version 1 files, without them, are read as before)."""
 MANIFEST = "manifest.json"
 MODEL = "model.json"
 KERNELS = "kernels.mlir"
@@ -205,14 +204,10 @@ class Model:
 
         return ir.parse(self.kernels, KERNELS)
 
-    @property
-    def format_version(self) -> int:
-        return FORMAT_VERSION if self.external else 1
-
     def description(self) -> dict[str, object]:
         external = {"dir": self.weight_dir, "files": [[w.offset, w.size, w.digest] for w in self.external]}
         return {
-            "format_version": self.format_version,
+            "format_version": FORMAT_VERSION,
             "soc_version": self.soc_version,
             "options": self.options,
             "inputs": [t.to_json() for t in self.inputs],
@@ -228,7 +223,7 @@ class Model:
 def write(model: Model, path: str | os.PathLike) -> str:
     """Write `model` as a sealed `.om` zip at `path`, whole or not at all (`ge.core.files.published`)."""
     path = os.fspath(path)
-    manifest = {"magic": MAGIC, "format_version": model.format_version, "entries": list(ENTRIES)}
+    manifest = {"magic": MAGIC, "format_version": FORMAT_VERSION, "entries": list(ENTRIES)}
     with published(path, "w+b", what="model") as f:
         with zipfile.ZipFile(f, "w") as z:
             z.writestr(MANIFEST, json.dumps(manifest, indent=1), zipfile.ZIP_DEFLATED)
