@@ -36,6 +36,7 @@ of the session with the same weights share their files. `close()` (or leaving a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import logging
@@ -43,8 +44,8 @@ import os
 import shutil
 import weakref
 from collections.abc import Mapping, Sequence
-import dataclasses
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 
@@ -114,7 +115,7 @@ class Session:
         self._loaded.clear()
         self._removal()
 
-    def __enter__(self) -> Session:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -4,6 +4,7 @@ removed when the session closes."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 import ge
 from ge.core.files import FileError
 from ge.models import DEMO_MODELS, IMAGE_SHAPE
+from ge.om import model as om
 from ge.om.model import OmError
 from ge.session import Session
 from ge.sim.config import RunConfig
@@ -108,6 +110,34 @@ def test_the_om_refers_to_the_files_and_read_checks_them(work: Path) -> None:
         victim.unlink()
         with pytest.raises(OmError, match="external weight file .* cannot be read"):
             ge.om.read(path)
+
+
+@pytest.mark.parametrize(
+    ("piece", "fragment"),
+    [
+        ([0, 1 << 40, "0" * 64], "size is 1099511627776; allowed: 0 to"),
+        ([-1, 512, "0" * 64], "offset is -1"),
+        ([0, 512, "../../etc/passwd"], "hash must be 64 hex digits"),
+        ([0, 512], "must be [offset, size, hash]"),
+    ],
+)
+def test_a_forged_external_weight_entry_is_refused(work: Path, piece: list, fragment: str) -> None:
+    with Session(RunConfig(external_weight=True)) as session:
+        path = session.compile(RESNET.path, OPTIONS).save(work / "resnet.om")
+    with zipfile.ZipFile(path) as z:
+        contents = {name: z.read(name) for name in (om.MANIFEST, *om.ENTRIES)}
+    description = json.loads(contents[om.MODEL])
+    description["external_weights"]["files"][0] = piece
+    contents[om.MODEL] = json.dumps(description).encode()
+    with open(path, "w+b") as f:
+        with zipfile.ZipFile(f, "w") as z:
+            for name, data in contents.items():
+                z.writestr(name, data)
+            z.comment = om.SEAL + b"0" * om.DIGEST_CHARS
+        om.seal(f)
+    with pytest.raises(OmError) as refused:
+        ge.om.read(path)
+    assert fragment in str(refused.value) and "\n" not in str(refused.value)
 
 
 def test_an_inline_om_holds_its_weights(work: Path) -> None:
