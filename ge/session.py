@@ -22,19 +22,38 @@ Several models side by side on disjoint slices of one chip (virtual instances,
     for t in chip.tenants:
         t.name, t.aicore_num, t.latency_alone_us, t.latency_us, t.throughput, t.slowdown, t.outputs
     chip.write("prof/")                    # op_summary.csv with a tenant column, trace.json
+
+With external_weight=True, `compile` writes each Const's weight once, to
+`$ASCEND_WORK_PATH/tmp_weight_<pid>_<sessionid>/weight_<sha256>` (the current
+directory without ASCEND_WORK_PATH), and the model refers to them by hash, so models
+of the session with the same weights share their files. `close()` (or leaving a
+`with Session(...)` block, or the interpreter's exit) removes the directory:
+
+    with Session(RunConfig(external_weight=True)) as session:
+        a, b = session.compile("a.onnx"), session.compile("b.onnx")
+        session.run(a, feeds)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import itertools
 import logging
 import os
+import shutil
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 
 from ge.om import Model, read
+from ge.om.memory import Region
+from ge.om.model import ExternalWeight
 from ge.core.errors import InputError, OptionError
+from ge.core.files import check_output_directory, published
 from ge.core.options import DEVICES
 from ge.sim.chip import ChipRun, run_tenants
 from ge.sim.config import RunConfig
@@ -78,10 +97,29 @@ class Session:
     device itself: two sessions share nothing (no loaded model, memory or GM bandwidth),
     whichever devices they are on."""
 
+    _ids = itertools.count()
+
     def __init__(self, config: RunConfig | None = None):
         self.config = config if config is not None else RunConfig()
         self.device_id = _device_id(self.config)
+        self.session_id = next(Session._ids)
+        """GE's session id: unique in the process, names the external weight directory."""
         self._loaded: dict[object, tuple[object, Runtime]] = {}
+        self.weight_dir = os.path.join(os.path.abspath(os.environ.get("ASCEND_WORK_PATH") or "."), f"tmp_weight_{os.getpid()}_{self.session_id}")
+        self.weight_writes = 0
+        """Weight files this session has written (each `weight_<hash>` once)."""
+        self._removal = weakref.finalize(self, shutil.rmtree, self.weight_dir, True)  # also at exit, if never closed
+
+    def close(self) -> None:
+        """Unload the models and remove the session's external weight directory."""
+        self._loaded.clear()
+        self._removal()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def compile(self, model: str | os.PathLike | object, options: Mapping[str, object] | None = None) -> Model:
         """Compile an ONNX file or module as GE compiles a session's graph: `options` (ATC
@@ -93,7 +131,34 @@ class Session:
         flags = self.config.compile_flags()
         if "precision_mode" in given or "precision_mode_v2" in given:
             flags = {k: v for k, v in flags.items() if k not in ("precision_mode", "precision_mode_v2")}
-        return compile_model(model, {**flags, **given})  # type: ignore[arg-type]
+        if self.config.external_weight:
+            self._check_weight_dir()
+        compiled = compile_model(model, {**flags, "session_id": self.session_id, **given})  # type: ignore[arg-type]
+        return self._externalized(compiled) if self.config.external_weight else compiled
+
+    def _check_weight_dir(self) -> None:
+        """Refuse, before the compile, external weights that could not be written."""
+        if not self._removal.alive:
+            raise OptionError(f"session {self.session_id} is closed; its external weights are gone")
+        check_output_directory(self.weight_dir, "external weight directory (ASCEND_WORK_PATH)")
+
+    def _externalized(self, model: Model) -> Model:
+        """`model` with each const's bytes in the session's weight directory (written
+        there once, by hash) instead of in the model."""
+        os.makedirs(self.weight_dir, exist_ok=True)  # the umask's mode
+        base = bytes(model.weights)
+        spans = sorted({(p.offset, p.size) for p in model.memory.placements if p.region is Region.WEIGHT and p.size})
+        external = []
+        for offset, size in spans:
+            data = base[offset : offset + size]
+            weight = ExternalWeight(offset, size, hashlib.sha256(data).hexdigest())
+            path = os.path.join(self.weight_dir, weight.file)
+            if not os.path.exists(path):
+                with published(path, "wb", what="external weight") as f:
+                    f.write(data)
+                self.weight_writes += 1
+            external.append(weight)
+        return dataclasses.replace(model, weights=b"", external=tuple(external), weight_dir=self.weight_dir)
 
     def runtime(self, model: Model | str | os.PathLike) -> Runtime:
         """The model loaded on the device (loaded once per session)."""

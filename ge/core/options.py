@@ -197,7 +197,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("event_sync_timeout", int, -1, "Milliseconds (simulated) an event may be waited for before the run fails (-1: forever); the host syncs only on the stream, so it bounds the device's event waits.", tools=(RUN,), minimum=-1),
     Option("distribute", object, None, "A ParameterServerStrategy.", tools=(RUN,), no_effect="one simulated device, no parameter servers"),
     Option("memory_config", object, None, "A MemoryConfig.", tools=(RUN,), no_effect="device memory is the model's plan, laid out at load"),
-    Option("external_weight", bool, False, "Weights to files, shared between models.", tools=(RUN,), no_effect="a loaded model keeps its weights in device memory; no weight files are written"),
+    Option("external_weight", bool, False, "Session.compile writes each Const's weight once to $ASCEND_WORK_PATH (else .)/tmp_weight_<pid>_<sessionid>/weight_<hash>, shared by the session's models and removed when it closes.", tools=(RUN,)),
     Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="there is no AI CPU engine"),
     Option("compile_dynamic_mode", bool, False, "Generalise every input shape to -1.", tools=(RUN,), no_effect="a model is compiled for its input shapes (input_shape)"),
     Option("mix_compile_mode", bool, False, "Run some ops in the host framework.", tools=(RUN,), no_effect="every op runs on the device; there is no host framework"),

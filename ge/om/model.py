@@ -6,7 +6,11 @@ The file is our own container, not CANN's: a zip holding
     model.json      SoC, compile options, inputs/outputs, memory plan, streams,
                     events, the task list and build statistics
     kernels.mlir    the kernels, as `ascend_kernel` IR text
-    weights.bin     the weight region, byte for byte (each const at its offset)
+    weights.bin     the weight region, byte for byte (each const at its offset);
+                    empty for a model built with external weights (format version
+                    2): model.json's `external_weights` then names the directory
+                    and each const's `weight_<sha256>` file there, as CANN's
+                    FileConstant keeps a weight outside the model
 
 and sealed: the zip's comment, the file's last bytes, is `ge-om sha256:` and the
 SHA-256 of every byte before the digest. The seal covers the zip's own headers
@@ -27,7 +31,9 @@ the description is then checked field by field before anything is sized by it
 device memory, every task's stream, event, port, tensor and kernel within what
 the model holds. Entries are read through a bounded reader that never takes the
 zip's declared sizes on trust; the weights are read only once the plan, checked,
-says how many bytes they are.
+says how many bytes they are. External weight files are read, and checked
+against their hash, before the model is returned, so a model whose files are
+missing or altered is refused at `read`, not at its first run.
 """
 
 from __future__ import annotations
@@ -62,7 +68,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 MAGIC = "ascend-ge-om"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: `external_weights` (version 1 files, without them, are read as before)."""
 MANIFEST = "manifest.json"
 MODEL = "model.json"
 KERNELS = "kernels.mlir"
@@ -127,6 +134,32 @@ def _shape(data: object, where: str) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
+class ExternalWeight:
+    """A const's bytes at `offset` in the weight region, kept in the file named by their hash."""
+
+    offset: int
+    size: int
+    digest: str
+    """The SHA-256 of the bytes, hex."""
+
+    @property
+    def file(self) -> str:
+        return f"weight_{self.digest}"
+
+    def load(self, directory: str) -> bytes:
+        """The bytes of this weight's file in `directory`, refused if missing or not the hash's."""
+        path = os.path.join(directory, self.file)
+        try:
+            with open(path, "rb") as f:
+                data = f.read(self.size + 1)
+        except OSError as e:
+            raise Malformed(f"external weight file '{path}' cannot be read: {e.strerror or e}") from None
+        if len(data) != self.size or hashlib.sha256(data).hexdigest() != self.digest:
+            raise Malformed(f"external weight file '{path}' does not match its hash; it was altered or damaged")
+        return data
+
+
+@dataclass(frozen=True)
 class Model:
     """A compiled model: everything the `.om` file holds."""
 
@@ -144,6 +177,22 @@ class Model:
     """The weight region's bytes (`memory.sizes[Region.WEIGHT]` of them; read-only)."""
     build: dict[str, object] = field(default_factory=dict)
     """Statistics of the compile: kernel count and phase timings (seconds)."""
+    external: tuple[ExternalWeight, ...] = ()
+    """The consts kept in `weight_dir` (then `weights` is empty)."""
+    weight_dir: str | None = None
+
+    def weight_bytes(self) -> bytes | memoryview:
+        """The weight region's bytes: `weights`, or assembled from the external files."""
+        if not self.external:
+            return self.weights
+        assert self.weight_dir is not None
+        region = bytearray(self.memory.sizes[Region.WEIGHT])
+        for w in self.external:
+            try:
+                region[w.offset : w.offset + w.size] = w.load(self.weight_dir)
+            except Malformed as e:
+                raise OmError(str(e)) from None
+        return region
 
     def save(self, path: str | os.PathLike) -> str:
         """Write the model to `path` atomically; returns the path written."""
@@ -156,6 +205,7 @@ class Model:
         return ir.parse(self.kernels, KERNELS)
 
     def description(self) -> dict[str, object]:
+        external = {"dir": self.weight_dir, "files": [[w.offset, w.size, w.digest] for w in self.external]}
         return {
             "format_version": FORMAT_VERSION,
             "soc_version": self.soc_version,
@@ -167,7 +217,7 @@ class Model:
             "events": self.events,
             "tasks": [t.to_json() for t in self.tasks],
             "build": self.build,
-        }
+        } | ({"external_weights": external} if self.external else {})
 
 
 def write(model: Model, path: str | os.PathLike) -> str:
@@ -308,9 +358,12 @@ def _model(d: object, entry: Callable[[str, int], bytes]) -> Model:
     streams = integer(limits.field(d, "streams", ""), "streams", 1, limits.STREAMS)
     events = integer(limits.field(d, "events", ""), "events", 0, limits.EVENTS)
     tasks = tuple(Task.from_json(t, f"tasks[{i}]") for i, t in enumerate(items(limits.field(d, "tasks", ""), "tasks", limits.TASKS)))
-    weights = entry(WEIGHTS, memory.sizes[Region.WEIGHT])
-    if len(weights) != memory.sizes[Region.WEIGHT]:
+    weight_dir, external = _external(d.get("external_weights"), memory)
+    weights = entry(WEIGHTS, 0 if external else memory.sizes[Region.WEIGHT])
+    if len(weights) != (0 if external else memory.sizes[Region.WEIGHT]):
         raise Malformed(f"the weight blob has {len(weights)} bytes, the plan's weight region {memory.sizes[Region.WEIGHT]}")
+    for w in external:
+        w.load(weight_dir)
     kernels = entry(KERNELS, limits.KERNELS_BYTES).decode()
     model = Model(
         soc_version=soc.name,
@@ -324,9 +377,32 @@ def _model(d: object, entry: Callable[[str, int], bytes]) -> Model:
         tasks=tasks,
         weights=weights,
         build=dict(mapping(limits.field(d, "build", ""), "build")),
+        external=external,
+        weight_dir=weight_dir or None,
     )
     _check_tasks(model)
     return model
+
+
+def _external(data: object, memory: MemoryPlan) -> tuple[str, tuple[ExternalWeight, ...]]:
+    """The directory and weights of `external_weights`, each within the weight region."""
+    if data is None:
+        return "", ()
+    data = mapping(data, "external_weights")
+    directory = text(limits.field(data, "dir", "external_weights"), "external_weights.dir")
+    region = memory.sizes[Region.WEIGHT]
+    weights = []
+    for i, piece in enumerate(items(limits.field(data, "files", "external_weights"), "external_weights.files", limits.TENSORS)):
+        at = f"external_weights.files[{i}]"
+        if len(items(piece, at, 3)) != 3:
+            raise Malformed(f"{at} must be [offset, size, hash]")
+        offset, size, digest = piece
+        offset = integer(offset, f"{at} offset", 0, region, " (within the weight region)")
+        size = integer(size, f"{at} size", 0, region - offset, " (within the weight region)")
+        if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise Malformed(f"{at} hash must be 64 hex digits, not {digest!r}")
+        weights.append(ExternalWeight(offset, size, digest))
+    return directory, tuple(weights)
 
 
 def _soc(name: str) -> socs.SocProfile:

@@ -245,7 +245,7 @@ class Runtime:
             check_host_allocation((self.model.memory.total,), 1, "the device memory of a run with numerics (timing_only needs none)")
             memory = np.zeros(self.model.memory.total, np.uint8)
             base = self.model.memory.bases[Region.WEIGHT]
-            weights = np.frombuffer(self.model.weights, np.uint8)
+            weights = np.frombuffer(self.model.weight_bytes(), np.uint8)  # inline, or from the external files
             memory[base : base + weights.size] = weights
             watch: Watch | None = Watch(self.config, self.step, (base, base + weights.size))
         else:
