@@ -35,6 +35,9 @@ With numerics, each kernel task is also watched (`ge.sim.dump`): its tensors dum
 when the run config asks, its outputs checked for inf/NaN, and the kernels that made
 them from finite inputs recorded for the run's overflow warning.
 
+With op_debug_config's `oom` (`ge.sim.debug`), loading also refuses a kernel task
+whose program writes past one of its arguments, before any run.
+
 Loading refuses a model whose memory plan needs more than the SoC's device memory
 (`SocProfile.device_memory_bytes`), so the device buffer is never larger than the
 device; a run refuses a task list that would place more than `RUN_BLOCKS` blocks
@@ -63,6 +66,7 @@ import numpy as np
 from ml_dtypes import bfloat16
 
 from ge.core import soc as socs
+from ge.core.kernel_cache import DebugConfig, read_debug_config
 from ge.om import Model, Region, TensorDesc
 from ge.om.limits import BLOCK_DIM
 from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
@@ -70,6 +74,7 @@ from ge.core.errors import InputError, ModelError, OptionError, RunTimeout
 from ge.core.limits import check_host_allocation
 from ge.sim.config import RunConfig
 from ge.sim import program, timing
+from ge.sim.debug import check_oom
 from ge.sim.dump import Overflow, Watch
 from ge.sim.kernels import Layout, Numerics
 from ge.sim.profile import Profile, TaskRecord
@@ -136,6 +141,7 @@ class Runtime:
             )
         self.cores = self._cores()
         self.kernels = program.split_kernels(model.kernels)
+        self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
         self._timings: dict[tuple[str, bool], timing.BlockTiming] = {}
         self._layouts_in = [_layout(d) for d in model.inputs]
         self._layouts_out = [_layout(d) for d in model.outputs]
@@ -169,6 +175,8 @@ class Runtime:
                         f"task {i} ('{task.name}') launches @{task.kernel} on {task.block_dim} blocks; "
                         f"the kernel is tiled for {tiled} (at most {BLOCK_DIM})"
                     )
+                if "oom" in self.debug.options and self._debugged(task):
+                    check_oom(self.kernels[task.kernel], task, i)
                 args = (*task.inputs, *task.outputs, *task.workspace)
                 written += [(a.addr, a.addr + a.size) for a in (*task.outputs, *task.workspace)]
             elif isinstance(task, MemcpyTask):
@@ -186,6 +194,12 @@ class Runtime:
                 if arg.addr < 0 or arg.size < 0 or arg.addr + arg.size > total:
                     raise ModelError(f"task {i}: argument [{arg.addr}, {arg.addr + arg.size}) lies outside the {total}-byte device memory")
         return written
+
+    def _debugged(self, task: KernelTask) -> bool:
+        """True for a kernel task op_debug_config's options apply to: all without op_debug_list,
+        else those whose node names (a fused task's, split at '+') or op types it lists."""
+        header = self.kernels[task.kernel].header
+        return self.debug.ops is None or self.debug.lists(task.name.split("+"), header.op_types)
 
     # ------------------------------------------------------------------ inputs
 
