@@ -15,6 +15,9 @@ op_compiler_cache_mode and op_compiler_cache_dir say (enable by default, as in
 CANN); its folder is checked before anything is compiled, and what the cache did
 is in `Model.build["kernel_cache"]` (mode, folder, hits, misses; or why it was off).
 
+op_debug_level 1, 2 and 4, and op_debug_config's dump_cce and dump_loc, write the
+kernels' programs to kernel_meta (`ge.sim.debug`) once the build is done.
+
 A module passed in is compiled in place. fusion_result.json is written at the
 end of a successful compile when `export_compile_stat` is 1 (2 writes it right
 after the optimisation), as `ge atc` does.
@@ -104,6 +107,7 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
         cache.finish()
         report = cache.report()
     build = {**result.build, **_virtual_instance(options), "timings": timings, "kernel_cache": report}
+    _kernel_meta(result, options)
     return dataclasses.replace(result, build=build)
 
 
@@ -128,9 +132,35 @@ def _options(options: CompileOptions | Mapping[str, object] | None) -> CompileOp
         options = CompileOptions.from_flags(**options)
     if options.stream_max_parallel_num and AICPU_ENGINE in parse_stream_max_parallel_num(options.stream_max_parallel_num):
         log.warning("stream_max_parallel_num: %s has no effect here: every kernel runs on the AI Core", AICPU_ENGINE)
-    if options.op_debug_level or options.op_debug_config:
-        log.warning(
-            "op_debug_level and op_debug_config make no operator debug files here (there are no operator binaries); "
-            "their one effect is on the kernel compile cache"
-        )
+    if options.op_debug_level == 2:
+        log.warning("op_debug_level=2: there is no C compiler here to build with -O0 -g; it writes kernel_meta as 1 does")
+    if options.op_debug_level == 3:
+        log.warning("op_debug_level=3 keeps operators' .o and .json files, and there are none here; it only turns the compile cache off")
+    if options.op_debug_config is not None:
+        inert = [o for o in kernel_cache.read_debug_config(options.op_debug_config).options if o in ("ccec_O0", "ccec_g", "check_flag")]
+        if inert:
+            log.warning("op_debug_config: %s have no effect here: there is no C compiler or operator binary", ", ".join(inert))
     return options
+
+
+def _kernel_meta(model: Model, options: CompileOptions) -> None:
+    """op_debug_level 1, 2 and 4 write every kernel's program to kernel_meta; an
+    op_debug_config with dump_cce or dump_loc, the kernels of op_debug_list's ops
+    (all without a list)."""
+    from ge.om.tasks import KernelTask
+    from ge.sim import debug, program
+
+    kernels = program.split_kernels(model.kernels)
+    if options.op_debug_level in (1, 2, 4):
+        debug.write_kernel_meta(kernels, debug.kernel_meta_dir(options.debug_dir))
+        return
+    if options.op_debug_config is None:
+        return
+    config = kernel_cache.read_debug_config(options.op_debug_config)
+    if not {"dump_cce", "dump_loc"} & set(config.options):
+        return
+    listed = {
+        t.kernel for t in model.tasks
+        if isinstance(t, KernelTask) and (config.ops is None or config.lists(t.name.split("+"), kernels[t.kernel].header.op_types))
+    }
+    debug.write_kernel_meta({k: v for k, v in kernels.items() if k in listed}, debug.kernel_meta_dir(options.debug_dir))

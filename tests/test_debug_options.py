@@ -5,14 +5,16 @@ for the kernels op_debug_list names or all of them."""
 from __future__ import annotations
 
 import re
-import zipfile
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ge
-from ge.core.errors import ModelError
+from ge.core.errors import ModelError, OptionError
+from ge.core.options import CompileOptions
 from ge.models import DEMO_MODELS
 from ge.om import model as om
 from ge.sim.config import RunConfig
@@ -73,3 +75,54 @@ def test_oom_passes_the_compilers_kernels(model, tmp_path: Path):
     compiled = ge.compile(model.path, {"export_compile_stat": 0, "soc_version": SOC})
     runtime = Runtime(compiled, RunConfig(op_debug_config=debug_config(tmp_path, "op_debug_config=oom\n")))
     runtime.run(inputs(runtime))
+
+
+def kernel_meta(folder: Path) -> list[str]:
+    return sorted(p.name for p in (folder / "kernel_meta").iterdir())
+
+
+def test_op_debug_level_1_writes_every_kernel_to_debug_dir(tmp_path: Path):
+    model = ge.compile(DEMO_MODELS[0].path, {"export_compile_stat": 0, "soc_version": SOC, "op_debug_level": 1, "debug_dir": str(tmp_path)})
+    names = sorted(re.findall(r"^ascend_kernel\.kernel @(\S+)", model.kernels, re.M))
+    assert kernel_meta(tmp_path) == sorted([f"{n}.mlir" for n in names] + [f"{n}.pipes.txt" for n in names])
+    first = (tmp_path / "kernel_meta" / f"{names[0]}.mlir").read_text()
+    assert first.startswith(f"ascend_kernel.kernel @{names[0]} ") and "} program {" in first
+    assert "pipe MTE2:" in (tmp_path / "kernel_meta" / f"{names[0]}.pipes.txt").read_text()
+
+
+def test_op_debug_level_3_writes_nothing(tmp_path: Path):
+    ge.compile(DEMO_MODELS[0].path, {"export_compile_stat": 0, "soc_version": SOC, "op_debug_level": 3, "debug_dir": str(tmp_path)})
+    assert not (tmp_path / "kernel_meta").exists()
+
+
+def test_dump_cce_writes_the_listed_kernels_via_ascend_work_path(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path))
+    config = debug_config(tmp_path, "op_debug_config=dump_cce\nop_debug_list=OpType::MatMulV2\n")
+    ge.compile(DEMO_MODELS[0].path, {"export_compile_stat": 0, "soc_version": SOC, "op_debug_config": config})
+    assert kernel_meta(tmp_path) == ["te_mat_mul_v2_trans_data_cast_0.mlir", "te_mat_mul_v2_trans_data_cast_0.pipes.txt"]
+
+
+def test_atc_writes_kernel_meta_to_debug_dir(tmp_path: Path):
+    config = debug_config(tmp_path, "op_debug_config=dump_loc,ccec_g\n")
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "ge"), "atc", f"--model={DEMO_MODELS[0].path}", "--framework=5", f"--output={tmp_path / 'tiny'}",
+         f"--soc_version={SOC}", f"--op_debug_config={config}", f"--debug_dir={tmp_path / 'debug'}"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ccec_g have no effect here" in result.stderr
+    assert any(name.endswith(".pipes.txt") for name in kernel_meta(tmp_path / "debug"))
+
+
+@pytest.mark.parametrize(
+    ("text", "level", "message"),
+    [
+        ("op_debug_config=oom,ccec_O0\n", None, "ccec_O0 and oom cannot be enabled at the same time"),
+        ("op_debug_config=oom\n", 2, "op_debug_level=2 .* cannot be used with oom"),
+    ],
+)
+def test_debug_conflicts(tmp_path: Path, text: str, level: int | None, message: str):
+    with pytest.raises(OptionError, match=message):
+        CompileOptions(op_debug_config=debug_config(tmp_path, text), op_debug_level=level)
+    with pytest.raises(OptionError, match=message):
+        RunConfig(op_debug_config=debug_config(tmp_path, text), op_debug_level=level)

@@ -1,5 +1,7 @@
-"""op_debug_config's `oom` on the simulator: a kernel's GM writes checked against its
-task's argument ranges before it runs.
+"""The operator debug options on the simulator: op_debug_config's `oom`, and the
+kernel programs written to kernel_meta (op_debug_level 1, 2 and 4, dump_cce, dump_loc).
+
+`oom`: a kernel's GM writes checked against its task's argument ranges before it runs.
 
 A kernel's pipe program names the GM buffer each copy writes (its program block's
 arguments are the task's inputs, outputs and workspace, in that order) and how many
@@ -17,12 +19,15 @@ its input). The numerics refuse an argument whose size is not its tensor's.
 
 from __future__ import annotations
 
+import os
 import re
 
+from dialects.ascend_kernel import PIPES
 from ge.core.errors import ModelError
+from ge.core.files import published
 from ge.om.memory import ALIGNMENT
 from ge.om.tasks import Arg, KernelTask
-from ge.sim.program import KernelText
+from ge.sim.program import BARRIER, LOOP, RUN, SET, WAIT, KernelText
 
 _ARG = re.compile(r"(%\w+): !ascend_kernel\.buffer<\"GM\">")
 _WRITE = re.compile(r"^\s*ascend_kernel\.copy \"\w+\" %\w+ -> (%\w+), (\d+) bytes")
@@ -50,3 +55,61 @@ def check_oom(kernel: KernelText, task: KernelTask, index: int) -> None:
                 f"oom: task {index} ('{task.name}') kernel @{kernel.header.name} writes {nbytes} bytes to argument "
                 f"{position} ({name}) at {arg.addr}, reaching {arg.addr + nbytes}, past its allocation [{arg.addr}, {end})"
             )
+
+
+# ------------------------------------------------------------------ kernel_meta
+
+
+def kernel_meta_dir(debug_dir: str | None) -> str:
+    """Where kernel_meta goes, in the reference's order: debug_dir, else ASCEND_WORK_PATH,
+    else the current directory."""
+    return os.path.join(debug_dir or os.environ.get("ASCEND_WORK_PATH") or os.curdir, "kernel_meta")
+
+
+def write_kernel_meta(kernels: dict[str, KernelText], directory: str) -> list[str]:
+    """Each kernel's IR (`<name>.mlir`: header, compute and program regions) and its
+    pipe program one pipe at a time (`<name>.pipes.txt`, cycles as the simulator
+    prices them); the paths written."""
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    for name, kernel in kernels.items():
+        ir = "\n".join([kernel.header_line, *kernel.compute_lines, "} program {", kernel.program_args_line, *kernel.program_lines, "}", ""])
+        for path, text in ((f"{name}.mlir", ir), (f"{name}.pipes.txt", pipe_listing(kernel))):
+            with published(os.path.join(directory, path), what="kernel_meta file") as f:
+                f.write(text)
+            written.append(os.path.join(directory, path))
+    return written
+
+
+def pipe_listing(kernel: KernelText) -> str:
+    """One block's program as one section per pipe: the instructions each pipe issues,
+    in order, loop bodies indented under their trip counts."""
+    sections: dict[int, list[str]] = {p: [] for p in range(len(PIPES))}
+
+    def walk(body: tuple, depth: int) -> None:
+        indent = "  " * depth
+        for instr in body:
+            kind = instr[0]
+            if kind == LOOP:
+                for p in instr[3]:
+                    sections[p].append(f"{indent}loop {instr[1]} times:")
+                walk(instr[2], depth + 1)
+            elif kind == RUN:
+                sections[instr[1]].append(f"{indent}{instr[7]}  ({instr[2]:.1f} cycles)")
+            elif kind in (SET, WAIT):
+                src, dst, event = instr[2]
+                verb = "set_flag" if kind == SET else "wait_flag"
+                sections[instr[1]].append(f"{indent}{verb} {PIPES[src]} -> {PIPES[dst]}, {event}")
+            elif kind == BARRIER:
+                sections[instr[1]].append(f"{indent}pipe_barrier")
+            else:
+                for lines in sections.values():
+                    lines.append(f"{indent}sync_all")
+
+    walk(kernel.program(), 0)
+    header = kernel.header
+    out = [f"kernel @{header.name}: {'+'.join(header.op_types)}, block_dim {header.block_dim}, {header.core_type}, {header.soc}"]
+    for pipe, lines in sections.items():
+        if lines:
+            out += ["", f"pipe {PIPES[pipe]}:", *(f"  {line}" for line in lines)]
+    return "\n".join(out) + "\n"
