@@ -16,7 +16,8 @@ CANN); its folder is checked before anything is compiled, and what the cache did
 is in `Model.build["kernel_cache"]` (mode, folder, hits, misses; or why it was off).
 
 op_debug_level 1, 2 and 4, and op_debug_config's dump_cce and dump_loc, write the
-kernels' programs to kernel_meta (`ge.sim.debug`) once the build is done.
+kernels' programs to kernel_meta (`ge.sim.debug`) once the build is done; its `oom`
+is recorded in `Model.build["oom"]` (the kernels the runtime then bounds-checks).
 
 A module passed in is compiled in place. fusion_result.json is written at the
 end of a successful compile when `export_compile_stat` is 1 (2 writes it right
@@ -106,8 +107,7 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
     if cache is not None:
         cache.finish()
         report = cache.report()
-    build = {**result.build, **_virtual_instance(options), "timings": timings, "kernel_cache": report}
-    _kernel_meta(result, options)
+    build = {**result.build, **_virtual_instance(options), **_debug(result, options), "timings": timings, "kernel_cache": report}
     return dataclasses.replace(result, build=build)
 
 
@@ -143,24 +143,24 @@ def _options(options: CompileOptions | Mapping[str, object] | None) -> CompileOp
     return options
 
 
-def _kernel_meta(model: Model, options: CompileOptions) -> None:
+def _debug(model: Model, options: CompileOptions) -> dict[str, object]:
     """op_debug_level 1, 2 and 4 write every kernel's program to kernel_meta; an
     op_debug_config with dump_cce or dump_loc, the kernels of op_debug_list's ops
-    (all without a list)."""
+    (all without a list). Returns the build entry of `oom`: the kernels the runtime
+    bounds-checks, as a device kernel compiled with it checks itself."""
     from ge.om.tasks import KernelTask
     from ge.sim import debug, program
 
+    if not options.op_debug_level and options.op_debug_config is None:
+        return {}
     kernels = program.split_kernels(model.kernels)
+    config = kernel_cache.read_debug_config(options.op_debug_config) if options.op_debug_config else None
+    listed = sorted({
+        t.kernel for t in model.tasks
+        if isinstance(t, KernelTask) and (config is None or config.ops is None or config.lists(t.name.split("+"), kernels[t.kernel].header.op_types))
+    })
     if options.op_debug_level in (1, 2, 4):
         debug.write_kernel_meta(kernels, debug.kernel_meta_dir(options.debug_dir))
-        return
-    if options.op_debug_config is None:
-        return
-    config = kernel_cache.read_debug_config(options.op_debug_config)
-    if not {"dump_cce", "dump_loc"} & set(config.options):
-        return
-    listed = {
-        t.kernel for t in model.tasks
-        if isinstance(t, KernelTask) and (config.ops is None or config.lists(t.name.split("+"), kernels[t.kernel].header.op_types))
-    }
-    debug.write_kernel_meta({k: v for k, v in kernels.items() if k in listed}, debug.kernel_meta_dir(options.debug_dir))
+    elif config is not None and {"dump_cce", "dump_loc"} & set(config.options):
+        debug.write_kernel_meta({k: kernels[k] for k in listed}, debug.kernel_meta_dir(options.debug_dir))
+    return {"oom": listed} if config is not None and "oom" in config.options else {}

@@ -19,9 +19,10 @@ from ge.models import DEMO_MODELS
 from ge.om import model as om
 from ge.sim.config import RunConfig
 from ge.sim.runtime import Runtime
-from tests.test_om_hostile import entries, sealed
+from tests.test_om_hostile import entries, sealed, with_description
 
 SOC = "Ascend310"
+BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +31,26 @@ def tiny(tmp_path_factory) -> Path:
     return Path(model.save(tmp_path_factory.mktemp("debug") / "tiny.om"))
 
 
+def overwrite(model: Path, path: Path) -> Path:
+    """`model` with its first kernel's first GM write four times as large, resealed."""
+    contents = entries(model)
+    text = contents[om.KERNELS].decode()
+    write = re.search(r'ascend_kernel\.copy "MTE3" %\w+ -> %\w+, (\d+) bytes', text)
+    assert write is not None
+    contents[om.KERNELS] = (text[: write.start(1)] + str(4 * int(write.group(1))) + text[write.end(1) :]).encode()
+    return sealed(path, contents)
+
+
 @pytest.fixture(scope="module")
 def overwriting(tiny: Path, tmp_path_factory) -> Path:
-    """tiny_resnet with its first kernel's first GM write four times as large."""
-    contents = entries(tiny)
-    text = contents[om.KERNELS].decode()
-    write = re.search(r'(ascend_kernel\.copy "MTE3" %\w+ -> %\w+, )(\d+)( bytes)', text)
-    assert write is not None
-    contents[om.KERNELS] = (text[: write.start(2)] + str(4 * int(write.group(2))) + text[write.end(2) :]).encode()
-    return sealed(tmp_path_factory.mktemp("debug") / "overwriting.om", contents)
+    return overwrite(tiny, tmp_path_factory.mktemp("debug") / "overwriting.om")
+
+
+def atc(cwd: Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(BIN / "ge"), "atc", f"--model={DEMO_MODELS[0].path}", "--framework=5", f"--soc_version={SOC}", *flags],
+        capture_output=True, text=True, cwd=cwd,
+    )
 
 
 def debug_config(tmp_path: Path, text: str) -> str:
@@ -104,11 +116,7 @@ def test_dump_cce_writes_the_listed_kernels_via_ascend_work_path(tmp_path: Path,
 
 def test_atc_writes_kernel_meta_to_debug_dir(tmp_path: Path):
     config = debug_config(tmp_path, "op_debug_config=dump_loc,ccec_g\n")
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "ge"), "atc", f"--model={DEMO_MODELS[0].path}", "--framework=5", f"--output={tmp_path / 'tiny'}",
-         f"--soc_version={SOC}", f"--op_debug_config={config}", f"--debug_dir={tmp_path / 'debug'}"],
-        capture_output=True, text=True, cwd=tmp_path,
-    )
+    result = atc(tmp_path, f"--output={tmp_path / 'tiny'}", f"--op_debug_config={config}", f"--debug_dir={tmp_path / 'debug'}")
     assert result.returncode == 0, result.stderr
     assert "ccec_g have no effect here" in result.stderr
     assert any(name.endswith(".pipes.txt") for name in kernel_meta(tmp_path / "debug"))
@@ -126,3 +134,23 @@ def test_debug_conflicts(tmp_path: Path, text: str, level: int | None, message: 
         CompileOptions(op_debug_config=debug_config(tmp_path, text), op_debug_level=level)
     with pytest.raises(OptionError, match=message):
         RunConfig(op_debug_config=debug_config(tmp_path, text), op_debug_level=level)
+
+
+def test_oom_compiled_in_by_atc_is_checked_by_ge_run(tmp_path: Path):
+    """As on the device, oom is built into the kernels: a model compiled with it is checked whatever runs it."""
+    config = debug_config(tmp_path, "op_debug_config=oom\nop_debug_list=OpType::TransData\n")
+    compiled = atc(tmp_path, f"--output={tmp_path / 'tiny'}", f"--op_debug_config={config}")
+    assert compiled.returncode == 0, compiled.stderr
+    assert "te_cast_trans_data_0" in om.read(tmp_path / "tiny.om").build["oom"]
+    tampered = overwrite(tmp_path / "tiny.om", tmp_path / "tampered.om")
+    result = subprocess.run([str(BIN / "ge"), "run", str(tampered)], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode != 0
+    assert "oom: task" in result.stderr and "@te_cast_trans_data_0" in result.stderr, result.stderr
+    with pytest.raises(ModelError, match="oom: task"):
+        ge.Session().run(str(tampered), {"input": np.ones((1, 3, 32, 32), np.float32)})
+
+
+def test_a_hostile_oom_entry_is_refused(tiny: Path, tmp_path: Path):
+    model = with_description(tiny, tmp_path / "hostile.om", lambda d: d["build"].update(oom=[3]))
+    with pytest.raises(ModelError, match="the model's build entry 'oom' is \\[3\\]; it must be a list of kernel names"):
+        Runtime(om.read(model))

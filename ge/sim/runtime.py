@@ -35,8 +35,9 @@ With numerics, each kernel task is also watched (`ge.sim.dump`): its tensors dum
 when the run config asks, its outputs checked for inf/NaN, and the kernels that made
 them from finite inputs recorded for the run's overflow warning.
 
-With op_debug_config's `oom` (`ge.sim.debug`), loading also refuses a kernel task
-whose program writes past one of its arguments, before any run.
+With op_debug_config's `oom` (`ge.sim.debug`), in the run config or compiled into the
+model (`Model.build["oom"]`), loading also refuses a kernel task whose program writes
+past one of its arguments, before any run.
 
 Loading refuses a model whose memory plan needs more than the SoC's device memory
 (`SocProfile.device_memory_bytes`), so the device buffer is never larger than the
@@ -142,6 +143,7 @@ class Runtime:
         self.cores = self._cores()
         self.kernels = program.split_kernels(model.kernels)
         self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
+        self.compiled_oom = _compiled_oom(model)
         self._timings: dict[tuple[str, bool], timing.BlockTiming] = {}
         self._layouts_in = [_layout(d) for d in model.inputs]
         self._layouts_out = [_layout(d) for d in model.outputs]
@@ -175,7 +177,7 @@ class Runtime:
                         f"task {i} ('{task.name}') launches @{task.kernel} on {task.block_dim} blocks; "
                         f"the kernel is tiled for {tiled} (at most {BLOCK_DIM})"
                     )
-                if "oom" in self.debug.options and self._debugged(task):
+                if task.kernel in self.compiled_oom or ("oom" in self.debug.options and self._debugged(task)):
                     check_oom(self.kernels[task.kernel], task, i)
                 args = (*task.inputs, *task.outputs, *task.workspace)
                 written += [(a.addr, a.addr + a.size) for a in (*task.outputs, *task.workspace)]
@@ -517,6 +519,14 @@ def input_specs(model: Model) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
 def _layout(desc: TensorDesc) -> Layout:
     dtype = np.dtype(bfloat16) if desc.dtype == "bfloat16" else np.dtype(desc.dtype)
     return Layout(dtype, tuple(desc.shape), desc.format, desc.origin_format, tuple(desc.origin_shape))
+
+
+def _compiled_oom(model: Model) -> frozenset[str]:
+    """The kernels compiled with op_debug_config's oom (`Model.build["oom"]`), checked as read."""
+    kernels = model.build.get("oom", [])
+    if not isinstance(kernels, list) or not all(isinstance(k, str) for k in kernels):
+        raise ModelError(f"the model's build entry 'oom' is {str(kernels)[:80]}; it must be a list of kernel names")
+    return frozenset(kernels)
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
