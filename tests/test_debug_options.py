@@ -1,9 +1,11 @@
-"""The operator debug options' effects on the simulator: op_debug_config's `oom`
-refuses a kernel whose program writes past its arguments (a tampered, resealed `.om`),
-for the kernels op_debug_list names or all of them."""
+"""The operator debug options' effects: op_debug_config's `oom` fails a kernel whose
+program writes past its arguments (a tampered, resealed `.om`), for the kernels
+op_debug_list names or all of them; kernel_meta; the options' conflicts; and
+enable_exception_dump's dump of a failing kernel."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -63,23 +65,27 @@ def inputs(runtime: Runtime) -> dict[str, np.ndarray]:
     return {name: np.ones(shape, dtype) for name, dtype, shape in runtime.input_specs()}
 
 
-def test_oom_refuses_a_kernel_writing_past_its_argument(overwriting: Path, tmp_path: Path):
-    config = RunConfig(op_debug_config=debug_config(tmp_path, "op_debug_config=oom\n"))
-    with pytest.raises(ModelError, match=r"oom: task \d+ \('[^']+'\) kernel @te_cast_trans_data_0 writes \d+ bytes to argument 1 .* past its allocation"):
-        Runtime(om.read(overwriting), config)
-
-
-def test_without_oom_the_overwrite_goes_unseen(overwriting: Path):
-    runtime = Runtime(om.read(overwriting))
+def run(model: Path, **options: object) -> None:
+    runtime = Runtime(om.read(model), RunConfig(enable_exception_dump=0, **options))  # type: ignore[arg-type]
     runtime.run(inputs(runtime))
 
 
-def test_oom_keeps_to_op_debug_list(overwriting: Path, tmp_path: Path):
-    elsewhere = debug_config(tmp_path, "op_debug_config=oom\nop_debug_list=OpType::MatMulV2\n")
-    Runtime(om.read(overwriting), RunConfig(op_debug_config=elsewhere))
-    listed = debug_config(tmp_path, "op_debug_config=oom\nop_debug_list=OpType::TransData\n")
+def test_oom_fails_a_kernel_writing_past_its_argument(overwriting: Path, tmp_path: Path):
+    config = debug_config(tmp_path, "op_debug_config=oom\n")
+    with pytest.raises(ModelError, match=r"oom: task \d+ \('[^']+'\) kernel @te_cast_trans_data_0 writes \d+ bytes to argument 1 .* past its allocation"):
+        run(overwriting, op_debug_config=config)
     with pytest.raises(ModelError, match="oom: "):
-        Runtime(om.read(overwriting), RunConfig(op_debug_config=listed))
+        run(overwriting, op_debug_config=config, timing_only=True)
+
+
+def test_without_oom_the_overwrite_goes_unseen(overwriting: Path):
+    run(overwriting)
+
+
+def test_oom_keeps_to_op_debug_list(overwriting: Path, tmp_path: Path):
+    run(overwriting, op_debug_config=debug_config(tmp_path, "op_debug_config=oom\nop_debug_list=OpType::MatMulV2\n"))
+    with pytest.raises(ModelError, match="oom: "):
+        run(overwriting, op_debug_config=debug_config(tmp_path, "op_debug_config=oom\nop_debug_list=OpType::TransData\n"))
 
 
 @pytest.mark.parametrize("model", DEMO_MODELS, ids=lambda m: Path(m.path).stem)
@@ -146,11 +152,34 @@ def test_oom_compiled_in_by_atc_is_checked_by_ge_run(tmp_path: Path):
     result = subprocess.run([str(BIN / "ge"), "run", str(tampered)], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode != 0
     assert "oom: task" in result.stderr and "@te_cast_trans_data_0" in result.stderr, result.stderr
+    assert "the kernel's data and tiling are in ./extra-info/data-dump/0/te_cast_trans_data_0." in result.stderr
     with pytest.raises(ModelError, match="oom: task"):
-        ge.Session().run(str(tampered), {"input": np.ones((1, 3, 32, 32), np.float32)})
+        ge.Session(RunConfig(enable_exception_dump=0)).run(str(tampered), {"input": np.ones((1, 3, 32, 32), np.float32)})
+
+
+@pytest.mark.parametrize(("mode", "env", "folder"), [(2, {}, "extra-info/data-dump/3"), (2, {"ASCEND_WORK_PATH": "work"}, "work/extra-info/data-dump/3"), (1, {}, "."), (1, {"NPU_COLLECT_PATH": "collect"}, "collect")])
+def test_exception_dump(overwriting: Path, tmp_path: Path, monkeypatch, mode: int, env: dict[str, str], folder: str):
+    monkeypatch.chdir(tmp_path)
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(tmp_path / value))
+    config = RunConfig(op_debug_config=debug_config(tmp_path, "op_debug_config=oom\n"), enable_exception_dump=mode, session_device_id=3)
+    runtime = Runtime(om.read(overwriting), config)
+    given = inputs(runtime)
+    with pytest.raises(ModelError, match=r"oom: .* \(enable_exception_dump=\d: the kernel's data and tiling are in (.*\.json)\)") as info:
+        runtime.run(given)
+    path = Path(re.search(r"are in (.*\.json)\)", str(info.value)).group(1))
+    assert path.resolve().parent == (tmp_path / folder).resolve()
+    description = json.loads(path.read_text())
+    assert description["kernel"] == "te_cast_trans_data_0" and description["error"].startswith("oom: ")
+    assert description["tiling"]["block_rows"] > 0
+    first = description["args"][0]
+    assert first["role"] == "input" and first["dtype"] == "float32" and first["shape"] == [1, 3, 32, 32]
+    np.testing.assert_array_equal(np.load(path.parent / first["file"]), next(iter(given.values())))
+    assert [a["role"] for a in description["args"]] == ["input", "output"]
+    assert all((path.parent / a["file"]).is_file() for a in description["args"])
 
 
 def test_a_hostile_oom_entry_is_refused(tiny: Path, tmp_path: Path):
     model = with_description(tiny, tmp_path / "hostile.om", lambda d: d["build"].update(oom=[3]))
     with pytest.raises(ModelError, match="the model's build entry 'oom' is \\[3\\]; it must be a list of kernel names"):
-        Runtime(om.read(model))
+        run(model)

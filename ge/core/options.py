@@ -201,7 +201,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="there is no AI CPU engine"),
     Option("compile_dynamic_mode", bool, False, "Generalise every input shape to -1.", tools=(RUN,), no_effect="a model is compiled for its input shapes (input_shape)"),
     Option("mix_compile_mode", bool, False, "Run some ops in the host framework.", tools=(RUN,), no_effect="every op runs on the device; there is no host framework"),
-    Option("enable_exception_dump", int, 2, "Dump a failing kernel's data.", choices=(0, 1, 2), tools=(RUN,), no_effect="a failing run is an error naming its task; there is no device state to dump"),
+    Option("enable_exception_dump", int, 2, "Dump a failing kernel's arguments (.npy) and tiling (JSON): 1 to the current directory, 2 to extra-info/data-dump/<device id> under $ASCEND_WORK_PATH or the current directory, $NPU_COLLECT_PATH over both; 0 off.", choices=(0, 1, 2), tools=(RUN,)),
     Option("enable_reduce_precision", bool, None, "Not supported by CANN either.", tools=(RUN,), no_effect="CANN documents it as not supported"),
     Option("dump_config", object, None, "A DumpConfig.", tools=(RUN,), no_effect="the dump options are RunConfig's own (enable_dump, dump_path, ...)"),
     Option("quant_dumpable", str, "0", "Dump before AMCT quantisation.", choices=("0", "1"), tools=(RUN,), no_effect="no AMCT-quantised graphs are imported"),

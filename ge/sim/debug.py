@@ -1,7 +1,8 @@
-"""The operator debug options on the simulator: op_debug_config's `oom`, and the
-kernel programs written to kernel_meta (op_debug_level 1, 2 and 4, dump_cce, dump_loc).
+"""The operator debug options on the simulator: op_debug_config's `oom`, the kernel
+programs written to kernel_meta (op_debug_level 1, 2 and 4, dump_cce, dump_loc), and
+enable_exception_dump's dump of a failing kernel.
 
-`oom`: a kernel's GM writes checked against its task's argument ranges before it runs.
+`oom`: a kernel's GM writes checked against its task's argument ranges as it starts.
 
 A kernel's pipe program names the GM buffer each copy writes (its program block's
 arguments are the task's inputs, outputs and workspace, in that order) and how many
@@ -19,8 +20,11 @@ its input). The numerics refuse an argument whose size is not its tensor's.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+
+import numpy as np
 
 from dialects.ascend_kernel import PIPES
 from ge.core.errors import ModelError
@@ -43,9 +47,9 @@ def largest_writes(kernel: KernelText) -> dict[str, int]:
     return largest
 
 
-def check_oom(kernel: KernelText, task: KernelTask, index: int) -> None:
-    """Refuse a kernel task whose program would write GM outside its arguments."""
-    largest = largest_writes(kernel)
+def check_oom(kernel: KernelText, largest: dict[str, int], task: KernelTask, index: int) -> None:
+    """Fail a kernel task whose program would write GM outside its arguments
+    (`largest`: the kernel's `largest_writes`)."""
     args: list[Arg] = [*task.inputs, *task.outputs, *task.workspace]
     for position, (name, arg) in enumerate(zip(_ARG.findall(kernel.program_args_line), args)):
         end = arg.addr + -(-arg.size // ALIGNMENT) * ALIGNMENT
@@ -113,3 +117,57 @@ def pipe_listing(kernel: KernelText) -> str:
         if lines:
             out += ["", f"pipe {PIPES[pipe]}:", *(f"  {line}" for line in lines)]
     return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------ exception dump
+
+
+def exception_dump_dir(mode: int, device_id: int) -> str:
+    """Where enable_exception_dump puts a failing kernel's data, as the reference says:
+    $NPU_COLLECT_PATH whatever the mode; else mode 1 the current directory, mode 2
+    `extra-info/data-dump/<device_id>` under $ASCEND_WORK_PATH or the current directory."""
+    collect = os.environ.get("NPU_COLLECT_PATH")
+    if collect:
+        return collect
+    if mode == 1:
+        return os.curdir
+    return os.path.join(os.environ.get("ASCEND_WORK_PATH") or os.curdir, "extra-info", "data-dump", str(device_id))
+
+
+def dump_exception(
+    directory: str, index: int, task: KernelTask, kernel: KernelText, memory: np.ndarray | None,
+    layouts: tuple[list, list] | None, error: str,
+) -> str:
+    """A failing kernel task's arguments as they are in device memory (`.npy`, in their
+    tensors' dtype and device shape where the kernel's types say, else raw bytes) and
+    a JSON of the task, its tiling and the error; returns the JSON's path."""
+    os.makedirs(directory, exist_ok=True)
+    stem = os.path.join(directory, f"{kernel.header.name}.{index}")
+    ins, outs = layouts if layouts is not None else ([], [])
+    roles = [("input", i, a, ins[i] if i < len(ins) else None) for i, a in enumerate(task.inputs)]
+    roles += [("output", i, a, outs[i] if i < len(outs) else None) for i, a in enumerate(task.outputs)]
+    roles += [("workspace", i, a, None) for i, a in enumerate(task.workspace)]
+    args = []
+    for role, i, arg, layout in roles:
+        entry: dict[str, object] = {"role": role, "index": i, "addr": arg.addr, "size": arg.size}
+        if memory is not None and 0 <= arg.addr and arg.addr + arg.size <= memory.size:
+            data = memory[arg.addr : arg.addr + arg.size]
+            if layout is not None and layout.nbytes == arg.size:
+                data = data.view(layout.dtype).reshape(layout.shape)
+                entry.update(dtype=str(layout.dtype), shape=list(layout.shape), format=layout.format)
+            file = f"{stem}.{role}.{i}.npy"
+            with published(file, "wb", "exception dump") as f:
+                np.save(f, data)
+            entry["file"] = os.path.basename(file)
+        args.append(entry)
+    header = kernel.header
+    tiling = re.search(r"tiling = \{([^{}]*)\}", kernel.header_line)
+    description = {
+        "task": index, "name": task.name, "kernel": header.name, "op_types": list(header.op_types),
+        "block_dim": task.block_dim, "core_type": header.core_type, "error": error,
+        "tiling": {k: int(v) for k, v in re.findall(r"(\w+) = (-?\d+) : i64", tiling.group(1))} if tiling else {},
+        "args": args,
+    }
+    with published(f"{stem}.json", what="exception dump") as f:
+        json.dump(description, f, indent=1)
+    return f"{stem}.json"

@@ -36,8 +36,10 @@ when the run config asks, its outputs checked for inf/NaN, and the kernels that 
 them from finite inputs recorded for the run's overflow warning.
 
 With op_debug_config's `oom` (`ge.sim.debug`), in the run config or compiled into the
-model (`Model.build["oom"]`), loading also refuses a kernel task whose program writes
-past one of its arguments, before any run.
+model (`Model.build["oom"]`), a kernel task whose program writes past one of its
+arguments fails as it starts. A kernel that fails (that, or its numerics) has its
+arguments, tiling and error dumped when enable_exception_dump is on (2 by default, as
+in CANN), and its error says where.
 
 Loading refuses a model whose memory plan needs more than the SoC's device memory
 (`SocProfile.device_memory_bytes`), so the device buffer is never larger than the
@@ -72,10 +74,11 @@ from ge.om import Model, Region, TensorDesc
 from ge.om.limits import BLOCK_DIM
 from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
 from ge.core.errors import InputError, ModelError, OptionError, RunTimeout
+from ge.core.files import FileError
 from ge.core.limits import check_host_allocation
 from ge.sim.config import RunConfig
 from ge.sim import program, timing
-from ge.sim.debug import check_oom
+from ge.sim.debug import check_oom, dump_exception, exception_dump_dir, largest_writes
 from ge.sim.dump import Overflow, Watch
 from ge.sim.kernels import Layout, Numerics
 from ge.sim.profile import Profile, TaskRecord
@@ -144,6 +147,7 @@ class Runtime:
         self.kernels = program.split_kernels(model.kernels)
         self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
         self.compiled_oom = _compiled_oom(model)
+        self._largest_writes: dict[str, dict[str, int]] = {}
         self._timings: dict[tuple[str, bool], timing.BlockTiming] = {}
         self._layouts_in = [_layout(d) for d in model.inputs]
         self._layouts_out = [_layout(d) for d in model.outputs]
@@ -177,8 +181,6 @@ class Runtime:
                         f"task {i} ('{task.name}') launches @{task.kernel} on {task.block_dim} blocks; "
                         f"the kernel is tiled for {tiled} (at most {BLOCK_DIM})"
                     )
-                if task.kernel in self.compiled_oom or ("oom" in self.debug.options and self._debugged(task)):
-                    check_oom(self.kernels[task.kernel], task, i)
                 args = (*task.inputs, *task.outputs, *task.workspace)
                 written += [(a.addr, a.addr + a.size) for a in (*task.outputs, *task.workspace)]
             elif isinstance(task, MemcpyTask):
@@ -297,9 +299,8 @@ class Runtime:
         ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
         placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger)
         limits.kernel(index, task.name, placed.end - now)
+        writes = self._execute(task, index, state.memory)
         if state.memory is not None:
-            with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN is the watch's to report, once, by op
-                writes = self.numerics.run(task.kernel, task.name, state.memory, task.inputs, task.outputs)
             if state.watch is not None:
                 state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
             for addr, data in writes:
@@ -313,6 +314,37 @@ class Runtime:
             )
         )
         return placed.end
+
+    def _execute(self, task: KernelTask, index: int, memory: np.ndarray | None) -> list[tuple[int, np.ndarray]]:
+        """The kernel's oom check when it has one, then its numerics (with a device memory);
+        a fault dumps the kernel's data when enable_exception_dump asks, and says where."""
+        try:
+            if task.kernel in self.compiled_oom or ("oom" in self.debug.options and self._debugged(task)):
+                kernel = self.kernels[task.kernel]
+                if task.kernel not in self._largest_writes:
+                    self._largest_writes[task.kernel] = largest_writes(kernel)
+                check_oom(kernel, self._largest_writes[task.kernel], task, index)
+            if memory is None:
+                return []
+            with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN is the watch's to report, once, by op
+                return self.numerics.run(task.kernel, task.name, memory, task.inputs, task.outputs)
+        except ModelError as e:
+            if not self.config.enable_exception_dump:
+                raise
+            try:
+                path = self._dump_exception(task, index, memory, e.args[0])
+            except FileError as failed:
+                raise ModelError(f"{e.args[0]} (enable_exception_dump: {failed.args[0]})") from e
+            raise ModelError(f"{e.args[0]} (enable_exception_dump={self.config.enable_exception_dump}: the kernel's data and tiling are in {path})") from e
+
+    def _dump_exception(self, task: KernelTask, index: int, memory: np.ndarray | None, error: str) -> str:
+        try:
+            layouts = self.numerics.layouts(task.kernel)
+        except ModelError:  # a kernel the numerics cannot read: its arguments go out as bytes
+            layouts = None
+        device = self.config.session_device_id or 0
+        directory = exception_dump_dir(self.config.enable_exception_dump, device)
+        return dump_exception(directory, index, task, self.kernels[task.kernel], memory, layouts, error)
 
     def _memcpy(
         self, task: MemcpyTask, index: int, now: float, stream: int, state: _State, data: list[np.ndarray],
