@@ -15,6 +15,10 @@ op_compiler_cache_mode and op_compiler_cache_dir say (enable by default, as in
 CANN); its folder is checked before anything is compiled, and what the cache did
 is in `Model.build["kernel_cache"]` (mode, folder, hits, misses; or why it was off).
 
+op_debug_level 1, 2 and 4, and op_debug_config's dump_cce and dump_loc, write the
+kernels' programs to kernel_meta (`ge.sim.debug`) once the build is done; its `oom`
+is recorded in `Model.build["oom"]` (the kernels the runtime then bounds-checks).
+
 A module passed in is compiled in place. fusion_result.json is written at the
 end of a successful compile when `export_compile_stat` is 1 (2 writes it right
 after the optimisation), as `ge atc` does.
@@ -103,7 +107,7 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
     if cache is not None:
         cache.finish()
         report = cache.report()
-    build = {**result.build, **_virtual_instance(options), "timings": timings, "kernel_cache": report}
+    build = {**result.build, **_virtual_instance(options), **_debug(result, options), "timings": timings, "kernel_cache": report}
     return dataclasses.replace(result, build=build)
 
 
@@ -128,9 +132,35 @@ def _options(options: CompileOptions | Mapping[str, object] | None) -> CompileOp
         options = CompileOptions.from_flags(**options)
     if options.stream_max_parallel_num and AICPU_ENGINE in parse_stream_max_parallel_num(options.stream_max_parallel_num):
         log.warning("stream_max_parallel_num: %s has no effect here: every kernel runs on the AI Core", AICPU_ENGINE)
-    if options.op_debug_level or options.op_debug_config:
-        log.warning(
-            "op_debug_level and op_debug_config make no operator debug files here (there are no operator binaries); "
-            "their one effect is on the kernel compile cache"
-        )
+    if options.op_debug_level == 2:
+        log.warning("op_debug_level=2: there is no C compiler here to build with -O0 -g; it writes kernel_meta as 1 does")
+    if options.op_debug_level == 3:
+        log.warning("op_debug_level=3 keeps operators' .o and .json files, and there are none here; it only turns the compile cache off")
+    if options.op_debug_config is not None:
+        inert = [o for o in kernel_cache.read_debug_config(options.op_debug_config).options if o in ("ccec_O0", "ccec_g", "check_flag")]
+        if inert:
+            log.warning("op_debug_config: %s have no effect here: there is no C compiler or operator binary", ", ".join(inert))
     return options
+
+
+def _debug(model: Model, options: CompileOptions) -> dict[str, object]:
+    """op_debug_level 1, 2 and 4 write every kernel's program to kernel_meta; an
+    op_debug_config with dump_cce or dump_loc, the kernels of op_debug_list's ops
+    (all without a list). Returns the build entry of `oom`: the kernels the runtime
+    bounds-checks, as a device kernel compiled with it checks itself."""
+    from ge.om.tasks import KernelTask
+    from ge.sim import debug, program
+
+    if not options.op_debug_level and options.op_debug_config is None:
+        return {}
+    kernels = program.split_kernels(model.kernels)
+    config = kernel_cache.read_debug_config(options.op_debug_config) if options.op_debug_config else None
+    listed = sorted({
+        t.kernel for t in model.tasks
+        if isinstance(t, KernelTask) and (config is None or config.ops is None or config.lists(t.name.split("+"), kernels[t.kernel].header.op_types))
+    })
+    if options.op_debug_level in (1, 2, 4):
+        debug.write_kernel_meta(kernels, debug.kernel_meta_dir(options.debug_dir))
+    elif config is not None and {"dump_cce", "dump_loc"} & set(config.options):
+        debug.write_kernel_meta({k: kernels[k] for k in listed}, debug.kernel_meta_dir(options.debug_dir))
+    return {"oom": listed} if config is not None and "oom" in config.options else {}

@@ -225,7 +225,7 @@ def test_op_cache_ini_is_written_with_the_limits_in_effect_and_never_replaced(tm
 
 
 def test_a_non_zero_op_debug_level_turns_the_cache_off(tmp_path: Path) -> None:
-    model = compile_tiny(tmp_path / "cache", op_debug_level=1)
+    model = compile_tiny(tmp_path / "cache", op_debug_level=1, debug_dir=str(tmp_path))
     assert model.build["kernel_cache"]["off"] == "op_debug_level=1"
     assert not (tmp_path / "cache").exists()
     assert compile_tiny(tmp_path / "cache", op_debug_level=0).build["kernel_cache"]["misses"] > 0

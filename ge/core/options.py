@@ -133,7 +133,7 @@ DEFAULT_OP_SELECT_IMPLMODE = "high_performance"
 
 BUFFER_OPTIMIZE = ("l2_optimize", "l1_optimize", "off_optimize")
 CACHE_MODES = ("enable", "force", "disable")
-NOT_RECORDED = ("op_compiler_cache_mode", "op_compiler_cache_dir")
+NOT_RECORDED = ("op_compiler_cache_mode", "op_compiler_cache_dir", "debug_dir")
 """Options that change how a compile runs, not what it makes: a model does not record
 them, so a model compiled with and without the kernel cache is the same file."""
 
@@ -168,9 +168,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("host_env_cpu", str, None, "The host's CPU architecture.", no_effect="the model runs on the simulator, whatever the host's CPU architecture"),
     Option("op_compiler_cache_mode", str, "disable", "The kernel compile cache: enable reads and fills it, force rebuilds every kernel and rewrites its entry, disable (the default here, unlike CANN: reading an entry costs more than building the kernel) neither reads nor writes.", choices=CACHE_MODES, tools=(ATC, RUN)),
     Option("op_compiler_cache_dir", str, None, "The kernel compile cache's directory (entries in its kernel_cache/; default $ASCEND_CACHE_PATH, else $HOME/atc_data).", tools=(ATC, RUN)),
-    Option("debug_dir", str, None, "Where operator debug files go.", no_effect="no operator debug files (.o, .json, .cce) exist to be written", tools=(ATC, RUN)),
-    Option("op_debug_level", int, None, "Operator debug information (0-4); there are no operator binaries to debug here, so its one effect is that non-zero turns the kernel compile cache off.", choices=(0, 1, 2, 3, 4), tools=(ATC, RUN), deprecated=(RUN,)),
-    Option("op_debug_config", str, None, "A file of 'op_debug_config=oom,ccec_g,...' and 'op_debug_list=Name,OpType::Type' lines; there are no operator binaries to instrument here, so its one effect is on the kernel compile cache: off without op_debug_list, else the listed ops' kernels are rebuilt.", tools=(ATC, RUN)),
+    Option("debug_dir", str, None, "Where kernel_meta goes (op_debug_level 1, 2, 4; dump_cce, dump_loc): debug_dir, else $ASCEND_WORK_PATH, else the current directory.", tools=(ATC, RUN)),
+    Option("op_debug_level", int, None, "Operator debug (0-4): 1, 2 and 4 write every kernel's program (IR and per-pipe listing) to kernel_meta; 2's -O0 -g and 3's kept .o/.json have no binaries to act on; non-zero turns the kernel compile cache off.", choices=(0, 1, 2, 3, 4), tools=(ATC, RUN), deprecated=(RUN,)),
+    Option("op_debug_config", str, None, "A file of 'op_debug_config=oom,dump_cce,...' and 'op_debug_list=Name,OpType::Type' lines: oom makes the simulator refuse a listed kernel writing GM past its arguments, dump_cce and dump_loc write the listed kernels' programs to kernel_meta, ccec_O0, ccec_g and check_flag are accepted without effect (no C compiler); the compile cache is off without op_debug_list, else the listed ops' kernels are rebuilt.", tools=(ATC, RUN)),
     Option("status_check", int, None, "Overflow checks in the operators.", no_effect="there is no operator binary to instrument with overflow checks"),
     # ---- run (NPURunConfig, and the simulator's own)
     Option("input_fusion_size", int, 131072, "Graph inputs of at most this many bytes go to the device in one fused copy (0: none).", tools=(RUN,), minimum=0, maximum=33554432),
@@ -201,7 +201,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="there is no AI CPU engine"),
     Option("compile_dynamic_mode", bool, False, "Generalise every input shape to -1.", tools=(RUN,), no_effect="a model is compiled for its input shapes (input_shape)"),
     Option("mix_compile_mode", bool, False, "Run some ops in the host framework.", tools=(RUN,), no_effect="every op runs on the device; there is no host framework"),
-    Option("enable_exception_dump", int, 2, "Dump a failing kernel's data.", choices=(0, 1, 2), tools=(RUN,), no_effect="a failing run is an error naming its task; there is no device state to dump"),
+    Option("enable_exception_dump", int, 2, "Dump a failing kernel's arguments (.npy) and tiling (JSON): 1 to the current directory, 2 to extra-info/data-dump/<device id> under $ASCEND_WORK_PATH or the current directory, $NPU_COLLECT_PATH over both; 0 off.", choices=(0, 1, 2), tools=(RUN,)),
     Option("enable_reduce_precision", bool, None, "Not supported by CANN either.", tools=(RUN,), no_effect="CANN documents it as not supported"),
     Option("dump_config", object, None, "A DumpConfig.", tools=(RUN,), no_effect="the dump options are RunConfig's own (enable_dump, dump_path, ...)"),
     Option("quant_dumpable", str, "0", "Dump before AMCT quantisation.", choices=("0", "1"), tools=(RUN,), no_effect="no AMCT-quantised graphs are imported"),
@@ -325,6 +325,7 @@ class CompileOptions:
     op_compiler_cache_dir: str | None = option_field("op_compiler_cache_dir")
     op_debug_level: int | None = option_field("op_debug_level")
     op_debug_config: str | None = option_field("op_debug_config")
+    debug_dir: str | None = option_field("debug_dir")
     session_id: int = 0
     """GE's session id (not an ATC flag): names fusion_result.json's session."""
     graph_id: int = 0
@@ -344,7 +345,11 @@ class CompileOptions:
         if self.op_debug_config is not None:
             from ge.core.kernel_cache import read_debug_config
 
-            read_debug_config(self.op_debug_config)
+            debug = read_debug_config(self.op_debug_config).options
+            if "oom" in debug and "ccec_O0" in debug:
+                raise OptionError(f"op_debug_config '{self.op_debug_config}': ccec_O0 and oom cannot be enabled at the same time; keep one")
+            if "oom" in debug and self.op_debug_level == 2:
+                raise OptionError(f"op_debug_level=2 (the CCE compiler's -O0 -g) cannot be used with oom in op_debug_config '{self.op_debug_config}'; use op_debug_level 1, 3 or 4")
         self.precision_settings()
 
     def precision_settings(self) -> PrecisionSettings:

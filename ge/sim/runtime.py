@@ -35,6 +35,12 @@ With numerics, each kernel task is also watched (`ge.sim.dump`): its tensors dum
 when the run config asks, its outputs checked for inf/NaN, and the kernels that made
 them from finite inputs recorded for the run's overflow warning.
 
+With op_debug_config's `oom` (`ge.sim.debug`), in the run config or compiled into the
+model (`Model.build["oom"]`), a kernel task whose program writes past one of its
+arguments fails as it starts. A kernel that fails (that, or its numerics) has its
+arguments, tiling and error dumped when enable_exception_dump is on (2 by default, as
+in CANN), and its error says where.
+
 Loading refuses a model whose memory plan needs more than the SoC's device memory
 (`SocProfile.device_memory_bytes`), so the device buffer is never larger than the
 device; a run refuses a task list that would place more than `RUN_BLOCKS` blocks
@@ -63,13 +69,16 @@ import numpy as np
 from ml_dtypes import bfloat16
 
 from ge.core import soc as socs
+from ge.core.kernel_cache import DebugConfig, read_debug_config
 from ge.om import Model, Region, TensorDesc
 from ge.om.limits import BLOCK_DIM
 from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
 from ge.core.errors import InputError, ModelError, OptionError, RunTimeout
+from ge.core.files import FileError
 from ge.core.limits import check_host_allocation
 from ge.sim.config import RunConfig
 from ge.sim import program, timing
+from ge.sim.debug import check_oom, dump_exception, exception_dump_dir, largest_writes
 from ge.sim.dump import Overflow, Watch
 from ge.sim.kernels import Layout, Numerics
 from ge.sim.profile import Profile, TaskRecord
@@ -136,6 +145,9 @@ class Runtime:
             )
         self.cores = self._cores()
         self.kernels = program.split_kernels(model.kernels)
+        self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
+        self.compiled_oom = _compiled_oom(model)
+        self._largest_writes: dict[str, dict[str, int]] = {}
         self._timings: dict[tuple[str, bool], timing.BlockTiming] = {}
         self._layouts_in = [_layout(d) for d in model.inputs]
         self._layouts_out = [_layout(d) for d in model.outputs]
@@ -186,6 +198,12 @@ class Runtime:
                 if arg.addr < 0 or arg.size < 0 or arg.addr + arg.size > total:
                     raise ModelError(f"task {i}: argument [{arg.addr}, {arg.addr + arg.size}) lies outside the {total}-byte device memory")
         return written
+
+    def _debugged(self, task: KernelTask) -> bool:
+        """True for a kernel task op_debug_config's options apply to: all without op_debug_list,
+        else those whose node names (a fused task's, split at '+') or op types it lists."""
+        header = self.kernels[task.kernel].header
+        return self.debug.ops is None or self.debug.lists(task.name.split("+"), header.op_types)
 
     # ------------------------------------------------------------------ inputs
 
@@ -281,9 +299,8 @@ class Runtime:
         ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
         placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger)
         limits.kernel(index, task.name, placed.end - now)
+        writes = self._execute(task, index, state.memory)
         if state.memory is not None:
-            with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN is the watch's to report, once, by op
-                writes = self.numerics.run(task.kernel, task.name, state.memory, task.inputs, task.outputs)
             if state.watch is not None:
                 state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
             for addr, data in writes:
@@ -297,6 +314,37 @@ class Runtime:
             )
         )
         return placed.end
+
+    def _execute(self, task: KernelTask, index: int, memory: np.ndarray | None) -> list[tuple[int, np.ndarray]]:
+        """The kernel's oom check when it has one, then its numerics (with a device memory);
+        a fault dumps the kernel's data when enable_exception_dump asks, and says where."""
+        try:
+            if task.kernel in self.compiled_oom or ("oom" in self.debug.options and self._debugged(task)):
+                kernel = self.kernels[task.kernel]
+                if task.kernel not in self._largest_writes:
+                    self._largest_writes[task.kernel] = largest_writes(kernel)
+                check_oom(kernel, self._largest_writes[task.kernel], task, index)
+            if memory is None:
+                return []
+            with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN is the watch's to report, once, by op
+                return self.numerics.run(task.kernel, task.name, memory, task.inputs, task.outputs)
+        except ModelError as e:
+            if not self.config.enable_exception_dump:
+                raise
+            try:
+                path = self._dump_exception(task, index, memory, e.args[0])
+            except FileError as failed:
+                raise ModelError(f"{e.args[0]} (enable_exception_dump: {failed.args[0]})") from e
+            raise ModelError(f"{e.args[0]} (enable_exception_dump={self.config.enable_exception_dump}: the kernel's data and tiling are in {path})") from e
+
+    def _dump_exception(self, task: KernelTask, index: int, memory: np.ndarray | None, error: str) -> str:
+        try:
+            layouts = self.numerics.layouts(task.kernel)
+        except ModelError:  # a kernel the numerics cannot read: its arguments go out as bytes
+            layouts = None
+        device = self.config.session_device_id or 0
+        directory = exception_dump_dir(self.config.enable_exception_dump, device)
+        return dump_exception(directory, index, task, self.kernels[task.kernel], memory, layouts, error)
 
     def _memcpy(
         self, task: MemcpyTask, index: int, now: float, stream: int, state: _State, data: list[np.ndarray],
@@ -503,6 +551,14 @@ def input_specs(model: Model) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
 def _layout(desc: TensorDesc) -> Layout:
     dtype = np.dtype(bfloat16) if desc.dtype == "bfloat16" else np.dtype(desc.dtype)
     return Layout(dtype, tuple(desc.shape), desc.format, desc.origin_format, tuple(desc.origin_shape))
+
+
+def _compiled_oom(model: Model) -> frozenset[str]:
+    """The kernels compiled with op_debug_config's oom (`Model.build["oom"]`), checked as read."""
+    kernels = model.build.get("oom", [])
+    if not isinstance(kernels, list) or not all(isinstance(k, str) for k in kernels):
+        raise ModelError(f"the model's build entry 'oom' is {str(kernels)[:80]}; it must be a list of kernel names")
+    return frozenset(kernels)
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
