@@ -20,47 +20,39 @@ in ND, so the float32 output of a float16 matmul costs no kernel of its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation
 
 from dialects import ascend_graph as ag
-from dialects.kernel_boundary import SCOPE_ATTR
 from ge.core import soc as socs
-from ge.core.options import check_fields, option_field
-from passes.fusion import Band, FusionCounts, FusionPass, fusion_pass
-from passes.ub_fusion.scopes import Group, ScopeGraph, fits, next_scope, single_user_of, unscoped
+from passes.fusion import Band, FusionCounts, FusionKind, fusion_pass
+from passes.ub_fusion.scopes import Group, ScopeGraph, UbFusionPass, fits, single_user_of, unscoped
 
 
 @fusion_pass
 @dataclass(frozen=True)
-class TransdataCastFusionPass(FusionPass):
+class TransdataCastFusionPass(UbFusionPass):
     """Cast -> TransData, or TransData -> Cast, becomes one vector kernel."""
 
     name = "TransdataCastFusionPass"
+    kind: ClassVar[FusionKind] = FusionKind.GRAPH
+    """GE's kind: a graph fusion pass, though what it makes is a kernel scope."""
     band = Band.DOWN
     """After TransdataTransdataPass, which may cancel a TransData this pass would take."""
-    soc_version: str = option_field("soc_version")
-    """The SoC whose Unified Buffer the pair must fit."""
 
-    def fuse(self, module: ModuleOp, counts: FusionCounts) -> None:
-        check_fields(self)
-        profile = socs.load(self.soc_version)
-        next_id = next_scope(module)
-        for graph in ScopeGraph.of(module):
-            for op in graph.ops:
-                pair = _pair(graph, op)
-                if pair is None:
-                    continue
-                counts.match(op)
-                if not fits(pair, profile):
-                    continue
-                for member in pair:
-                    member.attributes[SCOPE_ATTR] = IntegerAttr(next_id, i64)
-                graph.add(Group(pair, next_id))
-                next_id += 1
-                counts.effect()
+    def scopes(self, graph: ScopeGraph, soc: socs.SocProfile, counts: FusionCounts) -> Iterator[list[Operation]]:
+        for op in list(graph.ops):
+            pair = _pair(graph, op)
+            if pair is None:
+                continue
+            counts.match(op)
+            if not fits(pair, soc):
+                continue
+            graph.add(Group(pair))
+            yield pair
 
 
 def _pair(graph: ScopeGraph, first: Operation) -> list[Operation] | None:
