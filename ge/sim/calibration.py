@@ -38,7 +38,7 @@ import numpy as np
 
 from ge.core import soc as soc_profiles
 from ge.core.errors import CalibrationError, GEError
-from ge.core.files import read_text
+from ge.core.files import published, read_text
 from ge.sim.costs import (
     FRACTAL_BYTES,
     REFERENCE_SOC,
@@ -589,7 +589,8 @@ def evaluate(tables: Tables, model: CostModel) -> list[TableReport]:
 
 def write_model(model: CostModel, path: Path) -> None:
     """The model as JSON, one line per fit (so that a refit reads as a short diff)."""
-    path.write_text(_compact(model.to_json()) + "\n")
+    with published(path, what="cost model") as f:  # whole or not at all, like every output
+        f.write(_compact(model.to_json()) + "\n")
 
 
 def _compact(value: object, indent: int = 0) -> str:
