@@ -45,11 +45,10 @@ NODE_DIR = Path(onnx.backend.test.__file__).parent / "data" / "node"
 CORE_OPSETS = (7, 26)
 STANDARD_TYPES = frozenset(
     getattr(onnx.TensorProto, name)
-    for name in "BOOL INT8 INT16 INT32 INT64 UINT8 UINT16 UINT32 UINT64 FLOAT16 BFLOAT16 FLOAT DOUBLE".split()
+    for name in ["BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FLOAT16", "BFLOAT16", "FLOAT", "DOUBLE"]
 )
 SEQUENCE_OPS = frozenset(
-    "SequenceAt SequenceConstruct SequenceEmpty SequenceErase SequenceInsert SequenceLength SequenceMap "
-    "SplitToSequence ConcatFromSequence Optional OptionalGetElement OptionalHasElement".split()
+    ["SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalGetElement", "OptionalHasElement"]
 )
 RTOL, ATOL = 1e-3, 1e-7
 _MUST_BE_CONSTANT = re.compile(r"input \d+ \([^)]*, '(?P<value>[^']*)'\) must be a constant")
