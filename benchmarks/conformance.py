@@ -1,7 +1,7 @@
 """Conformance on the core class of the ONNX backend node tests, beside onnxruntime.
 
     .venv/bin/python benchmarks/conformance.py [--route reference|compiled|both] [--jobs 2]
-        [--only PATTERN] [--report DIR]
+        [--only PATTERN ...] [--report DIR]
 
 Runs every core-class case (`ge.testing.conformance`) through import + reference and
 through compile + simulate, and onnxruntime (CPU provider, every graph optimisation
@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ge.testing import conformance
 from ge.testing.conformance import NODE_DIR, Outcome, Route
@@ -66,14 +63,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--route", choices=["reference", "compiled", "both"], default="both")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--only", help="fnmatch pattern of case names (the figures then cover those only)")
+    parser.add_argument("--only", nargs="+", help="fnmatch patterns of case names (the figures then cover those only)")
     parser.add_argument("--no-ort", action="store_true", help="skip onnxruntime")
     parser.add_argument("--report", type=Path, default=Path("."))
     args = parser.parse_args()
 
     cases = conformance.all_cases()
     if args.only:
-        cases = [c for c in cases if fnmatch.fnmatch(c.name, args.only)]
+        cases = [c for c in cases if any(fnmatch.fnmatch(c.name, p) for p in args.only)]
     core = [c.name for c in cases if c.core]
     routes = {"reference": [Route.REFERENCE], "compiled": [Route.COMPILED], "both": list(Route)}[args.route]
     rows = []
@@ -83,6 +80,7 @@ def main() -> None:
             results = dict(zip(core, pool.map(_ours, [(n, route) for n in core], chunksize=8)))
         seconds = time.perf_counter() - start
         text = conformance.report(f"ONNX backend node tests: {route.value}", cases, results)
+        args.report.mkdir(parents=True, exist_ok=True)
         out = args.report / f"conformance_{route.name.lower()}.md"
         out.write_text(text)
         fig = conformance.figures(cases, results)

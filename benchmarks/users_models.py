@@ -15,18 +15,15 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import ge  # noqa: E402
-from ge.core.errors import GEError  # noqa: E402
-from ge.testing.user_models import USER_MODELS, opset_of, user_model  # noqa: E402
+import ge
+from ge.core.errors import GEError
+from ge.testing.user_models import USER_MODELS, opset_of, user_model
 
 
 def _onnxruntime(path: Path, feeds: dict[str, np.ndarray], runs: int) -> tuple[dict[str, np.ndarray], float]:
