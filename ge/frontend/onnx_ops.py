@@ -1034,9 +1034,8 @@ def _scatter_nd(n: Node) -> Outputs:
     return [n.emit(ag.ScatterNdUpdateOp, [n.x(0), n.x(1), n.x(2)], {"reduction": _scatter_reduction(n)})]
 
 
-@converts(ScatterElements=18, Scatter=11)
+@converts(ScatterElements=18)
 def _scatter_elements(n: Node) -> Outputs:
-    """Scatter (deprecated since opset 11) is ScatterElements without reduction."""
     props = {"axis": int_attr(n.attr("axis", 0)), "reduction": _scatter_reduction(n)}
     return [n.emit(ag.ScatterElementsOp, [n.x(0), n.x(1), n.x(2)], props)]
 
