@@ -343,3 +343,62 @@ def test_mel_weight_matrix_folds_to_onnxruntimes_values(bins: int, dft_length: i
     got = ge.reference.run(module, {})["y"]
     assert got.shape == (dft_length // 2 + 1, bins)
     assert_matches(got, onnxruntime_outputs(model, {})[0])
+
+
+# ------------------------------------------------------------------- torch exports
+
+
+def torch_model(module: object, args: tuple, dynamo: bool) -> onnx.ModelProto:
+    import io
+
+    import torch
+
+    names = [f"in{i}" for i in range(len(args))]
+    if dynamo:
+        return torch.onnx.export(module, args, input_names=names, output_names=["y"], dynamo=True, verbose=False).model_proto
+    buffer = io.BytesIO()
+    torch.onnx.export(module, args, buffer, input_names=names, output_names=["y"], opset_version=17, dynamo=False)
+    return onnx.load_from_string(buffer.getvalue())
+
+
+def check_torch(module: object, args: tuple, dynamo: bool, expect: str) -> None:
+    """The export holds `expect`, and compiled and simulated it gives onnxruntime's answer."""
+    model = torch_model(module, args, dynamo)
+    assert expect in {n.op_type for n in model.graph.node}
+    feeds = {f"in{i}": a.numpy() for i, a in enumerate(args)}
+    want = onnxruntime_outputs(model, feeds)
+    for route in ours(model, feeds):
+        for got, value in zip(route, want):
+            assert_matches(got, value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dynamo, expect", [(True, "GatherND"), (False, "Gather")])
+def test_torch_advanced_indexing_matches_onnxruntime(dynamo: bool, expect: str) -> None:
+    """x[i, j] with index tensors (no boolean mask): torch's dynamo exporter makes it a
+    GatherND; the TorchScript one (dynamo=False) makes it flat-index arithmetic and a Gather."""
+    import torch
+
+    class Index(torch.nn.Module):
+        def forward(self, x: torch.Tensor, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
+            return x[i, j] * 2
+
+    args = (torch.randn(4, 5, 3), torch.tensor([0, 3, 1, -1]), torch.tensor([4, 0, 2, 1]))
+    check_torch(Index(), args, dynamo, expect)
+
+
+@pytest.mark.slow
+def test_torch_index_put_and_scatter_match_onnxruntime() -> None:
+    """index_put_ with accumulate exports a ScatterND (reduction add), scatter a ScatterElements."""
+    import torch
+
+    class Put(torch.nn.Module):
+        def forward(self, x: torch.Tensor, rows: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+            y = x.clone()
+            y.index_put_((rows,), values, accumulate=True)
+            return y.scatter(1, torch.tensor([[0, 2], [1, 0], [2, 2], [0, 1]]), 5.0)
+
+    args = (torch.randn(4, 3), torch.tensor([1, 0, 1]), torch.randn(3, 3))
+    check_torch(Put(), args, False, "ScatterND")
+    model = torch_model(Put(), args, False)
+    assert "ScatterElements" in {n.op_type for n in model.graph.node}
