@@ -18,9 +18,12 @@ int2, float8 and float4, which the importer refuses as element types). The other
 So every converter accepts the newest schema of onnx 1.22, and a schema a later
 onnx release adds is refused until it is reviewed here.
 
-Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) have no
+Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) and the
+signal constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
-not static. `Upsample` is not converted: it is deprecated since opset 10, so no
+not static. Scatter has no converter: deprecated at opset 11 (where onnxruntime
+refuses it), it is in opset 9-10 models only, and upgrading one to opset 11 makes it
+a ScatterElements. `Upsample` is not converted: it is deprecated since opset 10, so no
 model of the opsets we import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
