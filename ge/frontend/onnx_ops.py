@@ -1107,9 +1107,10 @@ def _stft(n: Node) -> Outputs:
 
 
 def _folded(n: Node, values: np.ndarray) -> Outputs:
-    """A computed constant in the node's `output_datatype` (float32 by default)."""
+    """A computed constant in the node's `output_datatype` (float32 by default), inline
+    as Range's and EyeLike's are: no weight file could reload it."""
     target = dtypes.to_numpy(element_type(n.attr("output_datatype", onnx.TensorProto.FLOAT), "attribute 'output_datatype'"))
-    return [n.importer.constant(values.astype(target), n.name, weight=n.proto.output[0])]
+    return [n.const(values.astype(target))]
 
 
 _WINDOWS: dict[str, tuple[float, ...]] = {
