@@ -100,7 +100,6 @@ def rand(*shape: int, dtype: type = np.float32) -> np.ndarray:
 # ------------------------------------------------------------------------ GatherND
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("opset", [11, 13])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
 def test_gather_nd_matches_onnxruntime(opset: int, dtype: type) -> None:
@@ -110,7 +109,6 @@ def test_gather_nd_matches_onnxruntime(opset: int, dtype: type) -> None:
     check("GatherND", [("data", data), ("indices", indices[..., :1])], opset)  # slices of two dims
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("batch_dims, indices_shape", [(1, (3, 2, 1)), (1, (3, 2)), (2, (3, 4, 1))])
 def test_gather_nd_batch_dims_match_onnxruntime(batch_dims: int, indices_shape: tuple[int, ...]) -> None:
     data = rand(3, 4, 5)
@@ -134,7 +132,6 @@ def test_gather_nd_refuses_an_index_out_of_range() -> None:
 # ----------------------------------------------------------------------- ScatterND
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("opset, reduction", [(11, None), (13, None), (16, "add"), (16, "mul"), (18, "max"), (18, "min")])
 def test_scatter_nd_matches_onnxruntime(opset: int, reduction: str | None) -> None:
     data = rand(4, 3, 2)
@@ -146,7 +143,6 @@ def test_scatter_nd_matches_onnxruntime(opset: int, reduction: str | None) -> No
     check("ScatterND", [("data", data), ("indices", elements), ("updates", rand(2))], opset, **attrs)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("dtype, reduction", [(np.int32, "add"), (np.int64, "max"), (np.float16, "none")])
 def test_scatter_nd_integers_and_float16_match_onnxruntime(dtype: type, reduction: str) -> None:
     """onnxruntime 1.32 reduces no float16 ScatterND."""
@@ -169,7 +165,6 @@ def test_scatter_nd_refuses_updates_of_the_wrong_shape() -> None:
 # ----------------------------------------------------------------- ScatterElements
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("opset, reduction", [(11, None), (13, None), (16, "add"), (16, "mul"), (18, "max"), (18, "min")])
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_scatter_elements_matches_onnxruntime(opset: int, reduction: str | None, axis: int) -> None:
@@ -183,7 +178,6 @@ def test_scatter_elements_matches_onnxruntime(opset: int, reduction: str | None,
     check("ScatterElements", [("data", data), ("indices", indices), ("updates", rand(*shape))], opset, **attrs)
 
 
-@pytest.mark.slow
 def test_scatter_elements_int64_indices_as_int32_match_onnxruntime() -> None:
     data = rng.integers(-50, 50, (4, 4)).astype(np.int64)
     indices = np.array([[3, 2, 1, 0]], np.int32)
@@ -214,7 +208,6 @@ def tensor_scatter_want(cache: np.ndarray, update: np.ndarray, starts: np.ndarra
     return out
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["linear", "circular"])
 @pytest.mark.parametrize("axis", [-2, 2])
 def test_tensor_scatter_writes_the_update_at_each_batchs_index(mode: str, axis: int) -> None:
@@ -241,7 +234,6 @@ def test_tensor_scatter_refuses_an_unknown_mode() -> None:
 # ----------------------------------------------------------------- ReverseSequence
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("batch_axis, time_axis", [(1, 0), (0, 1)])
 @pytest.mark.parametrize("opset", [11, 21])
 def test_reverse_sequence_matches_onnxruntime(batch_axis: int, time_axis: int, opset: int) -> None:
@@ -258,7 +250,6 @@ def test_reverse_sequence_refuses_equal_axes() -> None:
 # ---------------------------------------------------------------------------- DFT
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("opset", [17, 20])
 @pytest.mark.parametrize("inverse, onesided, complex_", [(0, 0, False), (0, 1, False), (0, 0, True), (1, 0, True)])
 @pytest.mark.parametrize("length", [None, 6, 12])
@@ -273,7 +264,6 @@ def test_dft_matches_onnxruntime(opset: int, inverse: int, onesided: int, comple
     check("DFT", inputs, opset, constants=("dft_length", "axis"), **attrs)
 
 
-@pytest.mark.slow
 def test_dft_along_the_last_signal_dim_by_default_matches_numpy() -> None:
     """DFT-20's default axis is -2, the last signal dim; with inverse and onesided it is
     the inverse real FFT (ONNX's reference; onnxruntime 1.32 refuses it)."""
@@ -296,7 +286,6 @@ def test_dft_refuses_a_computed_length() -> None:
 # --------------------------------------------------------------------------- STFT
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("onesided", [0, 1])
 @pytest.mark.parametrize("window", [False, True])
 def test_stft_matches_onnxruntime(onesided: int, window: bool) -> None:
@@ -372,8 +361,7 @@ def check_torch(module: object, args: tuple, dynamo: bool, expect: str) -> None:
             assert_matches(got, value)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("dynamo, expect", [(True, "GatherND"), (False, "Gather")])
+@pytest.mark.parametrize("dynamo, expect", [pytest.param(True, "GatherND", marks=pytest.mark.slow), (False, "Gather")])
 def test_torch_advanced_indexing_matches_onnxruntime(dynamo: bool, expect: str) -> None:
     """x[i, j] with index tensors (no boolean mask): torch's dynamo exporter makes it a
     GatherND; the TorchScript one (dynamo=False) makes it flat-index arithmetic and a Gather."""
@@ -387,7 +375,6 @@ def test_torch_advanced_indexing_matches_onnxruntime(dynamo: bool, expect: str) 
     check_torch(Index(), args, dynamo, expect)
 
 
-@pytest.mark.slow
 def test_torch_index_put_and_scatter_match_onnxruntime() -> None:
     """index_put_ with accumulate exports a ScatterND (reduction add), scatter a ScatterElements."""
     import torch
