@@ -2033,7 +2033,7 @@ def _index_depth(data: Shape, indices: Shape, batch: int) -> int:
     k = indices[-1]
     if k == DYN:
         raise ShapeError("the last dim of indices (the index depth) must be static")
-    if not 0 <= batch < min(len(indices), len(data) + 1):
+    if not 0 <= batch < min(len(indices), len(data)):
         raise ShapeError(f"batch_dims {batch} must be below the ranks of data ({len(data)}) and indices ({len(indices)})")
     if not 1 <= k <= len(data) - batch:
         raise ShapeError(f"index depth {k} must be in [1, {len(data) - batch}] (data rank {len(data)} - batch_dims {batch})")
@@ -2221,8 +2221,8 @@ class DFTOp(AscendOp):
         if not is_float(dtype_of(operand_types[0])):
             raise ShapeError(f"needs a floating-point input, got {dtype_of(operand_types[0])}")
         axis, n = props.int("axis"), props.int("length")
-        if not 1 <= axis <= len(x) - 2:
-            raise ShapeError(f"axis {axis} must be a signal dim, in [1, {len(x) - 2}]")
+        if not 0 <= axis <= len(x) - 2:
+            raise ShapeError(f"axis {axis} must be in [0, {len(x) - 2}] (not the (re, im) dim)")
         if n < 1:
             raise ShapeError(f"length {n} must be positive")
         inverse, onesided = props.bool("inverse"), props.bool("onesided")

@@ -264,6 +264,13 @@ def test_dft_matches_onnxruntime(opset: int, inverse: int, onesided: int, comple
     check("DFT", inputs, opset, constants=("dft_length", "axis"), **attrs)
 
 
+@pytest.mark.parametrize("axis", [0, -3])
+def test_dft_along_the_batch_axis_matches_onnxruntime(axis: int) -> None:
+    """ONNX accepts axis 0 (and -rank) too: the transform runs along the first dim."""
+    inputs = [("x", rand(6, 4, 2)), ("dft_length", None), ("axis", np.array(axis, np.int64))]
+    check("DFT", inputs, 20, constants=("axis",))
+
+
 def test_dft_along_the_last_signal_dim_by_default_matches_numpy() -> None:
     """DFT-20's default axis is -2, the last signal dim; with inverse and onesided it is
     the inverse real FFT (ONNX's reference; onnxruntime 1.32 refuses it)."""
@@ -276,7 +283,7 @@ def test_dft_along_the_last_signal_dim_by_default_matches_numpy() -> None:
 
 def test_dft_refuses_the_complex_dim_as_axis() -> None:
     inputs = [("x", rand(1, 4, 2)), ("dft_length", None), ("axis", np.array(-1, np.int64))]
-    assert "axis -1 is not a signal dim of the rank-3 input" in refused("DFT", inputs, 20, constants=("axis",))
+    assert "axis -1 of the rank-3 input is not in [-3, -2] or [0, 1]" in refused("DFT", inputs, 20, constants=("axis",))
 
 
 def test_dft_refuses_a_computed_length() -> None:

@@ -1076,8 +1076,8 @@ def _dft(n: Node) -> Outputs:
     rank = len(shape(x))
     axis = n.attr("axis", 1) if n.since < 20 else n.scalar_input(2, "axis")
     axis = -2 if axis is None else int(axis)
-    if not -rank <= axis < rank or not 1 <= axis % rank <= rank - 2:
-        raise n.error(f"axis {axis} is not a signal dim of the rank-{rank} input (allowed: 1 to {rank - 2}, or -{rank - 1} to -2)")
+    if not -rank <= axis <= rank - 2 or axis == -1:
+        raise n.error(f"axis {axis} of the rank-{rank} input is not in [-{rank}, -2] or [0, {rank - 2}] (the last dim is (re, im))")
     axis %= rank
     inverse, onesided = bool(n.attr("inverse", 0)), bool(n.attr("onesided", 0))
     length = _positive_int(n, 1, "dft_length")

@@ -193,8 +193,8 @@ def _scatter(op: ag.ScatterNdUpdateOp | ag.ScatterElementsOp) -> Recipe:
 
 
 def _fourier(op: ag.DFTOp | ag.STFTOp) -> Recipe:
-    """A radix-2 FFT, O(n log n): a bit-reversal gather of the input (an STFT's frames
-    gathered and windowed first), then log2(n) stages (a length that is not a power of
+    """A radix-2 FFT, O(n log n): a bit-reversal gather (an STFT's frames gathered and
+    windowed with it), then log2(n) stages (a length that is not a power of
     two is counted as the next power's) of complex butterflies over the result: the
     twiddle product (four multiplies, an add and a subtract per pair, two per element
     of the (re, im) result), an add and a subtract."""
