@@ -226,6 +226,13 @@ def test_tensor_scatter_refuses_an_update_longer_than_the_cache() -> None:
     assert "does not fit past_cache [1, 4, 2] along axis 1" in refused("TensorScatter", inputs, 24, axis=1)
 
 
+def test_tensor_scatter_linear_write_past_the_end_is_an_error() -> None:
+    inputs = [("past_cache", rand(1, 4, 2)), ("update", rand(1, 2, 2)), ("write_indices", np.array([3], np.int64))]
+    module, _ = ge.load_onnx(node_model("TensorScatter", inputs, 24, axis=1))
+    with pytest.raises(ModelError, match="writing 2 entries from 3 overruns the cache of 4"):
+        ge.reference.run(module, dict(inputs))
+
+
 def test_tensor_scatter_refuses_an_unknown_mode() -> None:
     inputs = [("past_cache", rand(1, 4, 2)), ("update", rand(1, 1, 2))]
     assert "mode 'ring' is not linear or circular" in refused("TensorScatter", inputs, 24, mode="ring")
@@ -293,14 +300,17 @@ def test_dft_refuses_a_computed_length() -> None:
 # --------------------------------------------------------------------------- STFT
 
 
-@pytest.mark.parametrize("onesided", [0, 1])
+@pytest.mark.parametrize("onesided", [0, 1, None])
 @pytest.mark.parametrize("window", [False, True])
-def test_stft_matches_onnxruntime(onesided: int, window: bool) -> None:
+def test_stft_matches_onnxruntime(onesided: int | None, window: bool) -> None:
+    """Without `onesided` it is 1, the schema's default (ONNX's shape inference reads 0,
+    which the importer's cross-check must not hold against the import)."""
     signal = rand(2, 64, 1)
     hann = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(16) / 16)).astype(np.float32)
     inputs = [("signal", signal), ("frame_step", np.array(6, np.int64)), ("window", hann if window else None),
               ("frame_length", np.array(16, np.int64))]
-    check("STFT", inputs, 17, constants=("frame_step", "window", "frame_length"), onesided=onesided)
+    attrs = {} if onesided is None else {"onesided": onesided}
+    check("STFT", inputs, 17, constants=("frame_step", "window", "frame_length"), **attrs)
 
 
 def test_stft_refuses_a_window_of_another_length() -> None:
