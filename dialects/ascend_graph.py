@@ -2018,6 +2018,256 @@ class SpaceToDepthOp(AscendOp):
         return [tensor(dtype_of(operand_types[0]), (n, c * b * b, h // b, w // b))]
 
 
+# ---- indexing and signal ops (GatherNd, scatters, ReverseSequence, DFT, STFT)
+
+
+def _integer_indices(t: Attribute, what: str = "indices") -> None:
+    if not isinstance(dtype_of(t), IntegerType) or dtype_of(t) == i1:
+        raise ShapeError(f"{what} must be integers, got {dtype_of(t)}")
+
+
+def _index_depth(data: Shape, indices: Shape, batch: int) -> int:
+    """The index tuple length of a GatherNd/ScatterNd: the last dim of `indices`, static."""
+    if not indices:
+        raise ShapeError("indices must have rank >= 1")
+    k = indices[-1]
+    if k == DYN:
+        raise ShapeError("the last dim of indices (the index depth) must be static")
+    if not 0 <= batch < min(len(indices), len(data)):
+        raise ShapeError(f"batch_dims {batch} must be below the ranks of data ({len(data)}) and indices ({len(indices)})")
+    if not 1 <= k <= len(data) - batch:
+        raise ShapeError(f"index depth {k} must be in [1, {len(data) - batch}] (data rank {len(data)} - batch_dims {batch})")
+    if not shapes.compatible(data[:batch], indices[:batch]):
+        raise ShapeError(f"batch dims of data {shapes.fmt(data[:batch])} and indices {shapes.fmt(indices[:batch])} differ")
+    return k
+
+
+SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def _reduction(props: Props) -> None:
+    if props.str("reduction", "none") not in SCATTER_REDUCTIONS:
+        raise ShapeError(f"reduction {props.str('reduction')!r} is not one of {', '.join(SCATTER_REDUCTIONS)}")
+
+
+@irdl_op_definition
+class GatherNdOp(AscendOp):
+    """y = x[indices[..., :]] after `batch_dims` shared leading dims (CANN `GatherNd`)."""
+
+    name = "ascend_graph.gather_nd"
+    OP_TYPE: ClassVar[str] = "GatherNd"
+    x = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    y = result_def(TensorType)
+    batch_dims = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, idx = shape_of(operand_types[0]), shape_of(operand_types[1])
+        _integer_indices(operand_types[1])
+        k = _index_depth(x, idx, props.int("batch_dims"))
+        return [tensor(dtype_of(operand_types[0]), idx[:-1] + x[props.int("batch_dims") + k :])]
+
+
+@irdl_op_definition
+class ScatterNdUpdateOp(AscendOp):
+    """A copy of var with var[indices[..., :]] combined with updates by `reduction`
+    (none, add, mul, max, min): ONNX ScatterND (CANN `ScatterNdUpdate` and its
+    ScatterNdAdd/Mul/Max/Min siblings in one op)."""
+
+    name = "ascend_graph.scatter_nd_update"
+    OP_TYPE: ClassVar[str] = "ScatterNdUpdate"
+    var = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    y = result_def(TensorType)
+    reduction = prop_def(StringAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        var, idx, upd = (shape_of(t) for t in operand_types)
+        _integer_indices(operand_types[1])
+        _reduction(props)
+        _same(operand_types, "var and updates", (0, 2))
+        want = idx[:-1] + var[_index_depth(var, idx, 0) :]
+        if not shapes.compatible(upd, want):
+            raise ShapeError(f"updates have shape {shapes.fmt(upd)}, expected {shapes.fmt(want)}")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class ScatterElementsOp(AscendOp):
+    """A copy of data with data[.., indices[i][j], ..] (along `axis`) combined with
+    updates[i][j] by `reduction` (CANN `ScatterElements`)."""
+
+    name = "ascend_graph.scatter_elements"
+    OP_TYPE: ClassVar[str] = "ScatterElements"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    reduction = prop_def(StringAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        data, idx, upd = (shape_of(t) for t in operand_types)
+        _integer_indices(operand_types[1])
+        _reduction(props)
+        _same(operand_types, "data and updates", (0, 2))
+        if len(idx) != len(data) or not shapes.compatible(idx, upd):
+            raise ShapeError(
+                f"indices {shapes.fmt(idx)} and updates {shapes.fmt(upd)} must have one shape of data's rank {len(data)}"
+            )
+        shapes.norm_axis(props.int("axis"), len(data))
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class TensorScatterOp(AscendOp):
+    """A KV-cache update (ONNX TensorScatter-24; GE has no such op type): a copy of
+    past_cache with update written along `axis` from write_indices[b] on for each
+    batch b (zeros when absent), wrapping modulo the cache length in `circular` mode."""
+
+    name = "ascend_graph.tensor_scatter"
+    OP_TYPE: ClassVar[str] = "TensorScatter"
+    past_cache = operand_def(TensorType)
+    update = operand_def(TensorType)
+    write_indices = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        cache, upd = shape_of(operand_types[0]), shape_of(operand_types[1])
+        _same(operand_types, "past_cache and update", (0, 1))
+        if props.str("mode") not in ("linear", "circular"):
+            raise ShapeError(f"mode {props.str('mode')!r} is not linear or circular")
+        if len(cache) != len(upd) or len(cache) < 2:
+            raise ShapeError(f"past_cache {shapes.fmt(cache)} and update {shapes.fmt(upd)} need one rank >= 2")
+        axis = shapes.norm_axis(props.int("axis"), len(cache))
+        if axis == 0:
+            raise ShapeError("axis 0 is the batch axis, which cannot be the sequence axis")
+        off_axis = [(c, u) for i, (c, u) in enumerate(zip(cache, upd)) if i != axis]
+        if not all(shapes.compatible((c,), (u,)) for c, u in off_axis) or DYN not in (cache[axis], upd[axis]) and upd[axis] > cache[axis]:
+            raise ShapeError(f"update {shapes.fmt(upd)} does not fit past_cache {shapes.fmt(cache)} along axis {axis}")
+        if len(operand_types) > 2:
+            _integer_indices(operand_types[2], "write_indices")
+            if not shapes.compatible(shape_of(operand_types[2]), cache[:1]):
+                raise ShapeError(f"write_indices {shapes.fmt(shape_of(operand_types[2]))} must have shape [{cache[0]}] (the batch)")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class ReverseSequenceOp(AscendOp):
+    """Reverse the first seq_lengths[b] elements along `seq_dim` of each batch b along
+    `batch_dim` (CANN `ReverseSequence`)."""
+
+    name = "ascend_graph.reverse_sequence"
+    OP_TYPE: ClassVar[str] = "ReverseSequence"
+    x = operand_def(TensorType)
+    seq_lengths = operand_def(TensorType)
+    y = result_def(TensorType)
+    batch_dim = prop_def(IntegerAttr)
+    seq_dim = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, lengths = shape_of(operand_types[0]), shape_of(operand_types[1])
+        _integer_indices(operand_types[1], "seq_lengths")
+        if len(x) < 2:
+            raise ShapeError(f"input must have rank >= 2, got {shapes.fmt(x)}")
+        batch = shapes.norm_axis(props.int("batch_dim"), len(x), "batch_dim")
+        seq = shapes.norm_axis(props.int("seq_dim"), len(x), "seq_dim")
+        if batch == seq:
+            raise ShapeError(f"batch_dim and seq_dim are both {batch}")
+        if len(lengths) != 1 or not shapes.compatible(lengths, (x[batch],)):
+            raise ShapeError(f"seq_lengths has shape {shapes.fmt(lengths)}, expected [{x[batch]}] (the batch)")
+        return [operand_types[0]]
+
+
+def _signal(x: Shape, what: str) -> None:
+    if len(x) < 3 or x[-1] not in (1, 2):
+        raise ShapeError(f"{what} must be [batch, ..., 1 or 2] (real, or complex as (re, im)), got {shapes.fmt(x)}")
+
+
+@irdl_op_definition
+class DFTOp(AscendOp):
+    """The discrete Fourier transform along `axis` of `length` points (the signal cut
+    or zero-padded to it), complex as a last dim (re, im) (ONNX DFT; GE has no AI
+    Core DFT in the releases modelled). `inverse` divides by the length; `onesided`
+    keeps bins 0..length/2, and with `inverse` reads those and writes a real signal."""
+
+    name = "ascend_graph.dft"
+    OP_TYPE: ClassVar[str] = "DFT"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    length = prop_def(IntegerAttr)
+    inverse = prop_def(BoolAttr)
+    onesided = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        _signal(x, "input")
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError(f"needs a floating-point input, got {dtype_of(operand_types[0])}")
+        axis, n = props.int("axis"), props.int("length")
+        if not 0 <= axis <= len(x) - 2:
+            raise ShapeError(f"axis {axis} must be in [0, {len(x) - 2}] (not the (re, im) dim)")
+        if n < 1:
+            raise ShapeError(f"length {n} must be positive")
+        inverse, onesided = props.bool("inverse"), props.bool("onesided")
+        bins = n // 2 + 1 if onesided and not inverse else n
+        out = x[:axis] + (bins,) + x[axis + 1 : -1] + (1 if inverse and onesided else 2,)
+        return [tensor(dtype_of(operand_types[0]), out)]
+
+
+@irdl_op_definition
+class STFTOp(AscendOp):
+    """The short-time Fourier transform of signal [batch, length, 1 or 2]: frames of
+    `frame_length` every `frame_step`, times the window when given, each a DFT
+    (ONNX STFT): [batch, frames, bins, 2], bins halved by `onesided`."""
+
+    name = "ascend_graph.stft"
+    OP_TYPE: ClassVar[str] = "STFT"
+    signal = operand_def(TensorType)
+    window = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    frame_step = prop_def(IntegerAttr)
+    frame_length = prop_def(IntegerAttr)
+    onesided = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        if len(x) != 3 or x[-1] not in (1, 2):
+            raise ShapeError(f"signal must be [batch, length, 1 or 2], got {shapes.fmt(x)}")
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError(f"needs a floating-point signal, got {dtype_of(operand_types[0])}")
+        step, n = props.int("frame_step"), props.int("frame_length")
+        if step < 1 or n < 1:
+            raise ShapeError(f"frame_step {step} and frame_length {n} must be positive")
+        if len(operand_types) > 1:
+            _same(operand_types, "signal and window")
+            if not shapes.compatible(shape_of(operand_types[1]), (n,)):
+                raise ShapeError(f"window has shape {shapes.fmt(shape_of(operand_types[1]))}, expected [{n}] (frame_length)")
+        if x[1] != DYN and x[1] < n:
+            raise ShapeError(f"the signal's {x[1]} samples are fewer than frame_length {n}")
+        frames = DYN if x[1] == DYN else 1 + (x[1] - n) // step
+        bins = n // 2 + 1 if props.bool("onesided") else n
+        return [tensor(dtype_of(operand_types[0]), (x[0], frames, bins, 2))]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -2036,6 +2286,7 @@ AscendGraph = Dialect(
         ReshapeOp, FlattenOp, TransposeOp, ConfusionTransposeOp, SqueezeOp, UnsqueezeOp, ConcatOp, SplitOp, SplitVOp,
         StridedSliceOp, GatherOp, GatherElementsOp, PadOp, ResizeOp, ExpandOp, TileOp,
         DepthToSpaceOp, SpaceToDepthOp,
+        GatherNdOp, ScatterNdUpdateOp, ScatterElementsOp, TensorScatterOp, ReverseSequenceOp, DFTOp, STFTOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

@@ -1299,3 +1299,133 @@ def _launch(op: ak.LaunchOp, args: list[np.ndarray]) -> list[np.ndarray]:
     if not isinstance(kernel, ak.KernelOp):
         raise ModelError(f"launch '{op.label}': its module has no kernel {op.kernel}")
     return run_kernel(kernel, args)
+
+
+# ---- indexing and signal ops (GatherNd, scatters, ReverseSequence, DFT, STFT)
+
+
+def _index_tuple(op: Any, indices: np.ndarray, sizes: Sequence[int]) -> tuple[np.ndarray, ...]:
+    """The last dim of `indices` as one index array per dim of `sizes`, negatives wrapped."""
+    return tuple(_wrapped(op, indices[..., j], size) for j, size in enumerate(sizes))
+
+
+@_kernel(ag.GatherNdOp)
+def _gather_nd(op: ag.GatherNdOp, args: list[np.ndarray]) -> np.ndarray:
+    """The `batch_dims` leading dims are flattened into one that indexes data and indices alike."""
+    x, indices = args
+    b, k = op.props.int("batch_dims"), indices.shape[-1]
+    batch = math.prod(x.shape[:b])
+    xb = x.reshape((batch, *x.shape[b:]))
+    ib = indices.reshape((batch, *indices.shape[b:]))
+    rows = np.arange(batch).reshape((batch,) + (1,) * (ib.ndim - 2))
+    picked = xb[(rows, *_index_tuple(op, ib, x.shape[b : b + k]))]
+    return picked.reshape(indices.shape[:-1] + x.shape[b + k :])
+
+
+_SCATTER_AT: dict[str, Callable[..., None]] = {
+    "add": np.add.at, "mul": np.multiply.at, "max": np.maximum.at, "min": np.minimum.at,
+}
+
+
+def _scatter(op: Any, data: np.ndarray, where: tuple[np.ndarray, ...], updates: np.ndarray) -> np.ndarray:
+    """data with updates combined in at `where` by the op's reduction, in order (so the
+    last of duplicate indices wins under `none`), computed as a vector unit computes."""
+    out = _vec(data).copy()
+    values = _vec(updates)
+    reduction = op.props.str("reduction", "none")
+    if reduction == "none":
+        out[where] = values
+    else:
+        _SCATTER_AT[reduction](out, where, values)
+    return out
+
+
+@_kernel(ag.ScatterNdUpdateOp)
+def _scatter_nd_update(op: ag.ScatterNdUpdateOp, args: list[np.ndarray]) -> np.ndarray:
+    var, indices, updates = args
+    return _scatter(op, var, _index_tuple(op, indices, var.shape[: indices.shape[-1]]), updates)
+
+
+@_kernel(ag.ScatterElementsOp)
+def _scatter_elements(op: ag.ScatterElementsOp, args: list[np.ndarray]) -> np.ndarray:
+    data, indices, updates = args
+    axis = shapes.norm_axis(op.props.int("axis"), data.ndim)
+    where = list(np.indices(indices.shape, sparse=True))
+    where[axis] = _wrapped(op, indices, data.shape[axis])
+    return _scatter(op, data, tuple(where), updates)
+
+
+@_kernel(ag.TensorScatterOp)
+def _tensor_scatter(op: ag.TensorScatterOp, args: list[np.ndarray]) -> np.ndarray:
+    """A linear write past the cache's end is an error; a circular one wraps."""
+    cache, update = args[:2]
+    axis = shapes.norm_axis(op.props.int("axis"), cache.ndim)
+    size, length = cache.shape[axis], update.shape[axis]
+    starts = args[2].astype(np.int64) if len(args) > 2 else np.zeros(cache.shape[0], np.int64)
+    out = cache.copy()
+    for b, start in enumerate(starts.tolist()):
+        positions = start + np.arange(length)
+        if op.props.str("mode") == "circular":
+            positions %= size
+        elif length and (start < 0 or positions[-1] >= size):
+            raise ModelError(f"{_label(op)}: writing {length} entries from {start} overruns the cache of {size}")
+        np.moveaxis(out[b], axis - 1, 0)[positions] = np.moveaxis(update[b], axis - 1, 0)
+    return out
+
+
+@_kernel(ag.ReverseSequenceOp)
+def _reverse_sequence(op: ag.ReverseSequenceOp, args: list[np.ndarray]) -> np.ndarray:
+    x, lengths = args
+    batch = shapes.norm_axis(op.props.int("batch_dim"), x.ndim)
+    seq = shapes.norm_axis(op.props.int("seq_dim"), x.ndim)
+    steps = x.shape[seq]
+    lengths = lengths.astype(np.int64)
+    if ((lengths < 0) | (lengths > steps)).any():
+        raise ModelError(f"{_label(op)}: sequence lengths {lengths.tolist()} must be in [0, {steps}]")
+    t = np.arange(steps)
+    source = np.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)  # [batch, time]
+    if seq < batch:
+        source = source.T
+    shape = [1] * x.ndim
+    shape[batch], shape[seq] = x.shape[batch], steps
+    return np.take_along_axis(x, np.broadcast_to(source.reshape(shape), x.shape), axis=seq)
+
+
+def _complex(x: np.ndarray) -> np.ndarray:
+    """A [..., 1] real or [..., 2] (re, im) signal as complex without the last dim:
+    complex64 for float16/bfloat16/float32 (numpy's FFT then computes in single
+    precision, as a vector unit would), complex128 for float64."""
+    wide = _vec(x)
+    kind = np.complex128 if wide.dtype == np.float64 else np.complex64
+    signal = wide[..., 0].astype(kind)
+    if x.shape[-1] == 2:
+        signal.imag = wide[..., 1]
+    return signal
+
+
+def _dft(signal: np.ndarray, n: int, axis: int, inverse: bool, onesided: bool) -> np.ndarray:
+    """The transform as [..., 2] (re, im), or [..., 1] for an inverse onesided one."""
+    if inverse and onesided:
+        return np.fft.irfft(signal, n, axis=axis)[..., None]
+    y = np.fft.ifft(signal, n, axis=axis) if inverse else np.fft.fft(signal, n, axis=axis)
+    if onesided:
+        y = np.take(y, np.arange(n // 2 + 1), axis=axis)
+    return np.stack([y.real, y.imag], axis=-1)
+
+
+@_kernel(ag.DFTOp)
+def _dft_kernel(op: ag.DFTOp, args: list[np.ndarray]) -> np.ndarray:
+    p = op.props
+    return _dft(_complex(args[0]), p.int("length"), p.int("axis"), p.bool("inverse"), p.bool("onesided"))
+
+
+@_kernel(ag.STFTOp)
+def _stft(op: ag.STFTOp, args: list[np.ndarray]) -> np.ndarray:
+    signal = _complex(args[0])
+    n, step = op.props.int("frame_length"), op.props.int("frame_step")
+    frames = 1 + (signal.shape[1] - n) // step
+    taps = step * np.arange(frames)[:, None] + np.arange(n)
+    framed = signal[:, taps]  # [batch, frames, n]
+    if len(args) > 1:
+        framed = framed * _vec(args[1])
+    return _dft(framed, n, 2, False, op.props.bool("onesided"))

@@ -18,9 +18,12 @@ int2, float8 and float4, which the importer refuses as element types). The other
 So every converter accepts the newest schema of onnx 1.22, and a schema a later
 onnx release adds is refused until it is reviewed here.
 
-Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) have no
+Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) and the
+signal constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
-not static. `Upsample` is not converted: it is deprecated since opset 10, so no
+not static. Scatter has no converter: deprecated at opset 11 (where onnxruntime
+refuses it), it is in opset 9-10 models only, and upgrading one to opset 11 makes it
+a ScatterElements. `Upsample` is not converted: it is deprecated since opset 10, so no
 model of the opsets we import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
@@ -1009,3 +1012,150 @@ def _constant(n: Node) -> Outputs:
     if key not in plain:
         raise n.error(f"attribute '{key}' is unsupported (string constants have no element type here)")
     return [n.const(np.array(value, plain[key]))]
+
+
+# ---- indexing and signal ops (GatherND, scatters, ReverseSequence, DFT, STFT, windows)
+
+
+@converts(GatherND=13)
+def _gather_nd(n: Node) -> Outputs:
+    return [n.emit(ag.GatherNdOp, [n.x(0), n.x(1)], {"batch_dims": int_attr(n.attr("batch_dims", 0))})]
+
+
+def _scatter_reduction(n: Node) -> StringAttr:
+    """The reductions of the node's schema: none only before version 16, add and mul
+    from 16, max and min from 18."""
+    allowed = ("none", "add", "mul", "max", "min")[: 5 if n.since >= 18 else 3 if n.since >= 16 else 1]
+    reduction = n.attr("reduction", "none")
+    if reduction not in allowed:
+        raise n.error(f"reduction {reduction!r} is not one of {', '.join(allowed)} (version {n.since})")
+    return StringAttr(reduction)
+
+
+@converts(ScatterND=18)
+def _scatter_nd(n: Node) -> Outputs:
+    return [n.emit(ag.ScatterNdUpdateOp, [n.x(0), n.x(1), n.x(2)], {"reduction": _scatter_reduction(n)})]
+
+
+@converts(ScatterElements=18)
+def _scatter_elements(n: Node) -> Outputs:
+    props = {"axis": int_attr(n.attr("axis", 0)), "reduction": _scatter_reduction(n)}
+    return [n.emit(ag.ScatterElementsOp, [n.x(0), n.x(1), n.x(2)], props)]
+
+
+@converts(TensorScatter=24)
+def _tensor_scatter(n: Node) -> Outputs:
+    mode = n.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise n.error(f"mode {mode!r} is not linear or circular")
+    operands = [n.x(0), n.x(1), *([n.x(2)] if n.has(2) else [])]
+    props = {"axis": int_attr(n.attr("axis", -2)), "mode": StringAttr(mode)}
+    return [n.emit(ag.TensorScatterOp, operands, props)]
+
+
+@converts(ReverseSequence=10)
+def _reverse_sequence(n: Node) -> Outputs:
+    props = {"batch_dim": int_attr(n.attr("batch_axis", 1)), "seq_dim": int_attr(n.attr("time_axis", 0))}
+    return [n.emit(ag.ReverseSequenceOp, [n.x(0), n.x(1)], props)]
+
+
+def _positive_int(n: Node, i: int, what: str) -> int | None:
+    value = n.scalar_input(i, what)
+    if value is None:
+        return None
+    if not isinstance(value, int) or value < 1:
+        raise n.error(f"input {i} ({what}) must be a positive integer, got {value}")
+    return value
+
+
+@converts(DFT=20)
+def _dft(n: Node) -> Outputs:
+    """DFT-17 has `axis` as an attribute (default 1), DFT-20 as input 2 (default -2);
+    a negative axis counts from the end, the (re, im) dim included, as ONNX's reference does."""
+    x = n.x(0)
+    rank = len(shape(x))
+    axis = n.attr("axis", 1) if n.since < 20 else n.scalar_input(2, "axis")
+    axis = -2 if axis is None else int(axis)
+    if not -rank <= axis <= rank - 2 or axis == -1:
+        raise n.error(f"axis {axis} of the rank-{rank} input is not in [-{rank}, -2] or [0, {rank - 2}] (the last dim is (re, im))")
+    axis %= rank
+    inverse, onesided = bool(n.attr("inverse", 0)), bool(n.attr("onesided", 0))
+    length = _positive_int(n, 1, "dft_length")
+    if length is None:
+        dim = shape(x)[axis]
+        if dim == DYN:
+            raise n.error(f"the signal dim {axis} is dynamic and no dft_length is given")
+        length = 2 * (dim - 1) if inverse and onesided else dim
+    props = {"axis": int_attr(axis), "length": int_attr(length), "inverse": bool_attr(inverse), "onesided": bool_attr(onesided)}
+    return [n.emit(ag.DFTOp, [x], props)]
+
+
+@converts(STFT=17)
+def _stft(n: Node) -> Outputs:
+    """frame_length defaults to the window's length, else to the whole signal."""
+    x, window = n.x(0), n.opt(2)
+    step = _positive_int(n, 1, "frame_step")
+    if step is None:
+        raise n.error("input 1 (frame_step) is required")
+    length = _positive_int(n, 3, "frame_length")
+    if length is None:
+        length = shape(window)[0] if window is not None else shape(x)[1] if len(shape(x)) == 3 else DYN
+    if length == DYN:
+        raise n.error("the frame length is unknown: give frame_length, a static window or a static signal")
+    props = {"frame_step": int_attr(step), "frame_length": int_attr(length), "onesided": bool_attr(n.attr("onesided", 1))}
+    return [n.emit(ag.STFTOp, [x, *([window] if window is not None else [])], props)]
+
+
+def _folded(n: Node, values: np.ndarray) -> Outputs:
+    """A computed constant in the node's `output_datatype` (float32 by default), inline
+    as Range's and EyeLike's are: no weight file could reload it."""
+    target = dtypes.to_numpy(element_type(n.attr("output_datatype", onnx.TensorProto.FLOAT), "attribute 'output_datatype'"))
+    return [n.const(values.astype(target))]
+
+
+_WINDOWS: dict[str, tuple[float, ...]] = {
+    "HannWindow": (0.5, -0.5), "HammingWindow": (25 / 46, -21 / 46), "BlackmanWindow": (0.42, -0.5, 0.08),
+}
+"""Each window's cosine series: w[k] = sum_j a_j cos(2 pi j k / N)."""
+
+
+@converts(HannWindow=17, HammingWindow=17, BlackmanWindow=17)
+def _window_op(n: Node) -> Outputs:
+    """Folded at import: the window is a constant of its size. N is the size when
+    `periodic`, else the size - 1 (a symmetric window; N = 1 for a single point)."""
+    size = n.scalar_input(0, "size")
+    if not isinstance(size, int) or size < 0:
+        raise n.error(f"input 0 (size) must be a non-negative integer, got {size}")
+    check_folded([size], 8, "its result")
+    period = size if n.attr("periodic", 1) else max(size - 1, 1)
+    phase = 2 * np.pi * np.arange(size) / period
+    values = sum(a * np.cos(j * phase) for j, a in enumerate(_WINDOWS[n.op_type]))
+    return _folded(n, np.asarray(values, np.float64))
+
+
+def _mel(hertz: np.ndarray | float) -> np.ndarray:
+    return 2595 * np.log10(1 + np.asarray(hertz) / 700)
+
+
+@converts(MelWeightMatrix=17)
+def _mel_weight_matrix(n: Node) -> Outputs:
+    """Folded at import: [dft_length / 2 + 1, num_mel_bins] triangular filters, their
+    edges num_mel_bins + 2 points evenly spaced in mel from lower_edge_hertz, with the
+    step (upper - lower) / (num_mel_bins + 2) and rounded down to spectrogram bins, as
+    ONNX's reference (which made the backend test) computes them."""
+    bins, dft_length, rate = (_positive_int(n, i, what) for i, what in enumerate(("num_mel_bins", "dft_length", "sample_rate")))
+    low, high = (n.scalar_input(i, what) for i, what in ((3, "lower_edge_hertz"), (4, "upper_edge_hertz")))
+    if None in (bins, dft_length, rate, low, high):
+        raise n.error("num_mel_bins, dft_length, sample_rate, lower_edge_hertz and upper_edge_hertz are all required")
+    assert bins is not None and dft_length is not None and rate is not None
+    check_folded([dft_length // 2 + 1, bins], 8, "its result")
+    step = (_mel(high) - _mel(low)) / (bins + 2)
+    hertz = 700 * (10 ** ((_mel(low) + step * np.arange(bins + 2)) / 2595) - 1)
+    edges = ((dft_length + 1) * hertz // rate).astype(np.int64)
+    k = np.arange(dft_length // 2 + 1)[:, None]
+    left, center, right = edges[:-2], edges[1:-1], edges[2:]
+    rising = np.where(center > left, (k - left) / np.maximum(center - left, 1), k == center)
+    falling = (right - k) / np.maximum(right - center, 1)
+    values = np.where((k >= left) & (k <= center), rising, 0.0)
+    values = np.where((k > center) & (k < right), falling, values)
+    return _folded(n, values)

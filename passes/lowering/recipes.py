@@ -19,7 +19,8 @@ Recipe = list[tuple[str, str, str]]
 template uses {d} (compute dtype), {i}/{o} (input/output dtype) and {u} (an unsigned
 integer of the element width); the basis says how many elements it covers in a
 tile: "out" (the result), "in" (the first operand), "row" (one per row), "param"
-(the second operand), "window" (the result times the pooling window)."""
+(the second operand), "window" (the result times the pooling window), "updates"
+(the values a scatter writes)."""
 
 UNARY, BINARY = "{d}_{d}", "{d}_{d}_{d}"
 """The dtype templates of a one-input and a two-input instruction computing in {d}."""
@@ -110,6 +111,9 @@ RECIPES: dict[type[Operation], Recipe] = {
     ag.ArgMaxOp: [("VCMAX", UNARY, "in")],
     ag.ArgMinOp: [("VCMIN", UNARY, "in")],
     ag.GatherElementsOp: [("VGATHER", "{u}_{u}", "out")],
+    ag.GatherNdOp: [("VGATHER", "{u}_{u}", "out")],
+    ag.ReverseSequenceOp: [("VGATHER", "{u}_{u}", "out")],
+    ag.TensorScatterOp: [("VCOPY", "{u}_{u}", "out"), ("VSCATTER", "{u}_{u}", "updates")],
 }
 RECIPES[ag.InstanceNormOp] = RECIPES[ag.LayerNormOp]
 RECIPES[ag.ClipByValueOp] = [("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out")]
@@ -121,7 +125,7 @@ MOVES: tuple[type[Operation], ...] = (
 PROPORTIONAL: tuple[type[Operation], ...] = (
     ag.ConcatOp, ag.SplitOp, ag.SplitVOp, ag.StridedSliceOp, ag.PadOp, ag.TileOp, ag.DepthToSpaceOp,
     ag.SpaceToDepthOp, ag.ResizeOp, ag.TransposeOp, ag.ConfusionTransposeOp, ag.TransDataOp, ag.GatherOp,
-    ag.MaxPoolOp, ag.AvgPoolOp,
+    ag.MaxPoolOp, ag.AvgPoolOp, ag.GatherNdOp, ag.ScatterNdUpdateOp, ag.ScatterElementsOp, ag.TensorScatterOp,
 )
 """Ops whose operands and results are cut into tiles in proportion to their sizes."""
 
@@ -143,6 +147,10 @@ def recipe(op: Operation) -> Recipe:
         return [r for r, key in zip(RECIPES[ag.ClipByValueOp], ("min", "max")) if op.props.has(key)]
     if isinstance(op, ag.ReduceOp):
         return _reduction(op)
+    if isinstance(op, ag.ScatterNdUpdateOp | ag.ScatterElementsOp):
+        return _scatter(op)
+    if isinstance(op, ag.DFTOp | ag.STFTOp):
+        return _fourier(op)
     if isinstance(op, ag.TransDataOp):
         fmts = {op.props.str("src_format"), op.props.str("dst_format")}
         return [] if "FRACTAL_NZ" in fmts else [("VNCHWCONV", "{u}_{u}", "out")]
@@ -169,6 +177,33 @@ def _reduction(op: ag.ReduceOp) -> Recipe:
     }[type(op)][0 if across else 1]
     steps: Recipe = [(instr, UNARY if instr.startswith("VC") else BINARY, "in")]
     return steps + ([("VMULS", BINARY, "out")] if isinstance(op, ag.ReduceMeanOp) else [])
+
+
+_SCATTER_COMBINE = {"add": "VADD", "mul": "VMUL", "max": "VMAX", "min": "VMIN"}
+
+
+def _scatter(op: ag.ScatterNdUpdateOp | ag.ScatterElementsOp) -> Recipe:
+    """Copy the data, then write the updates at their indices; a reduction first
+    gathers the values there and combines them with the updates."""
+    combine = _SCATTER_COMBINE.get(op.props.str("reduction", "none"))
+    steps: Recipe = [("VCOPY", "{u}_{u}", "out")]
+    if combine is not None:
+        steps += [("VGATHER", "{u}_{u}", "updates"), (combine, BINARY, "updates")]
+    return steps + [("VSCATTER", "{u}_{u}", "updates")]
+
+
+def _fourier(op: ag.DFTOp | ag.STFTOp) -> Recipe:
+    """A radix-2 FFT, O(n log n): a bit-reversal gather (an STFT's frames gathered and
+    windowed with it), then log2(n) stages (a length that is not a power of
+    two is counted as the next power's) of complex butterflies over the result: the
+    twiddle product (four multiplies, an add and a subtract per pair, two per element
+    of the (re, im) result), an add and a subtract."""
+    n = op.props.int("length") if isinstance(op, ag.DFTOp) else op.props.int("frame_length")
+    steps: Recipe = [("VGATHER", "{u}_{u}", "out")]
+    if isinstance(op, ag.STFTOp) and len(op.operands) > 1:
+        steps.append(("VMUL", BINARY, "out"))
+    butterfly: Recipe = [("VMUL", BINARY, "out"), ("VMUL", BINARY, "out"), ("VADD", BINARY, "out"), ("VSUB", BINARY, "out")]
+    return steps + butterfly * (n - 1).bit_length()
 
 
 _DTYPE_NAMES = {"float16": "FP16", "bfloat16": "BF16", "float32": "FP32", "float64": "FP64", "bool": "UINT8"}
@@ -202,6 +237,7 @@ def emit_recipes(
             "row": max(rows, 1),
             "param": elements_of(op.operands[1]) if len(op.operands) > 1 else 1,
             "window": elements_of(result) * _window(op),
+            "updates": elements_of(op.operands[_UPDATES.get(type(op), 0)]),
         }
         buffers_ = [buffers[result], *(buffers[v] for v in op.operands if v in buffers)]
         if widen:
@@ -212,6 +248,10 @@ def emit_recipes(
         if widen and dtype_name(dout) == "BF16":
             out += vec("VCONV", "FP32_BF16", basis["out"], buffers_[:1], 4)
     return out
+
+
+_UPDATES: dict[type[Operation], int] = {ag.ScatterNdUpdateOp: 2, ag.ScatterElementsOp: 2, ag.TensorScatterOp: 1}
+"""The operand holding the values a scatter writes."""
 
 
 def _window(op: Operation) -> int:

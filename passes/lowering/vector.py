@@ -86,12 +86,15 @@ def row_length(op: Operation) -> int:
         return shapes.numel(x[2:])
     if isinstance(op, ag.ArgOp):
         return x[shapes.norm_axis(op.props.int("axis"), len(x))]
+    if isinstance(op, ag.DFTOp | ag.STFTOp):  # whole signals, in and out
+        start = op.props.int("axis") if isinstance(op, ag.DFTOp) else 1
+        return max(shapes.numel(x[start:]), shapes.numel(ag.shape_of(op.results[0].type)[start:]))
     return 1
 
 
 def _gathered(ops: Sequence[Operation]) -> dict[SSAValue, SSAValue]:
     """The tables gathers index (read row by row), with what each gathers from them."""
-    return {op.operands[0]: op.results[0] for op in ops if isinstance(op, ag.GatherOp | ag.GatherElementsOp)}
+    return {op.operands[0]: op.results[0] for op in ops if isinstance(op, ag.GatherOp | ag.GatherElementsOp | ag.GatherNdOp)}
 
 
 def vector_space(ops: Sequence[Operation]) -> Space:
