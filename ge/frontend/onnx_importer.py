@@ -331,7 +331,7 @@ def _checked_types(
     ]
 
     def light(declared: Sequence[onnx.ValueInfoProto]) -> onnx.ModelProto:
-        copy = helper.make_graph(nodes, graph.name, list(inputs) + hidden, list(declared), initializer=small)
+        copy = helper.make_graph(_defaults_spelled(nodes, model), graph.name, list(inputs) + hidden, list(declared), initializer=small)
         proto = helper.make_model(copy, opset_imports=model.opset_import, ir_version=model.ir_version)
         proto.functions.extend(model.functions)
         return proto
@@ -346,6 +346,32 @@ def _checked_types(
         log.debug("ONNX's checker or shape inference failed on the model", exc_info=True)
         return {}
     return {v.name: value_info_type(v) for v in (*inferred.graph.value_info, *inferred.graph.output)}
+
+
+def _defaults_spelled(nodes: Sequence[onnx.NodeProto], model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    """The nodes, those of an op defined by a function body given the defaults of the
+    attributes they leave out. ONNX's inference of a function body does not apply a
+    default to the body's references to the attribute (MeanVarianceNormalization
+    without `axes` fails with "One and only one of the attributes ... for a Constant
+    node"); spelled out, the default means the same and the body checks."""
+    opset = next((o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS), 0)
+    out = []
+    for node in nodes:
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+        except onnx.defs.SchemaError:
+            out.append(node)
+            continue
+        given = {a.name for a in node.attribute}
+        missing = [a.default_value for name, a in schema.attributes.items() if name not in given and a.default_value.type]
+        if not schema.has_function or not missing:
+            out.append(node)
+            continue
+        spelled = onnx.NodeProto()
+        spelled.CopyFrom(node)
+        spelled.attribute.extend(missing)
+        out.append(spelled)
+    return out
 
 
 _CHECKER_NODE = re.compile(r"==> Context: Bad node spec for node\. Name: (.*?) OpType: (\S+)")

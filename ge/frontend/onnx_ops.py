@@ -1009,3 +1009,112 @@ def _constant(n: Node) -> Outputs:
     if key not in plain:
         raise n.error(f"attribute '{key}' is unsupported (string constants have no element type here)")
     return [n.const(np.array(value, plain[key]))]
+
+
+# ---- losses and normalisations (ops-norms)
+
+
+def _loss_props(n: Node) -> dict[str, Attribute]:
+    reduction = n.attr("reduction", "mean")
+    if reduction not in ("none", "sum", "mean"):
+        raise n.error(f"reduction '{reduction}' is not none, sum or mean")
+    props: dict[str, Attribute] = {"reduction": StringAttr(reduction)}
+    if n.attr("ignore_index") is not None:
+        props["ignore_index"] = int_attr(n.attr("ignore_index"))
+    return props
+
+
+def _loss_operands(n: Node) -> list[SSAValue]:
+    return [n.x(0), n.x(1)] + ([n.x(2)] if n.has(2) else [])
+
+
+@converts(NegativeLogLikelihoodLoss=22)
+def _nll_loss(n: Node) -> Outputs:
+    """Schemas 13 and 22 only add element types to 12."""
+    return [n.emit(ag.NLLLossOp, _loss_operands(n), _loss_props(n))]
+
+
+@converts(SoftmaxCrossEntropyLoss=13)
+def _softmax_cross_entropy_loss(n: Node) -> Outputs:
+    """One op for both outputs: log_prob is its second result (schema 13 only adds
+    element types to 12)."""
+    loss, log_prob = n.emit_all(ag.SoftmaxCrossEntropyLossOp, _loss_operands(n), _loss_props(n))
+    return [loss, log_prob if n.used(1) else None]
+
+
+def _float_stash(n: Node) -> None:
+    """stash_type FLOAT (the default) is what our kernels do: the statistics of a
+    float16/bfloat16 input in float32; any other stash type is refused."""
+    stash = n.attr("stash_type", onnx.TensorProto.FLOAT)
+    if stash != onnx.TensorProto.FLOAT:
+        raise n.error(f"stash_type {stash} is unsupported; only 1 (FLOAT, the default) is")
+
+
+@converts(RMSNormalization=23)
+def _rms_normalization(n: Node) -> Outputs:
+    _float_stash(n)
+    if dtype(n.x(0)) != dtype(n.x(1)):
+        raise n.error(f"X is {dtype(n.x(0))} and scale {dtype(n.x(1))}; only a scale of X's type is supported")
+    props = {"begin_norm_axis": int_attr(n.attr("axis", -1)), "epsilon": float_attr(n.attr("epsilon", 1e-5))}
+    return [n.emit(ag.RmsNormOp, [n.x(0), n.x(1)], props)]
+
+
+@converts(LpNormalization=22)
+def _lp_normalization(n: Node) -> Outputs:
+    """x / LpNorm(x) over `axis`: GE's LpNorm computes the norm, a Div applies it
+    (schema 22 only adds bfloat16 to 1)."""
+    x, p = n.x(0), n.attr("p", 2)
+    if p not in (1, 2):
+        raise n.error(f"p {p} is unsupported; only 1 and 2 are")
+    props = {"axes": ints([n.attr("axis", -1)]), "keep_dims": bool_attr(True), "p": int_attr(p)}
+    norm = n.emit(ag.LpNormOp, [x], props, "norm")
+    return [n.emit(ag.DivOp, [x, norm])]
+
+
+@converts(GroupNormalization=21)
+def _group_normalization(n: Node) -> Outputs:
+    """Schema 21 scales and shifts per channel; schema 18 per group, whose scale and
+    bias are repeated over each group's channels here (constants fold)."""
+    x, scale, bias = n.x(0), n.x(1), n.x(2)
+    groups = n.attr("num_groups")
+    if len(shape(x)) < 2:
+        raise n.error(f"the input must have rank >= 2 ([N, C, ...]), got {fmt(shape(x))}")
+    channels = shape(x)[1]
+    if groups < 1 or channels == DYN or channels % groups:
+        raise n.error(f"the {fmt(shape(x)[1:2])} channels do not split into num_groups {groups}")
+    if n.since >= 21:
+        _float_stash(n)
+    else:
+        for what, value in (("scale", scale), ("bias", bias)):
+            if shape(value) != (groups,):
+                raise n.error(f"{what} has shape {fmt(shape(value))}, expected [{groups}] (one per group, schema 18)")
+        scale, bias = (_per_group(n, v, channels // groups, tag) for v, tag in ((scale, "scale"), (bias, "bias")))
+    props = {"num_groups": int_attr(groups), "epsilon": float_attr(n.attr("epsilon", 1e-5))}
+    return [n.emit(ag.GroupNormOp, [x, scale, bias], props)]
+
+
+def _per_group(n: Node, value: SSAValue, each: int, tag: str) -> SSAValue:
+    """[G] -> [G * each]: every group's value repeated over its channels."""
+    groups = shape(value)[0]
+    column = n.emit(ag.UnsqueezeOp, [value], {"axes": ints([1])}, f"{tag}_column")
+    spread = n.emit(ag.ExpandOp, [column], {"shape": ints([groups, each])}, f"{tag}_spread")
+    return n.emit(ag.ReshapeOp, [spread], {"shape": ints([groups * each])}, f"{tag}_per_channel")
+
+
+@converts(MeanVarianceNormalization=13)
+def _mean_variance_normalization(n: Node) -> Outputs:
+    """ONNX fixes epsilon at 1e-9 (schema 13 only adds bfloat16 to 9)."""
+    props = {"axes": ints(n.attr("axes", [0, 2, 3])), "eps": float_attr(1e-9)}
+    return [n.emit(ag.MVNV2Op, [n.x(0)], props)]
+
+
+@converts(LRN=13)
+def _lrn(n: Node) -> Outputs:
+    """Schema 13 only adds bfloat16 to 1."""
+    props = {
+        "size": int_attr(n.attr("size")),
+        "alpha": float_attr(n.attr("alpha", 1e-4)),
+        "beta": float_attr(n.attr("beta", 0.75)),
+        "bias": float_attr(n.attr("bias", 1.0)),
+    }
+    return [n.emit(ag.LRNOp, [n.x(0)], props)]

@@ -86,6 +86,23 @@ def row_length(op: Operation) -> int:
         return shapes.numel(x[2:])
     if isinstance(op, ag.ArgOp):
         return x[shapes.norm_axis(op.props.int("axis"), len(x))]
+    return _norms_row_length(op, x)
+
+
+def _norms_row_length(op: Operation, x: tuple[int, ...]) -> int:
+    """Losses and normalisations (ops-norms): a loss reduced to a scalar needs all of
+    its input, one left per target the classes of its target; an LRN needs every
+    channel of a sample (its window runs across them)."""
+    if isinstance(op, ag.NLLLossOp | ag.SoftmaxCrossEntropyLossOp):
+        return shapes.numel(x) if op.props.str("reduction") != "none" else x[1]
+    if isinstance(op, ag.RmsNormOp):
+        return shapes.numel(x[shapes.norm_axis(op.props.int("begin_norm_axis"), len(x)) :])
+    if isinstance(op, ag.GroupNormOp):
+        return shapes.numel(x[1:]) // op.props.int("num_groups")
+    if isinstance(op, ag.MVNV2Op):
+        return shapes.numel([x[a] for a in shapes.norm_axes(op.props.ints("axes"), len(x))])
+    if isinstance(op, ag.LRNOp):
+        return shapes.numel(x[1:])
     return 1
 
 
@@ -178,7 +195,10 @@ def vector_plan(
     return Plan(block_dim, core_type, tiling, 0, program)
 
 
-NORMALISING = (ag.SoftmaxOp, ag.LogSoftmaxOp, ag.LayerNormOp, ag.InstanceNormOp)
+NORMALISING = (
+    ag.SoftmaxOp, ag.LogSoftmaxOp, ag.LayerNormOp, ag.InstanceNormOp,
+    ag.SoftmaxCrossEntropyLossOp, ag.RmsNormOp, ag.GroupNormOp, ag.MVNV2Op,
+)
 
 
 def _row_pieces(
