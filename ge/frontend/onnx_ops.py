@@ -1073,32 +1073,22 @@ def _lp_normalization(n: Node) -> Outputs:
 
 @converts(GroupNormalization=21)
 def _group_normalization(n: Node) -> Outputs:
-    """Schema 21 scales and shifts per channel; schema 18 per group, whose scale and
-    bias are repeated over each group's channels here (constants fold)."""
-    x, scale, bias = n.x(0), n.x(1), n.x(2)
+    """Schema 21 scales and shifts per channel. Schema 18 (opsets 18 to 20) did so per
+    group; ONNX deprecated it, and its checker refuses it, so it is refused here
+    first, with that reason."""
+    x = n.x(0)
     groups = n.attr("num_groups")
+    if n.since < 21:
+        raise n.error("GroupNormalization-18 (scale and bias per group) is deprecated and ONNX's checker refuses it; "
+                      "opset 21 and later (per channel) is supported")
+    _float_stash(n)
     if len(shape(x)) < 2:
         raise n.error(f"the input must have rank >= 2 ([N, C, ...]), got {fmt(shape(x))}")
     channels = shape(x)[1]
     if groups < 1 or channels == DYN or channels % groups:
         raise n.error(f"the {fmt(shape(x)[1:2])} channels do not split into num_groups {groups}")
-    if n.since >= 21:
-        _float_stash(n)
-    else:
-        for what, value in (("scale", scale), ("bias", bias)):
-            if shape(value) != (groups,):
-                raise n.error(f"{what} has shape {fmt(shape(value))}, expected [{groups}] (one per group, schema 18)")
-        scale, bias = (_per_group(n, v, channels // groups, tag) for v, tag in ((scale, "scale"), (bias, "bias")))
     props = {"num_groups": int_attr(groups), "epsilon": float_attr(n.attr("epsilon", 1e-5))}
-    return [n.emit(ag.GroupNormOp, [x, scale, bias], props)]
-
-
-def _per_group(n: Node, value: SSAValue, each: int, tag: str) -> SSAValue:
-    """[G] -> [G * each]: every group's value repeated over its channels."""
-    groups = shape(value)[0]
-    column = n.emit(ag.UnsqueezeOp, [value], {"axes": ints([1])}, f"{tag}_column")
-    spread = n.emit(ag.ExpandOp, [column], {"shape": ints([groups, each])}, f"{tag}_spread")
-    return n.emit(ag.ReshapeOp, [spread], {"shape": ints([groups * each])}, f"{tag}_per_channel")
+    return [n.emit(ag.GroupNormOp, [x, n.x(1), n.x(2)], props)]
 
 
 @converts(MeanVarianceNormalization=13)
