@@ -4,7 +4,9 @@ MeanVarianceNormalization and LRN.
 
 Each hand-built graph runs imported through the reference interpreter and compiled
 (Ascend910B1) through the simulator, and both must give onnxruntime's outputs; the
-refusals name what is allowed. torch's GroupNorm export compiles and runs too.
+refusals name what is allowed. An If on a condition constant at import is the branch
+it takes (torch's LocalResponseNorm export has one); torch's GroupNorm and
+LocalResponseNorm exports compile and run.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import ge
+from dialects import ascend_graph as ag
 from ge.core import opinfo
 from ge.core.errors import ModelError
 from ge.session import Session
@@ -225,6 +228,51 @@ def test_normalisation_refusals() -> None:
         ge.load_onnx(model("GroupNormalization", per_group, ["y"], 18, num_groups=2))
 
 
+# ----------------------------------------------- If on a constant condition (torch's LRN)
+
+
+def if_model(dim: int, then_op: str) -> onnx.ModelProto:
+    """x -> Relu -> If(shape[1] == 1) -> Exp: the then branch `then_op` over axis 1 of
+    the Relu (which the branch reads from the graph around it), else ReduceMax there."""
+    reduce = {"axes": [1], "keepdims": 0}
+    then_nodes = [helper.make_node(then_op, ["r", "one_axis"] if then_op == "Squeeze" else ["r"], ["t"], **({} if then_op == "Squeeze" else reduce))]
+    branches = {
+        "then_branch": helper.make_graph(then_nodes, "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)]),
+        "else_branch": helper.make_graph(
+            [helper.make_node("ReduceMax", ["r"], ["e"], **reduce)], "else", [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)]
+        ),
+    }
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Shape", ["r"], ["s"]),
+        helper.make_node("Constant", [], ["one_axis"], value=helper.make_tensor("one_axis", TensorProto.INT64, [1], [1])),
+        helper.make_node("Gather", ["s", "one_axis"], ["d"], axis=0),
+        helper.make_node("Equal", ["d", "one_axis"], ["c"]),
+        helper.make_node("If", ["c"], ["y"], name="if", **branches),
+        helper.make_node("Exp", ["y"], ["out"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, dim, 3])]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize(("dim", "then_op", "taken"), [(1, "Squeeze", "Squeeze"), (1, "ReduceMin", "ReduceMin"), (4, "ReduceMin", "ReduceMax")])
+def test_if_on_a_constant_condition_is_the_branch_it_takes(dim, then_op, taken) -> None:
+    proto = if_model(dim, then_op)
+    check(proto, {"x": scores(2, dim, 3)})
+    names = [op.props.str("name") for op in ge.load_onnx(proto)[0].walk() if isinstance(op, ag.AscendOp)]
+    assert f"if/{taken}_0" in names
+
+
+def test_if_on_a_computed_condition_is_refused() -> None:
+    proto = if_model(1, "ReduceMin")
+    del proto.graph.node[1:5]
+    proto.graph.node[1].input[0] = "c"
+    proto.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
+    with pytest.raises(ModelError, match="node 'if' \\(If\\): its condition is computed by the graph"):
+        ge.load_onnx(proto)
+
+
 # --------------------------------------------------------------------- torch export
 
 
@@ -242,3 +290,21 @@ def test_torch_group_norm_export_matches_onnxruntime() -> None:
     proto = onnx.load_from_string(buffer.getvalue())
     feeds = {"x": scores(2, 3, 6, 6)}
     check(proto, feeds, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not hasattr(ag, "AvgPool3DOp"), reason="torch exports LocalResponseNorm through a 3-D AveragePool (AvgPool3D, ops-spatial)"
+)
+@pytest.mark.parametrize("size", [3, 4])
+def test_torch_local_response_norm_export_matches_onnxruntime(size) -> None:
+    """torch writes LRN as Pad, a 3-D AveragePool over the channels and an If on a
+    shape (a constant condition): the If is the branch it takes."""
+    torch = pytest.importorskip("torch")
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.LocalResponseNorm(size, alpha=1e-2, beta=0.75, k=2.0))
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module.eval(), torch.randn(2, 3, 6, 6), buffer, opset_version=17, dynamo=False, input_names=["x"])
+    proto = onnx.load_from_string(buffer.getvalue())
+    check(proto, {"x": scores(2, 3, 6, 6)}, rtol=1e-4, atol=1e-4)

@@ -221,6 +221,20 @@ def _inline_functions(model: onnx.ModelProto) -> onnx.ModelProto:
 # ----------------------------------------------------------------------- graph order
 
 
+def _outer_names(node: onnx.NodeProto) -> set[str]:
+    """The values of the graph around it that a node's subgraphs read (an If branch's
+    use of a value computed before the If): inputs of the node as much as its own."""
+    found: set[str] = set()
+    for attr in node.attribute:
+        for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            inner = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+            inner |= {out for n in graph.node for out in n.output}
+            for n in graph.node:
+                found |= {name for name in [*n.input, *_outer_names(n)] if name and name not in inner}
+            found |= {o.name for o in graph.output if o.name not in inner}
+    return found
+
+
 def _node_label(node: onnx.NodeProto, index: int) -> str:
     return node.name or f"{node.op_type}_{index}"
 
@@ -243,7 +257,7 @@ def _topological_order(graph: onnx.GraphProto, defined: set[str]) -> list[int]:
     users: list[list[int]] = [[] for _ in nodes]
     for i, node in enumerate(nodes):
         mine: set[int] = set()
-        for name in node.input:
+        for name in [*node.input, *sorted(_outer_names(node))]:
             if not name or name in defined:
                 continue
             if name not in producer:
@@ -297,7 +311,7 @@ def _live_nodes(graph: onnx.GraphProto, order: list[int]) -> list[int]:
         if i in live:
             continue
         live.add(i)
-        stack.extend(producer[name] for name in graph.node[i].input if name in producer)
+        stack.extend(producer[name] for name in [*graph.node[i].input, *_outer_names(graph.node[i])] if name in producer)
     return [i for i in order if i in live]
 
 
@@ -510,6 +524,9 @@ class Importer:
     def convert(self, node: onnx.NodeProto, index: int) -> None:
         label = _node_label(node, index)
         where = f"node '{label}' ({node.op_type})"
+        if node.op_type == "If" and node.domain in DEFAULT_DOMAINS:
+            self._bind(node, where, self._taken_branch(node, label, where))
+            return
         found = supported(node, self.opset, where)
         if found is None:
             folded = self._evaluate_constant_node(node, label, where)
@@ -522,6 +539,30 @@ class Importer:
         n = Node(self, node, label, schema.since_version)
         results = list(converter.fn(n))
         self._bind(node, where, results)
+
+    def _taken_branch(self, node: onnx.NodeProto, label: str, where: str) -> list[SSAValue | None]:
+        """An If whose condition is constant at import is the branch it takes (GE's
+        CondRemovePass), its nodes imported in place and named `<If>/<node>`; exporters
+        write such Ifs on shapes (torch's LocalResponseNorm squeezes a dim only if it is
+        1). A computed condition is refused: the graph has no control flow."""
+        condition = self.constant_value(node.input[0]) if node.input and node.input[0] else None
+        if condition is None:
+            raise ModelError(
+                f"{where}: its condition is computed by the graph; an If is supported only when its condition "
+                "is a constant at import"
+            )
+        if condition.size != 1:
+            raise ModelError(f"{where}: its condition has {condition.size} elements, not 1")
+        taken = "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch"
+        branch = next(a.g for a in node.attribute if a.name == taken)
+        self.initializers.update((t.name, t) for t in branch.initializer)
+        self.needed |= {name for n in branch.node for name in n.input if name} | {o.name for o in branch.output}
+        for j, inner in enumerate(branch.node):
+            named = onnx.NodeProto()
+            named.CopyFrom(inner)
+            named.name = f"{label}/{_node_label(inner, j)}"
+            self.convert(named, j)
+        return [self.value(o.name) for o in branch.output]
 
     def _check_input_types(self, node: onnx.NodeProto, schema: onnx.defs.OpSchema, where: str) -> None:
         """Each input's element type must be one the op's schema allows."""
@@ -726,7 +767,8 @@ class Importer:
             if out.name not in produced:
                 raise ModelError(f"graph output '{out.name}' is not produced by any node, graph input or initializer")
         live = _live_nodes(graph, order)
-        self.needed = {name for i in live for name in graph.node[i].input if name} | {o.name for o in graph.output}
+        self.needed = {name for i in live for name in [*graph.node[i].input, *_outer_names(graph.node[i])] if name}
+        self.needed |= {o.name for o in graph.output}
         return live
 
     def convert_node(self, i: int) -> None:
