@@ -545,11 +545,11 @@ class Importer:
         CondRemovePass), its nodes imported in place and named `<If>/<node>`; exporters
         write such Ifs on shapes (torch's LocalResponseNorm squeezes a dim only if it is
         1). A computed condition is refused: the graph has no control flow."""
-        condition = self.constant_value(node.input[0]) if node.input and node.input[0] else None
+        condition = self.constant_value(node.input[0])
         if condition is None:
             raise ModelError(
-                f"{where}: its condition is computed by the graph; an If is supported only when its condition "
-                "is a constant at import"
+                f"{where}: input 0 (cond, '{node.input[0]}') must be a constant, but the graph computes it "
+                "(an If is imported as the branch its condition takes)"
             )
         if condition.size != 1:
             raise ModelError(f"{where}: its condition has {condition.size} elements, not 1")
