@@ -39,6 +39,11 @@ Decisions worth knowing:
   builds, and every constant it computes.
 - Ops without an `ascend_graph` counterpart whose inputs are all constant (shape
   arithmetic such as Mod) are evaluated with ONNX's reference evaluator.
+- An If whose condition is constant at import is the branch it takes (GE's
+  CondRemovePass): the branch's nodes are imported in place, named `<If>/<node>`;
+  values a subgraph reads from the graph around it count as inputs of its node for
+  the order and liveness of the graph. Any other If is refused: the graph has no
+  control flow.
 - `input_shape` replaces the inputs' shapes; the model's declared intermediate and
   output shapes describe the old inputs then, so they are dropped and ONNX's shape
   inference recomputes them from the new ones.
