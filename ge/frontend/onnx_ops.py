@@ -1062,7 +1062,8 @@ def _rms_normalization(n: Node) -> Outputs:
 @converts(LpNormalization=22)
 def _lp_normalization(n: Node) -> Outputs:
     """x / LpNorm(x) over `axis`: GE's LpNorm computes the norm, a Div applies it
-    (schema 22 only adds bfloat16 to 1)."""
+    (schema 22 only adds bfloat16 to 1). A zero vector gives NaN, 0 / 0, as ONNX's
+    formula and reference do (onnxruntime returns zeros there)."""
     x, p = n.x(0), n.attr("p", 2)
     if p not in (1, 2):
         raise n.error(f"p {p} is unsupported; only 1 and 2 are")
