@@ -2137,6 +2137,14 @@ class LpNormOp(ReduceOp):
 
 
 @irdl_op_definition
+class DivNoNanOp(BinaryOp):
+    """x1 / x2, and 0 where x2 is 0 (CANN `DivNoNan`): LpNormalization's zero vectors."""
+
+    name = "ascend_graph.div_no_nan"
+    OP_TYPE: ClassVar[str] = "DivNoNan"
+
+
+@irdl_op_definition
 class GroupNormOp(AscendOp):
     """Normalise each of `num_groups` groups of channels (dim 1) of each sample over its
     channels and spatial dims (biased variance), then gamma * y + beta per channel
@@ -2231,7 +2239,7 @@ AscendGraph = Dialect(
         ReshapeOp, FlattenOp, TransposeOp, ConfusionTransposeOp, SqueezeOp, UnsqueezeOp, ConcatOp, SplitOp, SplitVOp,
         StridedSliceOp, GatherOp, GatherElementsOp, PadOp, ResizeOp, ExpandOp, TileOp,
         DepthToSpaceOp, SpaceToDepthOp,
-        NLLLossOp, SoftmaxCrossEntropyLossOp, RmsNormOp, LpNormOp, GroupNormOp, MVNV2Op, LRNOp,
+        NLLLossOp, SoftmaxCrossEntropyLossOp, RmsNormOp, LpNormOp, DivNoNanOp, GroupNormOp, MVNV2Op, LRNOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

@@ -167,6 +167,12 @@ def test_lp_normalization(p, axis, opset) -> None:
     check(model("LpNormalization", feeds, ["y"], opset, p=p, axis=axis), feeds)
 
 
+def test_lp_normalization_keeps_a_zero_vector_zero() -> None:
+    x = scores(3, 4)
+    x[1] = 0
+    check(model("LpNormalization", {"x": x}, ["y"], 13, p=2, axis=-1), {"x": x})
+
+
 @pytest.mark.parametrize(("shape", "groups"), [((2, 6, 3, 4), 2), ((2, 6, 3, 4), 6), ((3, 4, 5), 1), ((2, 6, 2, 2, 2), 3)])
 def test_group_normalization(shape, groups) -> None:
     feeds = {"x": scores(*shape), "scale": scores(shape[1]), "bias": scores(shape[1])}

@@ -1357,6 +1357,12 @@ def _lp_norm(op: ag.LpNormOp, args: list[np.ndarray]) -> np.ndarray:
     return np.sqrt(np.sum(x * x, axis=axes, keepdims=keep))
 
 
+@_kernel(ag.DivNoNanOp)
+def _div_no_nan(op: ag.DivNoNanOp, args: list[np.ndarray]) -> np.ndarray:
+    x1, x2 = _vec(args[0]), _vec(args[1])
+    return np.where(x2 == 0, x1.dtype.type(0), x1 / x2)
+
+
 @_kernel(ag.GroupNormOp)
 def _group_norm(op: ag.GroupNormOp, args: list[np.ndarray]) -> np.ndarray:
     x = _vec(args[0])

@@ -1061,15 +1061,15 @@ def _rms_normalization(n: Node) -> Outputs:
 
 @converts(LpNormalization=22)
 def _lp_normalization(n: Node) -> Outputs:
-    """x / LpNorm(x) over `axis`: GE's LpNorm computes the norm, a Div applies it
-    (schema 22 only adds bfloat16 to 1). A zero vector gives NaN, 0 / 0, as ONNX's
-    formula and reference do (onnxruntime returns zeros there)."""
+    """x / LpNorm(x) over `axis`: GE's LpNorm computes the norm, a DivNoNan applies
+    it, so that a zero vector stays zero as in ONNX's reference and onnxruntime
+    (schema 22 only adds bfloat16 to 1)."""
     x, p = n.x(0), n.attr("p", 2)
     if p not in (1, 2):
         raise n.error(f"p {p} is unsupported; only 1 and 2 are")
     props = {"axes": ints([n.attr("axis", -1)]), "keep_dims": bool_attr(True), "p": int_attr(p)}
     norm = n.emit(ag.LpNormOp, [x], props, "norm")
-    return [n.emit(ag.DivOp, [x, norm])]
+    return [n.emit(ag.DivNoNanOp, [x, norm])]
 
 
 @converts(GroupNormalization=21)

@@ -115,6 +115,7 @@ RECIPES[ag.InstanceNormOp] = RECIPES[ag.LayerNormOp]
 RECIPES[ag.ClipByValueOp] = [("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out")]
 # ---- losses and normalisations (ops-norms)
 RECIPES[ag.GroupNormOp] = RECIPES[ag.LayerNormOp]
+RECIPES[ag.DivNoNanOp] = [("VDIV", BINARY, "out"), ("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out")]
 RECIPES[ag.RmsNormOp] = [
     ("VMUL", BINARY, "in"), ("VCADD", UNARY, "in"), ("VMULS", BINARY, "row"), ("VADDS", BINARY, "row"),
     ("VRSQRT", UNARY, "row"), ("VMUL", BINARY, "in"), ("VMUL", BINARY, "in"),
