@@ -2116,7 +2116,9 @@ class RmsNormOp(AscendOp):
         x, gamma = shape_of(operand_types[0]), shape_of(operand_types[1])
         normalised = x[shapes.norm_axis(props.int("begin_norm_axis"), len(x), "begin_norm_axis") :]
         if len(gamma) > len(normalised) or not shapes.compatible(shapes.broadcast(normalised, gamma), normalised):
-            raise ShapeError(f"gamma {shapes.fmt(gamma)} does not broadcast to the normalised dims {shapes.fmt(normalised)}")
+            raise ShapeError(
+                f"gamma {shapes.fmt(gamma)} does not broadcast to the normalised dims {shapes.fmt(normalised)}"
+            )
         return [operand_types[0]]
 
 

@@ -5,8 +5,9 @@ MeanVarianceNormalization and LRN.
 Each hand-built graph runs imported through the reference interpreter and compiled
 (Ascend910B1) through the simulator, and both must give onnxruntime's outputs; the
 refusals name what is allowed. An If on a condition constant at import is the branch
-it takes (torch's LocalResponseNorm export has one); torch's GroupNorm and
-LocalResponseNorm exports compile and run.
+it takes (torch's LocalResponseNorm export has one); torch's GroupNorm export
+compiles and runs, and so does its LocalResponseNorm export where 3-D AveragePool
+(AvgPool3D) is imported.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ from ge.session import Session
 
 SOC = "Ascend910B1"
 RNG = np.random.default_rng(20261126)
-_ONNX_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(np.int64): TensorProto.INT64}
+_ONNX_TYPES = {
+    np.dtype(np.float32): TensorProto.FLOAT,
+    np.dtype(np.float16): TensorProto.FLOAT16,
+    np.dtype(np.int64): TensorProto.INT64,
+}
 
 
 def model(op_type: str, feeds: dict[str, np.ndarray], outputs: list[str], opset: int, **attrs) -> onnx.ModelProto:
@@ -48,7 +53,9 @@ def onnxruntime(proto: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[st
     return dict(zip(names, session.run(names, feeds)))
 
 
-def check(proto: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: float = 1e-5, atol: float = 1e-6, **options) -> None:
+def check(
+    proto: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: float = 1e-5, atol: float = 1e-6, **options
+) -> None:
     """Reference and compiled+simulated outputs equal onnxruntime's within the tolerance."""
     want = onnxruntime(proto, feeds)
     module = ge.load_onnx(proto)[0]
@@ -59,7 +66,9 @@ def check(proto: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: float = 1e
         assert sorted(got) == sorted(want), route
         for name, value in want.items():
             assert got[name].dtype == value.dtype and got[name].shape == value.shape, (route, name)
-            np.testing.assert_allclose(got[name].astype(np.float64), value.astype(np.float64), rtol=rtol, atol=atol, err_msg=f"{route} {name}")
+            np.testing.assert_allclose(
+                got[name].astype(np.float64), value.astype(np.float64), rtol=rtol, atol=atol, err_msg=f"{route} {name}"
+            )
 
 
 def scores(*shape: int, dtype: type = np.float32) -> np.ndarray:
@@ -88,7 +97,9 @@ LOSS_CASES = [
 ]
 
 
-def _loss_feeds(shape: tuple[int, ...], weighted: bool, ignore: int | None, dtype: type = np.float32) -> dict[str, np.ndarray]:
+def _loss_feeds(
+    shape: tuple[int, ...], weighted: bool, ignore: int | None, dtype: type = np.float32
+) -> dict[str, np.ndarray]:
     feeds = {"x": scores(*shape, dtype=dtype), "t": targets(shape[:1] + shape[2:], shape[1], ignore)}
     if weighted:
         feeds["w"] = RNG.uniform(0.5, 2.0, shape[1]).astype(dtype)
@@ -149,7 +160,9 @@ def test_loss_refusals() -> None:
 # ---------------------------------------------------------------- normalisations
 
 
-@pytest.mark.parametrize(("shape", "axis", "scale_rank"), [((3, 4), -1, 1), ((2, 3, 5), 1, 2), ((2, 3, 4, 5), 0, 4), ((2, 3, 4, 5), -2, 1)])
+@pytest.mark.parametrize(
+    ("shape", "axis", "scale_rank"), [((3, 4), -1, 1), ((2, 3, 5), 1, 2), ((2, 3, 4, 5), 0, 4), ((2, 3, 4, 5), -2, 1)]
+)
 def test_rms_normalization(shape, axis, scale_rank) -> None:
     feeds = {"x": scores(*shape), "scale": scores(*shape[len(shape) - scale_rank :])}
     check(model("RMSNormalization", feeds, ["y"], 23, axis=axis, epsilon=1e-3), feeds)
@@ -173,7 +186,9 @@ def test_lp_normalization_keeps_a_zero_vector_zero() -> None:
     check(model("LpNormalization", {"x": x}, ["y"], 13, p=2, axis=-1), {"x": x})
 
 
-@pytest.mark.parametrize(("shape", "groups"), [((2, 6, 3, 4), 2), ((2, 6, 3, 4), 6), ((3, 4, 5), 1), ((2, 6, 2, 2, 2), 3)])
+@pytest.mark.parametrize(
+    ("shape", "groups"), [((2, 6, 3, 4), 2), ((2, 6, 3, 4), 6), ((3, 4, 5), 1), ((2, 6, 2, 2, 2), 3)]
+)
 def test_group_normalization(shape, groups) -> None:
     feeds = {"x": scores(*shape), "scale": scores(shape[1]), "bias": scores(shape[1])}
     check(model("GroupNormalization", feeds, ["y"], 21, num_groups=groups, epsilon=1e-4), feeds)
@@ -188,7 +203,9 @@ def test_mean_variance_normalization(axes, opset) -> None:
 
 
 @pytest.mark.parametrize("opset", [11, 13])
-@pytest.mark.parametrize(("size", "alpha", "beta", "bias"), [(3, 1e-4, 0.75, 1.0), (5, 0.5, 0.5, 2.0), (1, 0.1, 1.0, 1.0)])
+@pytest.mark.parametrize(
+    ("size", "alpha", "beta", "bias"), [(3, 1e-4, 0.75, 1.0), (5, 0.5, 0.5, 2.0), (1, 0.1, 1.0, 1.0)]
+)
 def test_lrn(size, alpha, beta, bias, opset) -> None:
     feeds = {"x": scores(2, 6, 3, 3)}
     check(model("LRN", feeds, ["y"], opset, size=size, alpha=alpha, beta=beta, bias=bias), feeds)
@@ -204,7 +221,11 @@ def test_lrn_even_size_window_leans_forward() -> None:
     for c in range(5):
         window = x[:, max(0, c - 1) : min(5, c + 3)]
         want[:, c] = x[:, c] / (2.0 + 0.5 / 4 * np.sum(window * window, axis=1)) ** 0.5
-    compiled = Session().run(ge.compile(module, {"soc_version": SOC, "precision_mode": "must_keep_origin_dtype"}), {"x": x}).outputs
+    compiled = (
+        Session()
+        .run(ge.compile(module, {"soc_version": SOC, "precision_mode": "must_keep_origin_dtype"}), {"x": x})
+        .outputs
+    )
     for got in (ge.reference.run(module, {"x": x})["y"], compiled["y"]):
         np.testing.assert_allclose(got, want, rtol=1e-5)
 
@@ -241,17 +262,31 @@ def if_model(dim: int, then_op: str) -> onnx.ModelProto:
     """x -> Relu -> If(shape[1] == 1) -> Exp: the then branch `then_op` over axis 1 of
     the Relu (which the branch reads from the graph around it), else ReduceMax there."""
     reduce = {"axes": [1], "keepdims": 0}
-    then_nodes = [helper.make_node(then_op, ["r", "one_axis"] if then_op == "Squeeze" else ["r"], ["t"], **({} if then_op == "Squeeze" else reduce))]
+    then_nodes = [
+        helper.make_node(
+            then_op,
+            ["r", "one_axis"] if then_op == "Squeeze" else ["r"],
+            ["t"],
+            **({} if then_op == "Squeeze" else reduce),
+        )
+    ]
     branches = {
-        "then_branch": helper.make_graph(then_nodes, "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)]),
+        "then_branch": helper.make_graph(
+            then_nodes, "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)]
+        ),
         "else_branch": helper.make_graph(
-            [helper.make_node("ReduceMax", ["r"], ["e"], **reduce)], "else", [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)]
+            [helper.make_node("ReduceMax", ["r"], ["e"], **reduce)],
+            "else",
+            [],
+            [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)],
         ),
     }
     nodes = [
         helper.make_node("Relu", ["x"], ["r"]),
         helper.make_node("Shape", ["r"], ["s"]),
-        helper.make_node("Constant", [], ["one_axis"], value=helper.make_tensor("one_axis", TensorProto.INT64, [1], [1])),
+        helper.make_node(
+            "Constant", [], ["one_axis"], value=helper.make_tensor("one_axis", TensorProto.INT64, [1], [1])
+        ),
         helper.make_node("Gather", ["s", "one_axis"], ["d"], axis=0),
         helper.make_node("Equal", ["d", "one_axis"], ["c"]),
         helper.make_node("If", ["c"], ["y"], name="if", **branches),
@@ -262,7 +297,10 @@ def if_model(dim: int, then_op: str) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-@pytest.mark.parametrize(("dim", "then_op", "taken"), [(1, "Squeeze", "Squeeze"), (1, "ReduceMin", "ReduceMin"), (4, "ReduceMin", "ReduceMax")])
+@pytest.mark.parametrize(
+    ("dim", "then_op", "taken"),
+    [(1, "Squeeze", "Squeeze"), (1, "ReduceMin", "ReduceMin"), (4, "ReduceMin", "ReduceMax")],
+)
 def test_if_on_a_constant_condition_is_the_branch_it_takes(dim, then_op, taken) -> None:
     proto = if_model(dim, then_op)
     check(proto, {"x": scores(2, dim, 3)})
@@ -275,7 +313,9 @@ def test_if_on_a_computed_condition_is_refused() -> None:
     del proto.graph.node[1:5]
     proto.graph.node[1].input[0] = "c"
     proto.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
-    with pytest.raises(ModelError, match=r"node 'if' \(If\): input 0 \(cond, 'c'\) must be a constant, but the graph computes it"):
+    with pytest.raises(
+        ModelError, match=r"node 'if' \(If\): input 0 \(cond, 'c'\) must be a constant, but the graph computes it"
+    ):
         ge.load_onnx(proto)
 
 
@@ -292,7 +332,9 @@ def test_torch_group_norm_export_matches_onnxruntime() -> None:
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(module.eval(), torch.randn(2, 3, 6, 6), buffer, opset_version=17, dynamo=False, input_names=["x"])
+        torch.onnx.export(
+            module.eval(), torch.randn(2, 3, 6, 6), buffer, opset_version=17, dynamo=False, input_names=["x"]
+        )
     proto = onnx.load_from_string(buffer.getvalue())
     feeds = {"x": scores(2, 3, 6, 6)}
     check(proto, feeds, rtol=1e-4, atol=1e-4)
@@ -300,17 +342,22 @@ def test_torch_group_norm_export_matches_onnxruntime() -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    not hasattr(ag, "AvgPool3DOp"), reason="torch exports LocalResponseNorm through a 3-D AveragePool (AvgPool3D, ops-spatial)"
+    not hasattr(ag, "AvgPool3DOp"),
+    reason="torch exports LocalResponseNorm through a 3-D AveragePool (AvgPool3D, ops-spatial)",
 )
 @pytest.mark.parametrize("size", [3, 4])
 def test_torch_local_response_norm_export_matches_onnxruntime(size) -> None:
     """torch writes LRN as Pad, a 3-D AveragePool over the channels and an If on a
     shape (a constant condition): the If is the branch it takes."""
     torch = pytest.importorskip("torch")
-    module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.LocalResponseNorm(size, alpha=1e-2, beta=0.75, k=2.0))
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.LocalResponseNorm(size, alpha=1e-2, beta=0.75, k=2.0)
+    )
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(module.eval(), torch.randn(2, 3, 6, 6), buffer, opset_version=17, dynamo=False, input_names=["x"])
+        torch.onnx.export(
+            module.eval(), torch.randn(2, 3, 6, 6), buffer, opset_version=17, dynamo=False, input_names=["x"]
+        )
     proto = onnx.load_from_string(buffer.getvalue())
     check(proto, {"x": scores(2, 3, 6, 6)}, rtol=1e-4, atol=1e-4)

@@ -316,7 +316,8 @@ def _live_nodes(graph: onnx.GraphProto, order: list[int]) -> list[int]:
         if i in live:
             continue
         live.add(i)
-        stack.extend(producer[name] for name in [*graph.node[i].input, *_outer_names(graph.node[i])] if name in producer)
+        reads = [*graph.node[i].input, *_outer_names(graph.node[i])]
+        stack.extend(producer[name] for name in reads if name in producer)
     return [i for i in order if i in live]
 
 
@@ -350,7 +351,8 @@ def _checked_types(
     ]
 
     def light(declared: Sequence[onnx.ValueInfoProto]) -> onnx.ModelProto:
-        copy = helper.make_graph(_defaults_spelled(nodes, model), graph.name, list(inputs) + hidden, list(declared), initializer=small)
+        spelled = _defaults_spelled(nodes, model)
+        copy = helper.make_graph(spelled, graph.name, list(inputs) + hidden, list(declared), initializer=small)
         proto = helper.make_model(copy, opset_imports=model.opset_import, ir_version=model.ir_version)
         proto.functions.extend(model.functions)
         return proto
@@ -382,7 +384,7 @@ def _defaults_spelled(nodes: Sequence[onnx.NodeProto], model: onnx.ModelProto) -
             out.append(node)
             continue
         given = {a.name for a in node.attribute}
-        missing = [a.default_value for name, a in schema.attributes.items() if name not in given and a.default_value.type]
+        missing = [a.default_value for key, a in schema.attributes.items() if key not in given and a.default_value.type]
         if not schema.has_function or not missing:
             out.append(node)
             continue

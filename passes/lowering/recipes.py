@@ -188,8 +188,9 @@ def _reduction(op: ag.ReduceOp) -> Recipe:
     }[type(op)][0 if across else 1]
     steps: Recipe = [(instr, UNARY if instr.startswith("VC") else BINARY, "in")]
     if isinstance(op, ag.LpNormOp):
-        square = op.props.int("p") == 2
-        return [("VMUL", BINARY, "in") if square else ("VABS", UNARY, "in"), *steps] + ([("VSQRT", UNARY, "out")] if square else [])
+        if op.props.int("p") == 2:
+            return [("VMUL", BINARY, "in"), *steps, ("VSQRT", UNARY, "out")]
+        return [("VABS", UNARY, "in"), *steps]
     return steps + ([("VMULS", BINARY, "out")] if isinstance(op, ag.ReduceMeanOp) else [])
 
 
