@@ -2268,6 +2268,211 @@ class STFTOp(AscendOp):
         return [tensor(dtype_of(operand_types[0]), (x[0], frames, bins, 2))]
 
 
+# ---- losses and normalisations
+
+_REDUCTIONS = ("none", "sum", "mean")
+
+
+def _float_input(operand_types: Sequence[Attribute], what: str) -> Attribute:
+    dtype = dtype_of(operand_types[0])
+    if not is_float(dtype):
+        raise ShapeError(f"{what} must be floating-point, got {dtype}")
+    return dtype
+
+
+def _loss_result(operand_types: Sequence[Attribute], props: Props) -> TensorType:
+    """The loss of [N, C, d1, ..., dk] scores against [N, d1, ..., dk] class indices:
+    that shape with reduction "none", a scalar with "sum" and "mean"."""
+    dtype = _float_input(operand_types, "the input")
+    x, target = shape_of(operand_types[0]), shape_of(operand_types[1])
+    if len(x) < 2:
+        raise ShapeError(f"the input {shapes.fmt(x)} must have rank >= 2 ([N, C, d1, ...])")
+    if not isinstance(dtype_of(operand_types[1]), IntegerType):
+        raise ShapeError(f"the target must hold integer class indices, got {dtype_of(operand_types[1])}")
+    if not shapes.compatible(target, x[:1] + x[2:]):
+        raise ShapeError(f"the target {shapes.fmt(target)} is not the input {shapes.fmt(x)} without its class dim 1")
+    if len(operand_types) > 2:
+        _same(operand_types, "the input and weight", [0, 2])
+        if not shapes.compatible(shape_of(operand_types[2]), (x[1],)):
+            raise ShapeError(f"the weight {shapes.fmt(shape_of(operand_types[2]))} is not [{x[1]}] (one per class)")
+    reduction = props.str("reduction")
+    if reduction not in _REDUCTIONS:
+        raise ShapeError(f"reduction {reduction!r} is not none, sum or mean")
+    return tensor(dtype, x[:1] + x[2:] if reduction == "none" else ())
+
+
+@irdl_op_definition
+class NLLLossOp(AscendOp):
+    """The negative log-likelihood loss (CANN `NLLLoss`, ONNX NegativeLogLikelihoodLoss):
+    loss[n, d] = -x[n, target[n, d], d] * weight[target[n, d]], and 0 (with weight 0)
+    where target is `ignore_index`; reduced by `reduction`: none, sum, or mean (the sum
+    over the sum of the weights taken)."""
+
+    name = "ascend_graph.nll_loss"
+    OP_TYPE: ClassVar[str] = "NLLLoss"
+    x = operand_def(TensorType)
+    target = operand_def(TensorType)
+    weight = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    reduction = prop_def(StringAttr)
+    ignore_index = opt_prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        return [_loss_result(operand_types, props)]
+
+
+@irdl_op_definition
+class SoftmaxCrossEntropyLossOp(AscendOp):
+    """The softmax cross-entropy loss (CANN `SoftmaxCrossEntropyLoss`): log_prob is the
+    log-softmax of the scores x over the classes (dim 1), y its NLLLoss against the
+    labels, with the same weight, `ignore_index` and `reduction`."""
+
+    name = "ascend_graph.softmax_cross_entropy_loss"
+    OP_TYPE: ClassVar[str] = "SoftmaxCrossEntropyLoss"
+    x = operand_def(TensorType)
+    labels = operand_def(TensorType)
+    weight = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    log_prob = result_def(TensorType)
+    reduction = prop_def(StringAttr)
+    ignore_index = opt_prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        return [_loss_result(operand_types, props), operand_types[0]]
+
+
+@irdl_op_definition
+class RmsNormOp(AscendOp):
+    """x / sqrt(mean(x^2) + epsilon) * gamma, the mean over the axes from begin_norm_axis
+    on; gamma broadcasts to those axes (CANN `RmsNorm`)."""
+
+    name = "ascend_graph.rms_norm"
+    OP_TYPE: ClassVar[str] = "RmsNorm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    y = result_def(TensorType)
+    begin_norm_axis = prop_def(IntegerAttr)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        _float_input(operand_types, "the input")
+        _same(operand_types, "the input and gamma")
+        x, gamma = shape_of(operand_types[0]), shape_of(operand_types[1])
+        normalised = x[shapes.norm_axis(props.int("begin_norm_axis"), len(x), "begin_norm_axis") :]
+        if len(gamma) > len(normalised) or not shapes.compatible(shapes.broadcast(normalised, gamma), normalised):
+            raise ShapeError(
+                f"gamma {shapes.fmt(gamma)} does not broadcast to the normalised dims {shapes.fmt(normalised)}"
+            )
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class LpNormOp(ReduceOp):
+    """The p-norm over axes (CANN `LpNorm`): sum(|x|) for p = 1, sqrt(sum(x^2)) for p = 2."""
+
+    name = "ascend_graph.lp_norm"
+    OP_TYPE: ClassVar[str] = "LpNorm"
+    p = prop_def(IntegerAttr)
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        _float_input(operand_types, "the input")
+        if props.int("p") not in (1, 2):
+            raise ShapeError(f"p {props.int('p')} is not 1 or 2")
+        return super().infer_result_types(operand_types, props)
+
+
+@irdl_op_definition
+class DivNoNanOp(BinaryOp):
+    """x1 / x2, and 0 where x2 is 0 (CANN `DivNoNan`): LpNormalization's zero vectors."""
+
+    name = "ascend_graph.div_no_nan"
+    OP_TYPE: ClassVar[str] = "DivNoNan"
+
+
+@irdl_op_definition
+class GroupNormOp(AscendOp):
+    """Normalise each of `num_groups` groups of channels (dim 1) of each sample over its
+    channels and spatial dims (biased variance), then gamma * y + beta per channel
+    (CANN `GroupNorm`, inference)."""
+
+    name = "ascend_graph.group_norm"
+    OP_TYPE: ClassVar[str] = "GroupNorm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    y = result_def(TensorType)
+    num_groups = prop_def(IntegerAttr)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        _float_input(operand_types, "the input")
+        _same(operand_types, "all")
+        x, groups = shape_of(operand_types[0]), props.int("num_groups")
+        if len(x) < 2:
+            raise ShapeError(f"the input {shapes.fmt(x)} must have rank >= 2 ([N, C, ...])")
+        if groups < 1 or (x[1] != DYN and x[1] % groups):
+            raise ShapeError(f"the {x[1]} channels do not split into num_groups {groups}")
+        for label, t in zip(("gamma", "beta"), operand_types[1:]):
+            if not shapes.compatible(shape_of(t), (x[1],)):
+                raise ShapeError(f"{label} has shape {shapes.fmt(shape_of(t))}, expected [{x[1]}] (the channels)")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class MVNV2Op(AscendOp):
+    """Mean-variance normalisation over `axes` (CANN `MVNV2`), as ONNX defines it:
+    (x - mean) / (sqrt(mean(x^2) - mean^2) + eps), eps added to the deviation."""
+
+    name = "ascend_graph.mvn_v2"
+    OP_TYPE: ClassVar[str] = "MVNV2"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    eps = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        _float_input(operand_types, "the input")
+        shapes.norm_axes(props.ints("axes"), len(shape_of(operand_types[0])))
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class LRNOp(AscendOp):
+    """Local response normalisation across channels (CANN `LRN`, ONNX's definition):
+    x / (bias + alpha / size * sum of x^2 over the channels c - (size-1)//2 to
+    c + size//2) ** beta."""
+
+    name = "ascend_graph.lrn"
+    OP_TYPE: ClassVar[str] = "LRN"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    size = prop_def(IntegerAttr)
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+    bias = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        _float_input(operand_types, "the input")
+        if len(shape_of(operand_types[0])) < 2:
+            raise ShapeError(f"the input {shapes.fmt(shape_of(operand_types[0]))} must have rank >= 2 ([N, C, ...])")
+        if props.int("size") < 1:
+            raise ShapeError(f"size {props.int('size')} must be >= 1")
+        return [operand_types[0]]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -2286,6 +2491,7 @@ AscendGraph = Dialect(
         ReshapeOp, FlattenOp, TransposeOp, ConfusionTransposeOp, SqueezeOp, UnsqueezeOp, ConcatOp, SplitOp, SplitVOp,
         StridedSliceOp, GatherOp, GatherElementsOp, PadOp, ResizeOp, ExpandOp, TileOp,
         DepthToSpaceOp, SpaceToDepthOp,
+        NLLLossOp, SoftmaxCrossEntropyLossOp, RmsNormOp, LpNormOp, DivNoNanOp, GroupNormOp, MVNV2Op, LRNOp,
         GatherNdOp, ScatterNdUpdateOp, ScatterElementsOp, TensorScatterOp, ReverseSequenceOp, DFTOp, STFTOp,
     ],
     [FormatAttr, WeightRefAttr],

@@ -18,6 +18,7 @@ BLOCK = (
     "SoftmaxV2", "LogSoftmaxV2", "LayerNorm", "InstanceNorm", "ReduceMeanD", "ReduceSumD", "ReduceProdD",
     "Exp", "Log", "Pow", "Softplus",
     "DFT", "STFT",
+    "NLLLoss", "SoftmaxCrossEntropyLoss", "RmsNorm", "LpNorm", "GroupNorm", "MVNV2",
 )
 BIAS = {"Conv2D": "bias", "MatMulV2": "bias", "BatchMatMulV2": "bias", "GEMM": "c", "FullyConnection": "b"}
 

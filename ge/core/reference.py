@@ -1301,6 +1301,98 @@ def _launch(op: ak.LaunchOp, args: list[np.ndarray]) -> list[np.ndarray]:
     return run_kernel(kernel, args)
 
 
+# ---- losses and normalisations
+
+
+def _nll(op: ag.NLLLossOp | ag.SoftmaxCrossEntropyLossOp, log_prob: np.ndarray, args: list[np.ndarray]) -> np.ndarray:
+    """-log_prob[n, t, d] * weight[t] per target t (0 where t is ignore_index), reduced.
+
+    A target outside 0..C-1 that is not ignore_index is an error, as in ONNX; "mean"
+    divides by the sum of the weights taken (NaN when every target is ignored)."""
+    target = args[1].astype(np.int64)
+    classes = log_prob.shape[1]
+    taken = target != op.ignore_index.value.data if op.ignore_index is not None else np.ones(target.shape, bool)
+    wrong = target[taken & ((target < 0) | (target >= classes))]
+    if wrong.size:
+        raise ValueError(f"target {int(wrong.reshape(-1)[0])} is outside the classes 0..{classes - 1}")
+    index = np.where(taken, target, 0)
+    picked = np.take_along_axis(log_prob, np.expand_dims(index, 1), axis=1).squeeze(1)
+    weight = _vec(args[2])[index] if len(args) > 2 else np.ones_like(picked)
+    weight = np.where(taken, weight, 0).astype(picked.dtype)
+    loss = -picked * weight
+    reduction = op.props.str("reduction")
+    if reduction == "none":
+        return loss
+    total = np.sum(loss)
+    return total if reduction == "sum" else total / np.sum(weight)
+
+
+@_kernel(ag.NLLLossOp)
+def _nll_loss(op: ag.NLLLossOp, args: list[np.ndarray]) -> np.ndarray:
+    return _nll(op, _vec(args[0]), args)
+
+
+@_kernel(ag.SoftmaxCrossEntropyLossOp)
+def _softmax_cross_entropy_loss(op: ag.SoftmaxCrossEntropyLossOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = _vec(args[0])
+    shifted = x - np.max(x, axis=1, keepdims=True)
+    log_prob = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return [_nll(op, log_prob, args), log_prob]
+
+
+@_kernel(ag.RmsNormOp)
+def _rms_norm(op: ag.RmsNormOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    axes = tuple(range(shapes.norm_axis(op.props.int("begin_norm_axis"), x.ndim), x.ndim))
+    mean_square = np.mean(x * x, axis=axes, keepdims=True)
+    return x / np.sqrt(mean_square + x.dtype.type(op.props.float("epsilon"))) * _vec(args[1])
+
+
+@_kernel(ag.LpNormOp)
+def _lp_norm(op: ag.LpNormOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    axes, keep = _reduced_axes(op, x.ndim), op.props.bool("keep_dims")
+    if op.props.int("p") == 1:
+        return np.sum(np.abs(x), axis=axes, keepdims=keep)
+    return np.sqrt(np.sum(x * x, axis=axes, keepdims=keep))
+
+
+@_kernel(ag.DivNoNanOp)
+def _div_no_nan(op: ag.DivNoNanOp, args: list[np.ndarray]) -> np.ndarray:
+    x1, x2 = _vec(args[0]), _vec(args[1])
+    return np.where(x2 == 0, x1.dtype.type(0), x1 / x2)
+
+
+@_kernel(ag.GroupNormOp)
+def _group_norm(op: ag.GroupNormOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    grouped = x.reshape(x.shape[0], op.props.int("num_groups"), -1)
+    y = _normalise(grouped, (2,), op.props.float("epsilon")).reshape(x.shape)
+    return y * _per_channel(args[1], x.ndim) + _per_channel(args[2], x.ndim)
+
+
+@_kernel(ag.MVNV2Op)
+def _mvn_v2(op: ag.MVNV2Op, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    axes = shapes.norm_axes(op.props.ints("axes"), x.ndim)
+    mean = np.mean(x, axis=axes, keepdims=True)
+    deviation = np.sqrt(np.mean(x * x, axis=axes, keepdims=True) - mean * mean)
+    return (x - mean) / (deviation + x.dtype.type(op.props.float("eps")))
+
+
+@_kernel(ag.LRNOp)
+def _lrn(op: ag.LRNOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    size, channels = op.props.int("size"), x.shape[1]
+    before = (size - 1) // 2
+    widths = [(0, 0)] * x.ndim
+    widths[1] = (before, size - 1 - before)
+    squares = np.pad(x * x, widths)
+    window = sum(squares[:, i : i + channels] for i in range(size))
+    alpha, beta, bias = (x.dtype.type(op.props.float(k)) for k in ("alpha", "beta", "bias"))
+    return x / (bias + alpha / size * window) ** beta
+
+
 # ---- indexing and signal ops (GatherNd, scatters, ReverseSequence, DFT, STFT)
 
 

@@ -39,6 +39,11 @@ Decisions worth knowing:
   builds, and every constant it computes.
 - Ops without an `ascend_graph` counterpart whose inputs are all constant (shape
   arithmetic such as Mod) are evaluated with ONNX's reference evaluator.
+- An If whose condition is constant at import is the branch it takes (GE's
+  CondRemovePass): the branch's nodes are imported in place, named `<If>/<node>`;
+  values a subgraph reads from the graph around it count as inputs of its node for
+  the order and liveness of the graph. Any other If is refused: the graph has no
+  control flow.
 - `input_shape` replaces the inputs' shapes; the model's declared intermediate and
   output shapes describe the old inputs then, so they are dropped and ONNX's shape
   inference recomputes them from the new ones.
@@ -221,6 +226,20 @@ def _inline_functions(model: onnx.ModelProto) -> onnx.ModelProto:
 # ----------------------------------------------------------------------- graph order
 
 
+def _outer_names(node: onnx.NodeProto) -> set[str]:
+    """The values of the graph around it that a node's subgraphs read (an If branch's
+    use of a value computed before the If): inputs of the node as much as its own."""
+    found: set[str] = set()
+    for attr in node.attribute:
+        for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            inner = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+            inner |= {out for n in graph.node for out in n.output}
+            for n in graph.node:
+                found |= {name for name in [*n.input, *_outer_names(n)] if name and name not in inner}
+            found |= {o.name for o in graph.output if o.name not in inner}
+    return found
+
+
 def _node_label(node: onnx.NodeProto, index: int) -> str:
     return node.name or f"{node.op_type}_{index}"
 
@@ -243,7 +262,7 @@ def _topological_order(graph: onnx.GraphProto, defined: set[str]) -> list[int]:
     users: list[list[int]] = [[] for _ in nodes]
     for i, node in enumerate(nodes):
         mine: set[int] = set()
-        for name in node.input:
+        for name in [*node.input, *sorted(_outer_names(node))]:
             if not name or name in defined:
                 continue
             if name not in producer:
@@ -297,7 +316,8 @@ def _live_nodes(graph: onnx.GraphProto, order: list[int]) -> list[int]:
         if i in live:
             continue
         live.add(i)
-        stack.extend(producer[name] for name in graph.node[i].input if name in producer)
+        reads = [*graph.node[i].input, *_outer_names(graph.node[i])]
+        stack.extend(producer[name] for name in reads if name in producer)
     return [i for i in order if i in live]
 
 
@@ -331,7 +351,8 @@ def _checked_types(
     ]
 
     def light(declared: Sequence[onnx.ValueInfoProto]) -> onnx.ModelProto:
-        copy = helper.make_graph(nodes, graph.name, list(inputs) + hidden, list(declared), initializer=small)
+        spelled = _defaults_spelled(nodes, model)
+        copy = helper.make_graph(spelled, graph.name, list(inputs) + hidden, list(declared), initializer=small)
         proto = helper.make_model(copy, opset_imports=model.opset_import, ir_version=model.ir_version)
         proto.functions.extend(model.functions)
         return proto
@@ -346,6 +367,32 @@ def _checked_types(
         log.debug("ONNX's checker or shape inference failed on the model", exc_info=True)
         return {}
     return {v.name: value_info_type(v) for v in (*inferred.graph.value_info, *inferred.graph.output)}
+
+
+def _defaults_spelled(nodes: Sequence[onnx.NodeProto], model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    """The nodes, those of an op defined by a function body given the defaults of the
+    attributes they leave out. ONNX's inference of a function body does not apply a
+    default to the body's references to the attribute (MeanVarianceNormalization
+    without `axes` fails with "One and only one of the attributes ... for a Constant
+    node"); spelled out, the default means the same and the body checks."""
+    opset = next((o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS), 0)
+    out = []
+    for node in nodes:
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+        except onnx.defs.SchemaError:
+            out.append(node)
+            continue
+        given = {a.name for a in node.attribute}
+        missing = [a.default_value for key, a in schema.attributes.items() if key not in given and a.default_value.type]
+        if not schema.has_function or not missing:
+            out.append(node)
+            continue
+        spelled = onnx.NodeProto()
+        spelled.CopyFrom(node)
+        spelled.attribute.extend(missing)
+        out.append(spelled)
+    return out
 
 
 _CHECKER_NODE = re.compile(r"==> Context: Bad node spec for node\. Name: (.*?) OpType: (\S+)")
@@ -484,6 +531,9 @@ class Importer:
     def convert(self, node: onnx.NodeProto, index: int) -> None:
         label = _node_label(node, index)
         where = f"node '{label}' ({node.op_type})"
+        if node.op_type == "If" and node.domain in DEFAULT_DOMAINS:
+            self._bind(node, where, self._taken_branch(node, label, where))
+            return
         found = supported(node, self.opset, where)
         if found is None:
             folded = self._evaluate_constant_node(node, label, where)
@@ -496,6 +546,30 @@ class Importer:
         n = Node(self, node, label, schema.since_version)
         results = list(converter.fn(n))
         self._bind(node, where, results)
+
+    def _taken_branch(self, node: onnx.NodeProto, label: str, where: str) -> list[SSAValue | None]:
+        """An If whose condition is constant at import is the branch it takes (GE's
+        CondRemovePass), its nodes imported in place and named `<If>/<node>`; exporters
+        write such Ifs on shapes (torch's LocalResponseNorm squeezes a dim only if it is
+        1). A computed condition is refused: the graph has no control flow."""
+        condition = self.constant_value(node.input[0])
+        if condition is None:
+            raise ModelError(
+                f"{where}: input 0 (cond, '{node.input[0]}') must be a constant, but the graph computes it "
+                "(an If is imported as the branch its condition takes)"
+            )
+        if condition.size != 1:
+            raise ModelError(f"{where}: its condition has {condition.size} elements, not 1")
+        taken = "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch"
+        branch = next(a.g for a in node.attribute if a.name == taken)
+        self.initializers.update((t.name, t) for t in branch.initializer)
+        self.needed |= {name for n in branch.node for name in n.input if name} | {o.name for o in branch.output}
+        for j, inner in enumerate(branch.node):
+            named = onnx.NodeProto()
+            named.CopyFrom(inner)
+            named.name = f"{label}/{_node_label(inner, j)}"
+            self.convert(named, j)
+        return [self.value(o.name) for o in branch.output]
 
     def _check_input_types(self, node: onnx.NodeProto, schema: onnx.defs.OpSchema, where: str) -> None:
         """Each input's element type must be one the op's schema allows."""
@@ -700,7 +774,8 @@ class Importer:
             if out.name not in produced:
                 raise ModelError(f"graph output '{out.name}' is not produced by any node, graph input or initializer")
         live = _live_nodes(graph, order)
-        self.needed = {name for i in live for name in graph.node[i].input if name} | {o.name for o in graph.output}
+        self.needed = {name for i in live for name in [*graph.node[i].input, *_outer_names(graph.node[i])] if name}
+        self.needed |= {o.name for o in graph.output}
         return live
 
     def convert_node(self, i: int) -> None:

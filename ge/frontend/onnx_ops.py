@@ -1159,3 +1159,103 @@ def _mel_weight_matrix(n: Node) -> Outputs:
     values = np.where((k >= left) & (k <= center), rising, 0.0)
     values = np.where((k > center) & (k < right), falling, values)
     return _folded(n, values)
+
+
+# ---- losses and normalisations
+
+
+def _loss_props(n: Node) -> dict[str, Attribute]:
+    reduction = n.attr("reduction", "mean")
+    if reduction not in ("none", "sum", "mean"):
+        raise n.error(f"reduction '{reduction}' is not none, sum or mean")
+    props: dict[str, Attribute] = {"reduction": StringAttr(reduction)}
+    if n.attr("ignore_index") is not None:
+        props["ignore_index"] = int_attr(n.attr("ignore_index"))
+    return props
+
+
+def _loss_operands(n: Node) -> list[SSAValue]:
+    return [n.x(0), n.x(1)] + ([n.x(2)] if n.has(2) else [])
+
+
+@converts(NegativeLogLikelihoodLoss=22)
+def _nll_loss(n: Node) -> Outputs:
+    """Schemas 13 and 22 only add element types to 12."""
+    return [n.emit(ag.NLLLossOp, _loss_operands(n), _loss_props(n))]
+
+
+@converts(SoftmaxCrossEntropyLoss=13)
+def _softmax_cross_entropy_loss(n: Node) -> Outputs:
+    """One op for both outputs: log_prob is its second result (schema 13 only adds
+    element types to 12)."""
+    loss, log_prob = n.emit_all(ag.SoftmaxCrossEntropyLossOp, _loss_operands(n), _loss_props(n))
+    return [loss, log_prob if n.used(1) else None]
+
+
+def _float_stash(n: Node) -> None:
+    """stash_type FLOAT (the default) is what our kernels do: the statistics of a
+    float16/bfloat16 input in float32; any other stash type is refused."""
+    stash = n.attr("stash_type", onnx.TensorProto.FLOAT)
+    if stash != onnx.TensorProto.FLOAT:
+        raise n.error(f"stash_type {stash} is unsupported; only 1 (FLOAT, the default) is")
+
+
+@converts(RMSNormalization=23)
+def _rms_normalization(n: Node) -> Outputs:
+    _float_stash(n)
+    if dtype(n.x(0)) != dtype(n.x(1)):
+        raise n.error(f"X is {dtype(n.x(0))} and scale {dtype(n.x(1))}; only a scale of X's type is supported")
+    props = {"begin_norm_axis": int_attr(n.attr("axis", -1)), "epsilon": float_attr(n.attr("epsilon", 1e-5))}
+    return [n.emit(ag.RmsNormOp, [n.x(0), n.x(1)], props)]
+
+
+@converts(LpNormalization=22)
+def _lp_normalization(n: Node) -> Outputs:
+    """x / LpNorm(x) over `axis`: GE's LpNorm computes the norm, a DivNoNan applies
+    it, so that a zero vector stays zero as in ONNX's reference and onnxruntime
+    (schema 22 only adds bfloat16 to 1)."""
+    x, p = n.x(0), n.attr("p", 2)
+    if p not in (1, 2):
+        raise n.error(f"p {p} is unsupported; only 1 and 2 are")
+    props = {"axes": ints([n.attr("axis", -1)]), "keep_dims": bool_attr(True), "p": int_attr(p)}
+    norm = n.emit(ag.LpNormOp, [x], props, "norm")
+    return [n.emit(ag.DivNoNanOp, [x, norm])]
+
+
+@converts(GroupNormalization=21)
+def _group_normalization(n: Node) -> Outputs:
+    """Schema 21 scales and shifts per channel. Schema 18 (opsets 18 to 20) did so per
+    group; ONNX deprecated it, and its checker refuses it, so it is refused here
+    first, with that reason."""
+    x = n.x(0)
+    groups = n.attr("num_groups")
+    if n.since < 21:
+        raise n.error("GroupNormalization-18 (scale and bias per group) is deprecated and ONNX's checker refuses it; "
+                      "opset 21 and later (per channel) is supported")
+    _float_stash(n)
+    if len(shape(x)) < 2:
+        raise n.error(f"the input must have rank >= 2 ([N, C, ...]), got {fmt(shape(x))}")
+    channels = shape(x)[1]
+    if groups < 1 or channels == DYN or channels % groups:
+        raise n.error(f"the {fmt(shape(x)[1:2])} channels do not split into num_groups {groups}")
+    props = {"num_groups": int_attr(groups), "epsilon": float_attr(n.attr("epsilon", 1e-5))}
+    return [n.emit(ag.GroupNormOp, [x, n.x(1), n.x(2)], props)]
+
+
+@converts(MeanVarianceNormalization=13)
+def _mean_variance_normalization(n: Node) -> Outputs:
+    """ONNX fixes epsilon at 1e-9 (schema 13 only adds bfloat16 to 9)."""
+    props = {"axes": ints(n.attr("axes", [0, 2, 3])), "eps": float_attr(1e-9)}
+    return [n.emit(ag.MVNV2Op, [n.x(0)], props)]
+
+
+@converts(LRN=13)
+def _lrn(n: Node) -> Outputs:
+    """Schema 13 only adds bfloat16 to 1."""
+    props = {
+        "size": int_attr(n.attr("size")),
+        "alpha": float_attr(n.attr("alpha", 1e-4)),
+        "beta": float_attr(n.attr("beta", 0.75)),
+        "bias": float_attr(n.attr("bias", 1.0)),
+    }
+    return [n.emit(ag.LRNOp, [n.x(0)], props)]

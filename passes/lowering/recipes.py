@@ -117,6 +117,18 @@ RECIPES: dict[type[Operation], Recipe] = {
 }
 RECIPES[ag.InstanceNormOp] = RECIPES[ag.LayerNormOp]
 RECIPES[ag.ClipByValueOp] = [("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out")]
+# ---- losses and normalisations (ops-norms)
+RECIPES[ag.GroupNormOp] = RECIPES[ag.LayerNormOp]
+RECIPES[ag.DivNoNanOp] = [("VDIV", BINARY, "out"), ("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out")]
+RECIPES[ag.RmsNormOp] = [
+    ("VMUL", BINARY, "in"), ("VCADD", UNARY, "in"), ("VMULS", BINARY, "row"), ("VADDS", BINARY, "row"),
+    ("VRSQRT", UNARY, "row"), ("VMUL", BINARY, "in"), ("VMUL", BINARY, "in"),
+]
+RECIPES[ag.MVNV2Op] = [
+    ("VCADD", UNARY, "in"), ("VMULS", BINARY, "row"), ("VMUL", BINARY, "in"), ("VCADD", UNARY, "in"),
+    ("VMULS", BINARY, "row"), ("VMUL", BINARY, "row"), ("VSUB", BINARY, "row"), ("VSQRT", UNARY, "row"),
+    ("VADDS", BINARY, "row"), ("VSUB", BINARY, "in"), ("VDIV", BINARY, "in"),
+]
 
 MOVES: tuple[type[Operation], ...] = (
     ag.ConcatOp, ag.SplitOp, ag.SplitVOp, ag.StridedSliceOp, ag.DepthToSpaceOp, ag.SpaceToDepthOp, ag.GatherOp,
@@ -145,6 +157,12 @@ def recipe(op: Operation) -> Recipe:
         return [("VECTORDUP", UNARY, "out"), ("VDIV", BINARY, "out")] if precise else [("VREC", UNARY, "out")]
     if isinstance(op, ag.ClipByValueOp):
         return [r for r, key in zip(RECIPES[ag.ClipByValueOp], ("min", "max")) if op.props.has(key)]
+    if isinstance(op, ag.NLLLossOp | ag.SoftmaxCrossEntropyLossOp):
+        return _loss(op)
+    if isinstance(op, ag.LRNOp):
+        window = [("VMUL", BINARY, "out")] + [("VADD", BINARY, "out")] * (op.props.int("size") - 1)
+        power = [("VLN", UNARY, "out"), ("VMULS", BINARY, "out"), ("VEXP", UNARY, "out")]
+        return window + [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), *power, ("VDIV", BINARY, "out")]
     if isinstance(op, ag.ReduceOp):
         return _reduction(op)
     if isinstance(op, ag.ScatterNdUpdateOp | ag.ScatterElementsOp):
@@ -174,8 +192,13 @@ def _reduction(op: ag.ReduceOp) -> Recipe:
     instr = {
         ag.ReduceSumOp: ("VCADD", "VADD"), ag.ReduceMeanOp: ("VCADD", "VADD"),
         ag.ReduceMaxOp: ("VCMAX", "VMAX"), ag.ReduceMinOp: ("VCMIN", "VMIN"), ag.ReduceProdOp: ("VMUL", "VMUL"),
+        ag.LpNormOp: ("VCADD", "VADD"),
     }[type(op)][0 if across else 1]
     steps: Recipe = [(instr, UNARY if instr.startswith("VC") else BINARY, "in")]
+    if isinstance(op, ag.LpNormOp):
+        if op.props.int("p") == 2:
+            return [("VMUL", BINARY, "in"), *steps, ("VSQRT", UNARY, "out")]
+        return [("VABS", UNARY, "in"), *steps]
     return steps + ([("VMULS", BINARY, "out")] if isinstance(op, ag.ReduceMeanOp) else [])
 
 
@@ -204,6 +227,20 @@ def _fourier(op: ag.DFTOp | ag.STFTOp) -> Recipe:
         steps.append(("VMUL", BINARY, "out"))
     butterfly: Recipe = [("VMUL", BINARY, "out"), ("VMUL", BINARY, "out"), ("VADD", BINARY, "out"), ("VSUB", BINARY, "out")]
     return steps + butterfly * (n - 1).bit_length()
+
+
+def _loss(op: ag.NLLLossOp | ag.SoftmaxCrossEntropyLossOp) -> Recipe:
+    """Per target: gather its class's log-probability, weigh and negate it; then the sum
+    (and the sum of the weights, for "mean"). SoftmaxCrossEntropyLoss first takes the
+    log-softmax over the classes."""
+    steps: Recipe = list(RECIPES[ag.LogSoftmaxOp]) if isinstance(op, ag.SoftmaxCrossEntropyLossOp) else []
+    steps += [("VGATHER", "{u}_{u}", "param"), ("VMUL", BINARY, "param"), ("VMULS", BINARY, "param")]
+    reduction = op.props.str("reduction")
+    if reduction != "none":
+        steps.append(("VCADD", UNARY, "param"))
+    if reduction == "mean":
+        steps += [("VCADD", UNARY, "param"), ("VDIV", BINARY, "out")]
+    return steps
 
 
 _DTYPE_NAMES = {"float16": "FP16", "bfloat16": "BF16", "float32": "FP32", "float64": "FP64", "bool": "UINT8"}

@@ -89,6 +89,16 @@ def row_length(op: Operation) -> int:
     if isinstance(op, ag.DFTOp | ag.STFTOp):  # whole signals, in and out
         start = op.props.int("axis") if isinstance(op, ag.DFTOp) else 1
         return max(shapes.numel(x[start:]), shapes.numel(ag.shape_of(op.results[0].type)[start:]))
+    if isinstance(op, ag.NLLLossOp | ag.SoftmaxCrossEntropyLossOp):  # a loss reduced to a scalar needs all of it
+        return shapes.numel(x) if op.props.str("reduction") != "none" else x[1]
+    if isinstance(op, ag.RmsNormOp):
+        return shapes.numel(x[shapes.norm_axis(op.props.int("begin_norm_axis"), len(x)) :])
+    if isinstance(op, ag.GroupNormOp):
+        return shapes.numel(x[1:]) // op.props.int("num_groups")
+    if isinstance(op, ag.MVNV2Op):
+        return shapes.numel([x[a] for a in shapes.norm_axes(op.props.ints("axes"), len(x))])
+    if isinstance(op, ag.LRNOp):  # its window runs across the channels
+        return shapes.numel(x[1:])
     return 1
 
 
@@ -181,7 +191,10 @@ def vector_plan(
     return Plan(block_dim, core_type, tiling, 0, program)
 
 
-NORMALISING = (ag.SoftmaxOp, ag.LogSoftmaxOp, ag.LayerNormOp, ag.InstanceNormOp)
+NORMALISING = (
+    ag.SoftmaxOp, ag.LogSoftmaxOp, ag.LayerNormOp, ag.InstanceNormOp,
+    ag.SoftmaxCrossEntropyLossOp, ag.RmsNormOp, ag.GroupNormOp, ag.MVNV2Op,
+)
 
 
 def _row_pieces(

@@ -40,8 +40,10 @@ The values are this project's model of the parts, not copied from CANN:
 - The block list holds the ops whose float16 results lose most: exponentials and
   logarithms (Exp, Log, Pow, Softplus), reductions that sum many terms
   (ReduceMeanD, ReduceSumD, ReduceProdD) and the ops built on them (SoftmaxV2,
-  LogSoftmaxV2, LayerNorm, InstanceNorm), and the Fourier transforms (DFT, STFT:
-  each bin sums the whole signal). Everything else is gray.
+  LogSoftmaxV2, LayerNorm, InstanceNorm, RmsNorm, GroupNorm, MVNV2, LpNorm, and the
+  losses NLLLoss and SoftmaxCrossEntropyLoss), and the Fourier transforms (DFT,
+  STFT: each bin sums the whole signal). Everything else is gray (LRN too: its
+  window sums a few squares only).
 - bfloat16 exists only on Ascend910B1. BatchNorm keeps float32 scale, offset,
   mean and variance beside a float16 input, as CANN's BNInfer does.
 - Two assumptions give the fallback rules something to act on: on Ascend310, Pow
