@@ -1358,7 +1358,7 @@ def _avg_pool3d(op: ag.AvgPool3DOp, args: list[np.ndarray]) -> np.ndarray:
     cells = _pad_spatial(cells, [v for i in range(len(p) // 2) for v in (0, applied[2 * i + 1] - p[2 * i + 1])], 0)
     k, s, d = op.props.ints("ksize"), op.props.ints("strides"), op.props.ints("dilations")
     counts = reduce(np.add, (_window_views(cells, k, s, d, views[0].shape[2:], o) for o in _offsets(k)))
-    return _quotient(_mode(op, args[0]), reduce(np.add, views), counts)
+    return reduce(np.add, views) / counts
 
 
 @_kernel(ag.LpPoolOp)
