@@ -1146,9 +1146,11 @@ def _lp_pool(n: Node) -> Outputs:
 
 @converts(MaxUnpool=22)
 def _max_unpool(n: Node) -> Outputs:
-    """The indices are flat positions in the shape MaxPool's window gives back; an
-    output_shape input larger than that pads zeros at the end of each axis (a Pad
-    after the MaxUnpool, as ONNX places the values)."""
+    """The output shape is the output_shape input, else what MaxPool's window gives
+    back; the indices are flat positions in the output (MaxPool's Indices of the input
+    it unpools to), as onnxruntime and PyTorch read them. The node test
+    maxunpool_export_with_output_shape expects them in the window's shape padded at
+    the end instead: its indices are known to be wrong (onnx/onnx#2398)."""
     x, indices = n.x(0), n.x(1)
     src = shape(x)
     kernel = list(n.attr("kernel_shape") or ())
@@ -1159,15 +1161,12 @@ def _max_unpool(n: Node) -> Outputs:
     pads = list(n.attr("pads", [0] * 2 * k))
     if len(strides) != k or len(pads) != 2 * k:
         raise n.error(f"strides {strides} need {k} values and pads {pads} {2 * k}")
-    indexed = [*src[:2], *((d - 1) * s + kk - pads[i] - pads[i + k] for i, (d, s, kk) in enumerate(zip(src[2:], strides, kernel)))]
-    wanted = n.ints(2, "output_shape") or indexed
-    if len(wanted) != len(indexed) or any(w < d for w, d in zip(wanted, indexed)):
-        raise n.error(f"output_shape {wanted} must be at least the unpooled shape {indexed} on every axis")
-    if wanted == indexed:
-        return [n.emit(ag.MaxUnpoolOp, [x, indices], {"output_shape": ints(indexed)})]
-    y = n.emit(ag.MaxUnpoolOp, [x, indices], {"output_shape": ints(indexed)}, "unpool")
-    grow = [v for w, d in zip(wanted, indexed) for v in (0, w - d)]
-    return [n.emit(ag.PadOp, [y], {"paddings": ints(grow), "mode": StringAttr("constant"), "constant_value": float_attr(0.0)})]
+    wanted = n.ints(2, "output_shape")
+    if wanted is None:
+        wanted = [*src[:2], *((d - 1) * s + kk - pads[i] - pads[i + k] for i, (d, s, kk) in enumerate(zip(src[2:], strides, kernel)))]
+    if len(wanted) != len(src) or wanted[:2] != list(src[:2]) or min(wanted) < 1:
+        raise n.error(f"output_shape {wanted} must keep the input's N and C {list(src[:2])} and have {len(src)} positive sizes")
+    return [n.emit(ag.MaxUnpoolOp, [x, indices], {"output_shape": ints(wanted)})]
 
 
 _GRID_MODES = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest", "bicubic": "bicubic", "cubic": "bicubic"}
