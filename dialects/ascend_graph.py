@@ -2151,12 +2151,17 @@ class WindowPoolOp(AscendOp):
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
-        x = shape_of(operand_types[0])
-        k = props.ints("ksize")
-        if len(k) not in cls.spatial_ranks() or len(x) != len(k) + 2:
-            raise ShapeError(f"a {len(k)}-D window does not fit the input {shapes.fmt(x)}")
-        out = _spatial_window(x, k, props.ints("strides"), props.ints("pads"), props.ints("dilations"), props.bool("ceil_mode"))
-        return [tensor(dtype_of(operand_types[0]), (*x[:2], *out))]
+        return [_pooled(operand_types[0], props, cls.spatial_ranks())]
+
+
+def _pooled(x_type: Attribute, props: Props, ranks: Sequence[int]) -> Attribute:
+    """The result type of a window pooling of x over `ranks` spatial axes."""
+    x = shape_of(x_type)
+    k = props.ints("ksize")
+    if len(k) not in ranks or len(x) != len(k) + 2:
+        raise ShapeError(f"a {len(k)}-D window does not fit the input {shapes.fmt(x)}")
+    out = _spatial_window(x, k, props.ints("strides"), props.ints("pads"), props.ints("dilations"), props.bool("ceil_mode"))
+    return tensor(dtype_of(x_type), (*x[:2], *out))
 
 
 @irdl_op_definition
@@ -2187,6 +2192,32 @@ class LpPoolOp(WindowPoolOp):
     @classmethod
     def spatial_ranks(cls) -> tuple[int, ...]:
         return (1, 2, 3)
+
+
+@irdl_op_definition
+class MaxPoolWithArgmaxOp(AscendOp):
+    """Max pooling, 1-D to 3-D (with WindowPoolOp's properties), that also returns where
+    each maximum is: its flat int64 index in the input (N and C included), the spatial
+    position row-major, or with `storage_order` 1 column-major (ONNX MaxPool's
+    Indices; CANN `MaxPoolWithArgmax`)."""
+
+    name = "ascend_graph.max_pool_with_argmax"
+    OP_TYPE: ClassVar[str] = "MaxPoolWithArgmax"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    argmax = result_def(TensorType)
+    ksize = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    ceil_mode = prop_def(BoolAttr)
+    storage_order = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        y = _pooled(operand_types[0], props, (1, 2, 3))
+        return [y, tensor(i64, shape_of(y))]
 
 
 @irdl_op_definition
@@ -2408,7 +2439,7 @@ AscendGraph = Dialect(
         ReshapeOp, FlattenOp, TransposeOp, ConfusionTransposeOp, SqueezeOp, UnsqueezeOp, ConcatOp, SplitOp, SplitVOp,
         StridedSliceOp, GatherOp, GatherElementsOp, PadOp, ResizeOp, ExpandOp, TileOp,
         DepthToSpaceOp, SpaceToDepthOp,
-        Conv3DOp, Conv2DTransposeOp, Conv3DTransposeOp, MaxPool3DOp, AvgPool3DOp, LpPoolOp, MaxUnpoolOp, GridSampler2DOp, GridSampler3DOp, AffineGridOp, Col2imOp, DeformableOffsetsOp, ROIAlignOp,
+        Conv3DOp, Conv2DTransposeOp, Conv3DTransposeOp, MaxPool3DOp, AvgPool3DOp, LpPoolOp, MaxPoolWithArgmaxOp, MaxUnpoolOp, GridSampler2DOp, GridSampler3DOp, AffineGridOp, Col2imOp, DeformableOffsetsOp, ROIAlignOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

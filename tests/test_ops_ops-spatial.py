@@ -1,5 +1,5 @@
 """Spatial ops (ConvTranspose, 3-D Conv and pooling, AveragePool dilations, LpPool,
-MaxUnpool, GridSample, AffineGrid, Resize antialias, Pad wrap, Col2Im, CenterCropPad,
+MaxPool's Indices, MaxUnpool, GridSample, AffineGrid, Resize antialias, Pad wrap, Col2Im, CenterCropPad,
 DeformConv, RoiAlign, Reshape allowzero): imported and run by the reference
 interpreter and compiled and simulated, each beside onnxruntime."""
 
@@ -195,6 +195,25 @@ def test_lp_pool(shape, attrs, opset):
 def test_lp_pool_refuses_p_below_one():
     node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2], p=0, name="lp")
     refused(model(node, {"x": rand(1, 1, 4)}, 18), "node 'lp' (LpPool)", "p 0 must be at least 1")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("shape", "attrs"),
+    [
+        ((2, 3, 7, 6), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+        ((1, 2, 6, 5), {"kernel_shape": [2, 2], "storage_order": 1, "ceil_mode": 1, "strides": [2, 2]}),
+        ((1, 2, 7, 7), {"kernel_shape": [2, 2], "dilations": [2, 2]}),
+        ((2, 2, 9), {"kernel_shape": [3], "strides": [2]}),
+        ((1, 2, 4, 5, 4), {"kernel_shape": [2, 2, 2], "storage_order": 1}),
+    ],
+)
+def test_max_pool_with_indices(shape, attrs):
+    x = rand(*shape)
+    node = helper.make_node("MaxPool", ["x"], ["y", "z"], **attrs)
+    m = model(node, {"x": x}, 12)
+    m.graph.output[1].type.tensor_type.elem_type = TensorProto.INT64
+    assert check(m, {"x": x}) == ["MaxPoolWithArgmax"]
 
 
 # --------------------------------------------------------------------- MaxUnpool

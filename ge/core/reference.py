@@ -1369,6 +1369,22 @@ def _lp_pool(op: ag.LpPoolOp, args: list[np.ndarray]) -> np.ndarray:
     return reduce(np.add, (v**p for v in views)) ** (1.0 / p)
 
 
+@_kernel(ag.MaxPoolWithArgmaxOp)
+def _max_pool_with_argmax(op: ag.MaxPoolWithArgmaxOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    """The first maximum of each window in row-major window order, and the flat index
+    of that input cell (padding never wins: it is -inf, or the dtype's lowest)."""
+    x = _vec(args[0])
+    views, _, _ = _pool_windows(op, x, _lowest(x.dtype))
+    spatial = x.shape[2:]
+    order = "F" if op.props.int("storage_order") else "C"
+    cells = np.arange(shapes.numel(spatial), dtype=np.int64).reshape(spatial, order=order)
+    planes = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(x.shape[:2] + (1,) * len(spatial))
+    index_views, _, _ = _pool_windows(op, planes * shapes.numel(spatial) + cells, -1)
+    stacked = np.stack(views)
+    best = np.argmax(stacked, axis=0)[None]
+    return [np.take_along_axis(stacked, best, axis=0)[0], np.take_along_axis(np.stack(index_views), best, axis=0)[0]]
+
+
 @_kernel(ag.MaxUnpoolOp)
 def _max_unpool(op: ag.MaxUnpoolOp, args: list[np.ndarray]) -> np.ndarray:
     """The indices are flat positions in the whole output, as MaxPool's Indices are."""
@@ -1575,11 +1591,11 @@ def _deformable_offsets(op: ag.DeformableOffsetsOp, args: list[np.ndarray]) -> n
 
 @_kernel(ag.ROIAlignOp)
 def _roi_align(op: ag.ROIAlignOp, args: list[np.ndarray]) -> np.ndarray:
-    """sample_num (or ceil(roi size / bins)) samples per bin edge; a sample more than a
-    cell outside the image counts as 0. avg averages the bilinear samples; max takes
+    """sample_num (or ceil(roi size / bins)) samples per bin edge, none in an empty
+    (aligned) region; a sample more than a cell outside the image counts as 0. avg averages the bilinear samples; max takes
     the largest weighted corner of each sample and the largest over the bin (onnxruntime's rule)."""
     x, rois, batch = args[0].astype(np.float64), args[1].astype(np.float64), args[2].astype(np.int64)
-    _, c, h, w = x.shape
+    c = x.shape[1]
     oh, ow = op.props.int("pooled_height"), op.props.int("pooled_width")
     scale, ratio = op.props.float("spatial_scale", 1.0), op.props.int("sample_num")
     shift = 0.5 if op.props.bool("aligned") else 0.0
@@ -1590,8 +1606,10 @@ def _roi_align(op: ag.ROIAlignOp, args: list[np.ndarray]) -> np.ndarray:
         rw, rh = x2 - x1, y2 - y1
         if not op.props.bool("aligned"):
             rw, rh = max(rw, 1.0), max(rh, 1.0)
-        gh = ratio if ratio > 0 else int(math.ceil(rh / oh))
-        gw = ratio if ratio > 0 else int(math.ceil(rw / ow))
+        gh = ratio if ratio > 0 else math.ceil(rh / oh)
+        gw = ratio if ratio > 0 else math.ceil(rw / ow)
+        if not gh * gw:
+            continue  # an empty region samples nothing: 0
         ys = y1 + (np.arange(oh)[:, None] + (np.arange(gh)[None, :] + 0.5) / gh) * rh / oh  # [oh, gh]
         xs = x1 + (np.arange(ow)[:, None] + (np.arange(gw)[None, :] + 0.5) / gw) * rw / ow  # [ow, gw]
         corners = _roi_corners(x[b], ys.reshape(-1), xs.reshape(-1))  # [4, C, oh*gh, ow*gw]

@@ -589,7 +589,7 @@ def _conv(n: Node) -> Outputs:
 def _pool(n: Node) -> Outputs:
     x = n.x(0)
     if n.op_type == "MaxPool" and n.used(1):
-        raise n.error("the Indices output is unsupported")
+        return _max_pool_with_argmax(n, x)
     if len(shape(x)) == 5:
         return [_pool3d(n, x), None]
     spatial = _spatial_rank(n, x)
@@ -1125,6 +1125,19 @@ def _pool3d(n: Node, x: SSAValue) -> SSAValue:
         return n.emit(ag.MaxPool3DOp, [x], props)
     props["exclusive"] = bool_attr(not n.attr("count_include_pad", 0))
     return n.emit(ag.AvgPool3DOp, [x], props)
+
+
+def _max_pool_with_argmax(n: Node, x: SSAValue) -> Outputs:
+    """MaxPool whose Indices output is used: MaxPoolWithArgmax, 1-D to 3-D."""
+    kernel = tuple(n.attr("kernel_shape") or ())
+    if len(kernel) not in (1, 2, 3) or len(shape(x)) != len(kernel) + 2:
+        raise n.error(f"kernel_shape {list(kernel)} must be 1-D to 3-D and match the input {fmt(shape(x))}")
+    strides, dilations, pads = _window(n, shape(x)[2:], kernel)
+    props = {
+        "ksize": ints(kernel), "strides": ints(strides), "pads": ints(_pairs(pads)), "dilations": ints(dilations),
+        "ceil_mode": bool_attr(n.attr("ceil_mode", 0)), "storage_order": int_attr(n.attr("storage_order", 0)),
+    }
+    return n.emit_all(ag.MaxPoolWithArgmaxOp, [x], props)
 
 
 @converts(LpPool=22)

@@ -121,6 +121,7 @@ _SAMPLE_COORDINATES: Recipe = [
 """Unnormalise sampling coordinates and split them into cell and fraction."""
 RECIPES.update({
     ag.MaxPool3DOp: [("VMAX", BINARY, "window")],
+    ag.MaxPoolWithArgmaxOp: [("VMAX", BINARY, "window"), ("VCMPV", BINARY, "window"), ("VSEL", BINARY, "window")],
     ag.AvgPool3DOp: [("VADD", BINARY, "window"), ("VMULS", BINARY, "out")],
     ag.LpPoolOp: [
         ("VABS", UNARY, "in"), ("VMUL", BINARY, "window"), ("VADD", BINARY, "window"), ("VLN", UNARY, "out"),
@@ -142,7 +143,8 @@ MOVES: tuple[type[Operation], ...] = (
 PROPORTIONAL: tuple[type[Operation], ...] = (
     ag.ConcatOp, ag.SplitOp, ag.SplitVOp, ag.StridedSliceOp, ag.PadOp, ag.TileOp, ag.DepthToSpaceOp,
     ag.SpaceToDepthOp, ag.ResizeOp, ag.TransposeOp, ag.ConfusionTransposeOp, ag.TransDataOp, ag.GatherOp,
-    ag.MaxPoolOp, ag.AvgPoolOp, ag.MaxPool3DOp, ag.AvgPool3DOp, ag.LpPoolOp, ag.Col2imOp, ag.MaxUnpoolOp,
+    ag.MaxPoolOp, ag.AvgPoolOp, ag.MaxPool3DOp, ag.AvgPool3DOp, ag.LpPoolOp, ag.MaxPoolWithArgmaxOp, ag.Col2imOp,
+    ag.MaxUnpoolOp,
 )
 """Ops whose operands and results are cut into tiles in proportion to their sizes."""
 
@@ -243,4 +245,4 @@ def _window(op: Operation) -> int:
     samples (4 corners each; sample_num 0 adapts to the region: counted as 2 x 2)."""
     if isinstance(op, ag.ROIAlignOp):
         return 4 * (op.props.int("sample_num") or 2) ** 2
-    return shapes.numel(op.props.ints("ksize")) if isinstance(op, ag.PoolOp | ag.WindowPoolOp) else 1
+    return shapes.numel(op.props.ints("ksize")) if isinstance(op, ag.PoolOp | ag.WindowPoolOp | ag.MaxPoolWithArgmaxOp) else 1
