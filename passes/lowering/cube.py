@@ -491,7 +491,7 @@ def _conv_family_gemm(op: ag.ConvFamilyOp, c0: int, din: Attribute, dout: Attrib
     groups = op.props.int("groups", 1)
     cin_g, cout_g = (w[0] // groups, w[1]) if op.TRANSPOSED else (w[1], w[0] // groups)
     kernel = w[2:]
-    if nd_input:
+    if nd_input or op.SPATIAL != 2:
         gemm = Gemm(groups, x[0] * math.prod(out[2:]), cin_g * math.prod(kernel), cout_g, din, dout, a_nd=True, b_nd=True, out_nd=nd_out)
         return gemm, cout_g * groups
     enlarge = min(math.lcm(cin_g, c0) // cin_g, math.lcm(cout_g, FRACTAL) // cout_g, groups)
