@@ -463,9 +463,10 @@ def test_pool1d_and_global_pools():
     assert kinds(module) == ["unsqueeze", "max_pool", "squeeze", "global_average_pool", "global_max_pool"]
 
 
-def test_max_pool_indices_are_refused():
-    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], name="mp")
-    assert_model_error(make([node], [vi("x", F, [1, 1, 4, 4])], ["y", "i"]), "node 'mp' (MaxPool)", "Indices")
+def test_max_pool_indices_of_a_4d_window_are_refused():
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2, 2, 2], name="mp")
+    model = make([node], [vi("x", F, [1, 1, 4, 4, 4, 4])], ["y", "i"])
+    assert_model_error(model, "node 'mp' (MaxPool)", "kernel_shape [2, 2, 2, 2] must be 1-D to 3-D")
 
 
 # --------------------------------------------------------------------------- shape ops
