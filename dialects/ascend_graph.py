@@ -1538,6 +1538,11 @@ class AvgPoolOp(PoolOp):
     name = "ascend_graph.avg_pool"
     OP_TYPE: ClassVar[str] = "AvgPoolV2"
     exclusive = prop_def(BoolAttr)
+    dilations_ = opt_prop_def(DenseArrayBase, prop_name="dilations")
+
+    @classmethod
+    def dilations(cls, props):
+        return props.ints("dilations", (1, 1))
 
 
 class GlobalPoolOp(AscendOp):
@@ -1889,7 +1894,7 @@ class GatherElementsOp(AscendOp):
 class PadOp(AscendOp):
     """Pad each dim by [before, after] pairs, flattened in `paddings` (CANN `PadV3`).
 
-    `mode` is constant, reflect or edge; `constant_value` fills in constant mode.
+    `mode` is constant, reflect, edge or wrap; `constant_value` fills in constant mode.
     """
 
     name = "ascend_graph.pad"
@@ -1906,8 +1911,8 @@ class PadOp(AscendOp):
         x, p = shape_of(operand_types[0]), props.ints("paddings")
         if len(p) != 2 * len(x):
             raise ShapeError(f"paddings need {2 * len(x)} values (before, after per dim), got {len(p)}")
-        if props.str("mode") not in ("constant", "reflect", "edge"):
-            raise ShapeError(f"mode {props.str('mode')!r} is not constant, reflect or edge")
+        if props.str("mode") not in ("constant", "reflect", "edge", "wrap"):
+            raise ShapeError(f"mode {props.str('mode')!r} is not constant, reflect, edge or wrap")
         out = tuple(DYN if d == DYN else d + p[2 * i] + p[2 * i + 1] for i, d in enumerate(x))
         if any(d != DYN and d < 0 for d in out):
             raise ShapeError(f"negative padding leaves a negative size {shapes.fmt(out)}")
@@ -1916,7 +1921,8 @@ class PadOp(AscendOp):
 
 @irdl_op_definition
 class ResizeOp(AscendOp):
-    """Resize to `sizes` (CANN `Resize`), with ONNX's mode, coordinate transform and rounding."""
+    """Resize to `sizes` (CANN `Resize`), with ONNX's mode, coordinate transform and rounding;
+    `antialias` widens a linear or cubic kernel by the factor it shrinks an axis by."""
 
     name = "ascend_graph.resize"
     OP_TYPE: ClassVar[str] = "Resize"
@@ -1930,6 +1936,7 @@ class ResizeOp(AscendOp):
     cubic_coeff_a = prop_def(FloatAttr)
     exclude_outside = prop_def(BoolAttr)
     extrapolation_value = prop_def(FloatAttr)
+    antialias = opt_prop_def(BoolAttr)
     traits = traits_def(Pure())
 
     @classmethod
@@ -2473,6 +2480,402 @@ class LRNOp(AscendOp):
         return [operand_types[0]]
 
 
+# ---- spatial ops: transposed and 3-D convolution, 3-D and Lp pooling, unpooling,
+# sampling (GridSampler, AffineGrid, ROIAlign, DeformableOffsets) and Col2im
+
+
+def _spatial_window(
+    x: Shape, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
+    ceil_mode: bool = False,
+) -> Shape:
+    """The output extents of a window op over the last len(kernel) axes of x; `pads`
+    holds (before, after) per axis."""
+    k = len(kernel)
+    if len(strides) != k or len(dilations) != k or len(pads) != 2 * k:
+        raise ShapeError(f"{k} window axes need {k} strides and dilations and {2 * k} pads (before, after per axis)")
+    if min(strides) < 1 or min(dilations) < 1 or min(kernel) < 1 or min(pads) < 0:
+        raise ShapeError("kernel, strides and dilations must be >= 1 and pads >= 0")
+    return tuple(
+        shapes.window_out(d, kk, s, pads[2 * i], pads[2 * i + 1], dl, ceil_mode)
+        for i, (d, kk, s, dl) in enumerate(zip(x[-k:], kernel, strides, dilations))
+    )
+
+
+class ConvFamilyOp(CubeOp):
+    """A convolution over SPATIAL axes of an N, C, spatial... input; TRANSPOSED ones
+    (the gradient of a convolution with respect to its input) take a filter
+    [Cin, Cout/groups, k...] and add `output_padding` at the end of each axis.
+
+    `strides`, `dilations` (and `output_padding`) have one entry per axis of the
+    input (N and C included, as CANN writes them) and `pads` (before, after) per
+    spatial axis."""
+
+    SPATIAL: ClassVar[int]
+    TRANSPOSED: ClassVar[bool] = False
+    x = operand_def(TensorType)
+    filter = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    groups = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, w = shape_of(operand_types[0]), shape_of(operand_types[1])
+        rank = cls.SPATIAL + 2
+        if len(x) != rank or len(w) != rank:
+            raise ShapeError(f"input {shapes.fmt(x)} and filter {shapes.fmt(w)} must both be {rank}-D")
+        strides, pads, dil = props.ints("strides"), props.ints("pads"), props.ints("dilations")
+        extra = props.ints("output_padding", (0,) * rank)
+        groups = props.int("groups", 1)
+        if len(strides) != rank or len(dil) != rank or len(pads) != 2 * cls.SPATIAL or len(extra) != rank:
+            raise ShapeError(f"strides and dilations need {rank} values and pads {2 * cls.SPATIAL} (before, after per axis)")
+        if groups < 1 or (x[1] != DYN and x[1] % groups):
+            raise ShapeError(f"input channels {x[1]} are not divisible by groups {groups}")
+        cin, cout = (w[0], w[1] * groups) if cls.TRANSPOSED else (w[1] * groups, w[0])
+        if x[1] != DYN and x[1] != cin:
+            raise ShapeError(f"input channels {x[1]} do not match the filter {shapes.fmt(w)} with groups {groups}")
+        if cout % groups:
+            raise ShapeError(f"output channels {cout} are not divisible by groups {groups}")
+        if len(operand_types) > 2 and not shapes.compatible(shape_of(operand_types[2]), (cout,)):
+            raise ShapeError(f"bias shape {shapes.fmt(shape_of(operand_types[2]))} != [{cout}]")
+        dtype = _cube_dtype(operand_types, props, "input and filter", [0, 1], bias=2)
+        if not cls.TRANSPOSED:
+            return [tensor(dtype, (x[0], cout, *_spatial_window(x, w[2:], strides[2:], pads, dil[2:])))]
+        if min(strides) < 1 or min(dil) < 1 or min(extra) < 0:
+            raise ShapeError("strides and dilations must be >= 1 and output_padding >= 0")
+        out = []
+        for i, (d, k) in enumerate(zip(x[2:], w[2:])):
+            size = DYN if d == DYN else (d - 1) * strides[i + 2] + dil[i + 2] * (k - 1) + 1 + extra[i + 2] - pads[2 * i] - pads[2 * i + 1]
+            if size != DYN and size < 1:
+                raise ShapeError(f"pads {list(pads)} leave spatial axis {i} no output")
+            out.append(size)
+        return [tensor(dtype, (x[0], cout, *out))]
+
+
+@irdl_op_definition
+class Conv3DOp(ConvFamilyOp):
+    """3-D convolution, NCDHW, filter [Cout, Cin/groups, kd, kh, kw] (CANN `Conv3D`)."""
+
+    name = "ascend_graph.conv3d"
+    OP_TYPE: ClassVar[str] = "Conv3D"
+    SPATIAL: ClassVar[int] = 3
+
+
+@irdl_op_definition
+class Conv2DTransposeOp(ConvFamilyOp):
+    """2-D transposed convolution, NCHW, filter [Cin, Cout/groups, kh, kw] (CANN `Conv2DTranspose`)."""
+
+    name = "ascend_graph.conv2d_transpose"
+    OP_TYPE: ClassVar[str] = "Conv2DTranspose"
+    SPATIAL: ClassVar[int] = 2
+    TRANSPOSED: ClassVar[bool] = True
+    output_padding = prop_def(DenseArrayBase)
+
+
+@irdl_op_definition
+class Conv3DTransposeOp(ConvFamilyOp):
+    """3-D transposed convolution, NCDHW, filter [Cin, Cout/groups, kd, kh, kw] (CANN `Conv3DTranspose`)."""
+
+    name = "ascend_graph.conv3d_transpose"
+    OP_TYPE: ClassVar[str] = "Conv3DTranspose"
+    SPATIAL: ClassVar[int] = 3
+    TRANSPOSED: ClassVar[bool] = True
+    output_padding = prop_def(DenseArrayBase)
+
+
+class WindowPoolOp(AscendOp):
+    """Window pooling over the spatial axes of an N, C, spatial... input: `ksize`,
+    `strides` and `dilations` one value per spatial axis, `pads` (before, after) per axis."""
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    ksize = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    ceil_mode = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def spatial_ranks(cls) -> tuple[int, ...]:
+        return (3,)
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        return [_pooled(operand_types[0], props, cls.spatial_ranks())]
+
+
+def _pooled(x_type: Attribute, props: Props, ranks: Sequence[int]) -> Attribute:
+    """The result type of a window pooling of x over `ranks` spatial axes."""
+    x = shape_of(x_type)
+    k = props.ints("ksize")
+    if len(k) not in ranks or len(x) != len(k) + 2:
+        raise ShapeError(f"a {len(k)}-D window does not fit the input {shapes.fmt(x)}")
+    out = _spatial_window(x, k, props.ints("strides"), props.ints("pads"), props.ints("dilations"), props.bool("ceil_mode"))
+    return tensor(dtype_of(x_type), (*x[:2], *out))
+
+
+@irdl_op_definition
+class MaxPool3DOp(WindowPoolOp):
+    """3-D max pooling, NCDHW (CANN `MaxPool3D`)."""
+
+    name = "ascend_graph.max_pool3d"
+    OP_TYPE: ClassVar[str] = "MaxPool3D"
+
+
+@irdl_op_definition
+class AvgPool3DOp(WindowPoolOp):
+    """3-D average pooling, NCDHW; `exclusive` leaves the padding out of the divisor (CANN `AvgPool3D`)."""
+
+    name = "ascend_graph.avg_pool3d"
+    OP_TYPE: ClassVar[str] = "AvgPool3D"
+    exclusive = prop_def(BoolAttr)
+
+
+@irdl_op_definition
+class LpPoolOp(WindowPoolOp):
+    """The p-norm of each window, 1-D to 3-D (CANN `LpPool`); padding counts as zeros."""
+
+    name = "ascend_graph.lp_pool"
+    OP_TYPE: ClassVar[str] = "LpPool"
+    p = prop_def(IntegerAttr)
+
+    @classmethod
+    def spatial_ranks(cls) -> tuple[int, ...]:
+        return (1, 2, 3)
+
+
+@irdl_op_definition
+class MaxPoolWithArgmaxOp(AscendOp):
+    """Max pooling, 1-D to 3-D (with WindowPoolOp's properties), that also returns where
+    each maximum is: its flat int64 index in the input (N and C included), the spatial
+    position row-major, or with `storage_order` 1 column-major (ONNX MaxPool's
+    Indices; CANN `MaxPoolWithArgmax`)."""
+
+    name = "ascend_graph.max_pool_with_argmax"
+    OP_TYPE: ClassVar[str] = "MaxPoolWithArgmax"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    argmax = result_def(TensorType)
+    ksize = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    ceil_mode = prop_def(BoolAttr)
+    storage_order = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        y = _pooled(operand_types[0], props, (1, 2, 3))
+        return [y, tensor(i64, shape_of(y))]
+
+
+@irdl_op_definition
+class MaxUnpoolOp(AscendOp):
+    """Scatter x into a zero tensor of `output_shape` at the flat indices MaxPool
+    returned (CANN `MaxUnpool`)."""
+
+    name = "ascend_graph.max_unpool"
+    OP_TYPE: ClassVar[str] = "MaxUnpool"
+    x = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    y = result_def(TensorType)
+    output_shape = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, idx, out = shape_of(operand_types[0]), shape_of(operand_types[1]), props.ints("output_shape")
+        if not shapes.compatible(idx, x):
+            raise ShapeError(f"indices {shapes.fmt(idx)} must have the input's shape {shapes.fmt(x)}")
+        if len(out) != len(x) or tuple(out[:2]) != tuple(x[:2]):
+            raise ShapeError(f"output_shape {list(out)} must keep the input's N and C {shapes.fmt(x[:2])}")
+        if not isinstance(dtype_of(operand_types[1]), IntegerType) or dtype_of(operand_types[1]) == i1:
+            raise ShapeError(f"indices must be integers, got {dtype_of(operand_types[1])}")
+        return [tensor(dtype_of(operand_types[0]), out)]
+
+
+class GridSamplerOp(AscendOp):
+    """Sample x [N, C, spatial...] at the normalised coordinates of grid [N, out...,
+    SPATIAL] (x, y[, z] order, -1..1), with `interpolation_mode` bilinear, nearest
+    or bicubic and `padding_mode` zeros, border or reflection."""
+
+    SPATIAL: ClassVar[int]
+    x = operand_def(TensorType)
+    grid = operand_def(TensorType)
+    y = result_def(TensorType)
+    interpolation_mode = prop_def(StringAttr)
+    padding_mode = prop_def(StringAttr)
+    align_corners = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, grid = shape_of(operand_types[0]), shape_of(operand_types[1])
+        rank = cls.SPATIAL + 2
+        if len(x) != rank or len(grid) != rank or grid[-1] != cls.SPATIAL:
+            raise ShapeError(f"input {shapes.fmt(x)} and grid {shapes.fmt(grid)} need rank {rank}, the grid ending in {cls.SPATIAL}")
+        if not shapes.compatible((x[0],), (grid[0],)):
+            raise ShapeError(f"input and grid batches differ: {shapes.fmt(x)}, {shapes.fmt(grid)}")
+        if props.str("interpolation_mode") not in ("bilinear", "nearest", "bicubic"):
+            raise ShapeError(f"interpolation_mode {props.str('interpolation_mode')!r} is not bilinear, nearest or bicubic")
+        if cls.SPATIAL == 3 and props.str("interpolation_mode") == "bicubic":
+            raise ShapeError("bicubic interpolation is 2-D only")
+        if props.str("padding_mode") not in ("zeros", "border", "reflection"):
+            raise ShapeError(f"padding_mode {props.str('padding_mode')!r} is not zeros, border or reflection")
+        if not is_float(dtype_of(operand_types[1])):
+            raise ShapeError(f"the grid must be floating-point, got {dtype_of(operand_types[1])}")
+        return [tensor(dtype_of(operand_types[0]), (x[0], x[1], *grid[1:-1]))]
+
+
+@irdl_op_definition
+class GridSampler2DOp(GridSamplerOp):
+    """Grid sampling of an NCHW input (CANN `GridSampler2D`)."""
+
+    name = "ascend_graph.grid_sampler2d"
+    OP_TYPE: ClassVar[str] = "GridSampler2D"
+    SPATIAL: ClassVar[int] = 2
+
+
+@irdl_op_definition
+class GridSampler3DOp(GridSamplerOp):
+    """Grid sampling of an NCDHW input (CANN `GridSampler3D`)."""
+
+    name = "ascend_graph.grid_sampler3d"
+    OP_TYPE: ClassVar[str] = "GridSampler3D"
+    SPATIAL: ClassVar[int] = 3
+
+
+@irdl_op_definition
+class AffineGridOp(AscendOp):
+    """The sampling grid [N, (D,) H, W, 2|3] of affine matrices theta [N, 2, 3] or
+    [N, 3, 4] over an output of `size` (N, C, (D,) H, W) (CANN `AffineGrid`)."""
+
+    name = "ascend_graph.affine_grid"
+    OP_TYPE: ClassVar[str] = "AffineGrid"
+    theta = operand_def(TensorType)
+    y = result_def(TensorType)
+    size = prop_def(DenseArrayBase)
+    align_corners = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        theta, size = shape_of(operand_types[0]), props.ints("size")
+        if len(size) not in (4, 5):
+            raise ShapeError(f"size {list(size)} needs 4 (N, C, H, W) or 5 (N, C, D, H, W) values")
+        k = len(size) - 2
+        if not shapes.compatible(theta, (size[0], k, k + 1)):
+            raise ShapeError(f"theta {shapes.fmt(theta)} must be [{size[0]}, {k}, {k + 1}] for size {list(size)}")
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError(f"theta must be floating-point, got {dtype_of(operand_types[0])}")
+        return [tensor(dtype_of(operand_types[0]), (size[0], *size[2:], k))]
+
+
+@irdl_op_definition
+class Col2imOp(AscendOp):
+    """Sum the columns x [N, C * prod(block), L] of sliding blocks into an image
+    [N, C, *image_shape] (CANN `Col2im`); `pads` (before, after) per image axis."""
+
+    name = "ascend_graph.col2im"
+    OP_TYPE: ClassVar[str] = "Col2im"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    image_shape = prop_def(DenseArrayBase)
+    block_shape = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, image, block = shape_of(operand_types[0]), props.ints("image_shape"), props.ints("block_shape")
+        if len(x) != 3 or len(image) != len(block) or not image:
+            raise ShapeError(f"input {shapes.fmt(x)} must be 3-D and image_shape {list(image)} match block_shape {list(block)}")
+        per = shapes.numel(block)
+        if x[1] != DYN and x[1] % per:
+            raise ShapeError(f"input channels {x[1]} are not a multiple of the block's {per} elements")
+        out = _spatial_window(image, block, props.ints("strides"), props.ints("pads"), props.ints("dilations"))
+        if x[2] != DYN and x[2] != shapes.numel(out):
+            raise ShapeError(f"{x[2]} columns, but the image {list(image)} has {shapes.numel(out)} block positions")
+        return [tensor(dtype_of(operand_types[0]), (x[0], DYN if x[1] == DYN else x[1] // per, *image))]
+
+
+@irdl_op_definition
+class DeformableOffsetsOp(AscendOp):
+    """The input sampled bilinearly at each kernel tap moved by its offset and scaled by
+    its mask, laid out [N, C, oh * kh, ow * kw] so that a Conv2D with the kernel as
+    stride finishes the deformable convolution (CANN `DeformableOffsets`, what GE
+    splits DeformableConv2D into). offsets [N, 2 * G * kh * kw, oh, ow] hold (dy, dx)
+    per offset group and tap, mask [N, G * kh * kw, oh, ow]."""
+
+    name = "ascend_graph.deformable_offsets"
+    OP_TYPE: ClassVar[str] = "DeformableOffsets"
+    x = operand_def(TensorType)
+    offsets = operand_def(TensorType)
+    mask = operand_def(TensorType)
+    y = result_def(TensorType)
+    ksize = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    deformable_groups = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, off, mask = (shape_of(t) for t in operand_types)
+        k, g = props.ints("ksize"), props.int("deformable_groups", 1)
+        if len(x) != 4 or len(k) != 2:
+            raise ShapeError(f"input {shapes.fmt(x)} must be 4-D NCHW with a 2-D kernel")
+        if g < 1 or (x[1] != DYN and x[1] % g):
+            raise ShapeError(f"channels {x[1]} are not divisible by deformable_groups {g}")
+        oh, ow = _spatial_window(x, k, props.ints("strides"), props.ints("pads"), props.ints("dilations"))
+        taps = g * k[0] * k[1]
+        if not shapes.compatible(off, (x[0], 2 * taps, oh, ow)) or not shapes.compatible(mask, (x[0], taps, oh, ow)):
+            raise ShapeError(f"offsets {shapes.fmt(off)} and mask {shapes.fmt(mask)} must be [{x[0]}, {2 * taps} and {taps}, {oh}, {ow}]")
+        return [tensor(dtype_of(operand_types[0]), (x[0], x[1], oh * k[0], ow * k[1]))]
+
+
+@irdl_op_definition
+class ROIAlignOp(AscendOp):
+    """Pool each region of interest rois [R, 4] (x1, y1, x2, y2) of image
+    batch_indices [R] into [R, C, pooled_height, pooled_width] by averaging (or taking
+    the maximum of) bilinear samples (CANN `ROIAlign`); `aligned` shifts by half a pixel."""
+
+    name = "ascend_graph.roi_align"
+    OP_TYPE: ClassVar[str] = "ROIAlign"
+    x = operand_def(TensorType)
+    rois = operand_def(TensorType)
+    batch_indices = operand_def(TensorType)
+    y = result_def(TensorType)
+    pooled_height = prop_def(IntegerAttr)
+    pooled_width = prop_def(IntegerAttr)
+    sample_num = prop_def(IntegerAttr)
+    spatial_scale = prop_def(FloatAttr)
+    mode = prop_def(StringAttr)
+    aligned = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, rois, idx = (shape_of(t) for t in operand_types)
+        if len(x) != 4 or len(rois) != 2 or rois[1] != 4 or len(idx) != 1 or not shapes.compatible(idx, rois[:1]):
+            raise ShapeError(f"input {shapes.fmt(x)}, rois {shapes.fmt(rois)}, batch_indices {shapes.fmt(idx)}: need NCHW, [R, 4], [R]")
+        if props.str("mode") not in ("avg", "max"):
+            raise ShapeError(f"mode {props.str('mode')!r} is not avg or max")
+        oh, ow = props.int("pooled_height"), props.int("pooled_width")
+        if oh < 1 or ow < 1:
+            raise ShapeError(f"the pooled size {oh}x{ow} is empty")
+        return [tensor(dtype_of(operand_types[0]), (rois[0], x[1], oh, ow))]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -2493,6 +2896,8 @@ AscendGraph = Dialect(
         DepthToSpaceOp, SpaceToDepthOp,
         NLLLossOp, SoftmaxCrossEntropyLossOp, RmsNormOp, LpNormOp, DivNoNanOp, GroupNormOp, MVNV2Op, LRNOp,
         GatherNdOp, ScatterNdUpdateOp, ScatterElementsOp, TensorScatterOp, ReverseSequenceOp, DFTOp, STFTOp,
+        Conv3DOp, Conv2DTransposeOp, Conv3DTransposeOp, MaxPool3DOp, AvgPool3DOp, LpPoolOp, MaxPoolWithArgmaxOp, MaxUnpoolOp,
+        GridSampler2DOp, GridSampler3DOp, AffineGridOp, Col2imOp, DeformableOffsetsOp, ROIAlignOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

@@ -96,11 +96,14 @@ def window_out(
 
 
 def reshape(shape: Shape, target: Sequence[int]) -> Shape:
-    """Resolve a target shape that may hold one -1 (inferred) dimension."""
+    """Resolve a target shape that may hold one -1 (inferred) dimension; a 0 is a
+    dimension of size 0 (an empty tensor), not ONNX's copy of the input's dim."""
     if target.count(-1) > 1:
         raise ShapeError(f"target shape {list(target)} has more than one -1")
-    if any(d < -1 or d == 0 for d in target):
-        raise ShapeError(f"target shape {list(target)} has a dimension below 1")
+    if any(d < -1 for d in target):
+        raise ShapeError(f"target shape {list(target)} has a dimension below -1")
+    if 0 in target and -1 in target:
+        raise ShapeError(f"target shape {list(target)} has both a 0 and a -1 (the -1 cannot be inferred)")
     if not is_static(shape):
         return tuple(DYN if d == -1 else d for d in target)
     total = numel(shape)

@@ -12,7 +12,10 @@ What each op wants (C0 = 32 bytes of the dtype, see `dialects/formats.py`):
 
 - Conv2D: the feature map in NC1HWC0, the filter in FRACTAL_Z, the bias as it is
   (ND); the result in NC1HWC0. FullyConnection of a 4-D input with a 4-D weight is
-  a convolution with the input's whole H x W as its window: the same.
+  a convolution with the input's whole H x W as its window: the same, and so is
+  Conv2DTranspose (its filter [Cin, Cout/groups, kh, kw] in FRACTAL_Z as it stands).
+  The 3-D convolutions (Conv3D, Conv3DTranspose) stay in ND: there is no
+  NDC1HWC0 here.
 - MatMulV2, BatchMatMulV2 (both operands of rank >= 2), GEMM and a 2-D
   FullyConnection: both operands and the result in FRACTAL_NZ, the bias ND;
   MultiHeadAttention: query, key, value, their weights and the result in
@@ -134,7 +137,7 @@ class _Selector:
 
     def want(self, op: Operation) -> Want:
         origin: Want = ([None] * len(op.operands), None)
-        if isinstance(op, ag.Conv2DOp):
+        if isinstance(op, ag.Conv2DOp | ag.Conv2DTransposeOp):
             return [NC1HWC0, FRACTAL_Z] + [None] * (len(op.operands) - 2), NC1HWC0
         if isinstance(op, ag.FullyConnectionOp):
             ranks = (_rank(op.x), _rank(op.w))

@@ -417,10 +417,10 @@ def test_conv1d_runs_as_conv2d_of_height_one():
     assert [op.properties["name"].data for op in graph_ops(module) if isinstance(op, ag.SqueezeOp)] == ["c1"]
 
 
-def test_conv3d_is_refused():
-    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c3")
-    model = make([node], [vi("x", F, [1, 1, 4, 4, 4])], ["y"], [init("w", rand(1, 1, 2, 2, 2))])
-    assert_model_error(model, "node 'c3' (Conv)", "only 1-D and 2-D")
+def test_conv4d_is_refused():
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c4")
+    model = make([node], [vi("x", F, [1, 1, 4, 4, 4, 4])], ["y"], [init("w", rand(1, 1, 2, 2, 2, 2))])
+    assert_model_error(model, "node 'c4' (Conv)", "only 1-D, 2-D and 3-D")
 
 
 def test_matmul_and_gemm():
@@ -463,9 +463,10 @@ def test_pool1d_and_global_pools():
     assert kinds(module) == ["unsqueeze", "max_pool", "squeeze", "global_average_pool", "global_max_pool"]
 
 
-def test_max_pool_indices_are_refused():
-    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], name="mp")
-    assert_model_error(make([node], [vi("x", F, [1, 1, 4, 4])], ["y", "i"]), "node 'mp' (MaxPool)", "Indices")
+def test_max_pool_indices_of_a_4d_window_are_refused():
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2, 2, 2], name="mp")
+    model = make([node], [vi("x", F, [1, 1, 4, 4, 4, 4])], ["y", "i"])
+    assert_model_error(model, "node 'mp' (MaxPool)", "kernel_shape [2, 2, 2, 2] must be 1-D to 3-D")
 
 
 # --------------------------------------------------------------------------- shape ops
@@ -594,10 +595,10 @@ def test_pad_with_axes():
     assert output_types(module)[0].get_shape() == (2 + 2 + 4, 3 + 1 + 3)
 
 
-def test_pad_wrap_is_refused():
-    node = helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap", name="pw")
+def test_pad_unknown_mode_is_refused():
+    node = helper.make_node("Pad", ["x", "p"], ["y"], mode="circular", name="pw")
     model = make([node], [vi("x", F, [3])], ["y"], [init("p", np.array([1, 1], np.int64))], opset=19)
-    assert_model_error(model, "node 'pw' (Pad)", "mode 'wrap' is unsupported")
+    assert_model_error(model, "node 'pw' (Pad)", "mode 'circular' is unsupported; supported: constant, reflect, edge, wrap")
 
 
 RESIZES = [

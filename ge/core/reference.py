@@ -22,6 +22,7 @@ runs one op (the importer's constant folding, passes); `run` runs a module's gra
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, reduce
@@ -1005,10 +1006,12 @@ def _max_pool(op: ag.MaxPoolOp, args: list[np.ndarray]) -> np.ndarray:
 
 @_kernel(ag.AvgPoolOp)
 def _avg_pool(op: ag.AvgPoolOp, args: list[np.ndarray]) -> np.ndarray:
-    """The divisor counts a window's input cells, and its explicit padding unless
-    `exclusive`; cells added only for ceil_mode never count (ONNX, onnxruntime)."""
+    """The divisor counts a window's input cells (under its dilated taps), and its
+    explicit padding unless `exclusive`; cells added only for ceil_mode never count
+    (ONNX, onnxruntime)."""
     x = _vec(args[0])
-    taps, applied = _pool_taps(op, x, 0, (1, 1))
+    dilations = op.dilations(op.props)
+    taps, applied = _pool_taps(op, x, 0, dilations)
     total = reduce(np.add, taps)
     _, _, h, w = x.shape
     p = op.props.ints("pads")
@@ -1016,7 +1019,7 @@ def _avg_pool(op: ag.AvgPoolOp, args: list[np.ndarray]) -> np.ndarray:
     cells = np.pad(np.ones((h, w), x.dtype), ((p[0], p[1]), (p[2], p[3])), constant_values=explicit)
     cells = np.pad(cells, ((0, applied[1] - p[1]), (0, applied[3] - p[3])))
     k, s = op.props.ints("ksize"), op.props.ints("strides")
-    return _quotient(_mode(op, args[0]), total, reduce(np.add, _taps(cells[None, None], k, s, (1, 1), total.shape[2:])))
+    return _quotient(_mode(op, args[0]), total, reduce(np.add, _taps(cells[None, None], k, s, dilations, total.shape[2:])))
 
 
 @_kernel(ag.GlobalAveragePoolOp)
@@ -1220,13 +1223,36 @@ def _keys(s: np.ndarray, a: float) -> np.ndarray:
     return np.where(s <= 1, near, np.where(s < 2, far, 0.0))
 
 
-def _mix(op: ag.ResizeOp, x_src: np.ndarray, n_in: int) -> tuple[np.ndarray, np.ndarray]:
+def _antialiased(op: ag.ResizeOp, x_src: np.ndarray, n_in: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Taps and weights of a shrinking axis with antialias: the kernel is stretched by
+    1 / scale (so it averages every input cell it covers) and its weights sum to 1;
+    taps past the edge repeat the edge, or drop out with exclude_outside."""
+    base = np.floor(x_src)
+    t = x_src - base
+    reach = 1 if op.props.str("mode") == "linear" else 2
+    first = int(np.floor(-reach / scale) + 1)
+    steps = np.arange(first, 2 - first)
+    distance = (steps[None, :] - t[:, None]) * scale
+    if op.props.str("mode") == "linear":
+        weights = np.clip(1 - np.abs(distance), 0, None)
+    else:
+        weights = _keys(distance, op.props.float("cubic_coeff_a", -0.75))
+    index = base.astype(np.int64)[:, None] + steps[None, :]
+    if op.props.bool("exclude_outside"):
+        weights = np.where((index < 0) | (index >= n_in), 0.0, weights)
+    total = weights.sum(axis=1, keepdims=True)
+    return np.clip(index, 0, n_in - 1), weights / np.where(total == 0, 1.0, total)
+
+
+def _mix(op: ag.ResizeOp, x_src: np.ndarray, n_in: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """The input indices [n_out, taps] each output mixes, and their weights.
 
     Like the ONNX reference, a source coordinate on a whole index leans left: its
     taps end at that index with weight 1 there. Taps past the edge repeat the edge,
     or drop out and renormalise with exclude_outside.
     """
+    if op.props.bool("antialias") and scale < 1:
+        return _antialiased(op, x_src, n_in, scale)
     base = np.floor(x_src)
     whole = x_src == base
     t = np.where(whole, 1.0, x_src - base)
@@ -1252,7 +1278,7 @@ def _resize_axis(op: ag.ResizeOp, x: np.ndarray, axis: int, n_out: int, scale: f
         rule = _ROUNDS_UP[op.props.str("nearest_mode", "round_prefer_floor")]
         index = base.astype(np.int64) + rule(x_src - base)
         return np.take(x, np.clip(index, 0, n_in - 1), axis=axis)
-    index, weights = _mix(op, x_src, n_in)
+    index, weights = _mix(op, x_src, n_in, scale)
     gathered = np.take(x, index, axis=axis)
     weights = weights.reshape(weights.shape + (1,) * (x.ndim - axis - 1))
     return np.sum(gathered * weights, axis=axis + 1)
@@ -1274,6 +1300,349 @@ def _resize(op: ag.ResizeOp, args: list[np.ndarray]) -> np.ndarray:
     if _kind(want) in "iu" and x.dtype != want:
         return np.clip(np.rint(x), np.iinfo(want).min, np.iinfo(want).max)
     return x
+
+
+# ------------------------------------------------------------------ spatial ops
+
+
+def _offsets(kernel: Sequence[int]) -> list[tuple[int, ...]]:
+    """Every kernel offset, row-major."""
+    return list(itertools.product(*(range(k) for k in kernel)))
+
+
+def _window_views(
+    x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out: Sequence[int],
+    offset: Sequence[int],
+) -> np.ndarray:
+    """The strided view of x's last len(kernel) axes under one kernel offset."""
+    lead = (slice(None),) * (x.ndim - len(kernel))
+    return x[lead + tuple(slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, n, s in zip(offset, dilations, out, strides))]
+
+
+def _pad_spatial(x: np.ndarray, pads: Sequence[int], value: Any) -> np.ndarray:
+    """Pad the last len(pads) // 2 axes by (before, after) pairs."""
+    if not any(pads):
+        return x
+    k = len(pads) // 2
+    return np.pad(x, [(0, 0)] * (x.ndim - k) + [(pads[2 * i], pads[2 * i + 1]) for i in range(k)], constant_values=value)
+
+
+def _pool_windows(op: Any, x: np.ndarray, fill: Any) -> tuple[list[np.ndarray], list[int], tuple[int, ...]]:
+    """The views of x padded with `fill` under each kernel offset, the padding applied
+    (ceil_mode's extra cells included) and the output extents."""
+    k, s, p, d = op.props.ints("ksize"), op.props.ints("strides"), op.props.ints("pads"), op.props.ints("dilations")
+    sizes = x.shape[-len(k):]
+    out = tuple(shapes.window_out(n, kk, st, p[2 * i], p[2 * i + 1], dl, op.props.bool("ceil_mode"))
+                for i, (n, kk, st, dl) in enumerate(zip(sizes, k, s, d)))
+    applied = list(p)
+    for i, (n, o, st, dl, kk) in enumerate(zip(sizes, out, s, d, k)):
+        applied[2 * i + 1] = max(p[2 * i + 1], (o - 1) * st + dl * (kk - 1) + 1 - n - p[2 * i])
+    padded = _pad_spatial(x, applied, fill)
+    return [_window_views(padded, k, s, d, out, o) for o in _offsets(k)], applied, out
+
+
+@_kernel(ag.MaxPool3DOp)
+def _max_pool3d(op: ag.MaxPool3DOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    views, _, _ = _pool_windows(op, x, _lowest(x.dtype))
+    return reduce(np.maximum, views)
+
+
+@_kernel(ag.AvgPool3DOp)
+def _avg_pool3d(op: ag.AvgPool3DOp, args: list[np.ndarray]) -> np.ndarray:
+    """As AvgPoolV2: explicit padding counts unless `exclusive`, ceil_mode's cells never."""
+    x = _vec(args[0])
+    views, applied, _ = _pool_windows(op, x, 0)
+    p = op.props.ints("pads")
+    cells = _pad_spatial(np.ones(x.shape[2:], x.dtype), p, 0 if op.props.bool("exclusive") else 1)
+    cells = _pad_spatial(cells, [v for i in range(len(p) // 2) for v in (0, applied[2 * i + 1] - p[2 * i + 1])], 0)
+    k, s, d = op.props.ints("ksize"), op.props.ints("strides"), op.props.ints("dilations")
+    counts = reduce(np.add, (_window_views(cells, k, s, d, views[0].shape[2:], o) for o in _offsets(k)))
+    return reduce(np.add, views) / counts
+
+
+@_kernel(ag.LpPoolOp)
+def _lp_pool(op: ag.LpPoolOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    p = op.props.int("p", 2)
+    views, _, _ = _pool_windows(op, np.abs(x), 0)
+    return reduce(np.add, (v**p for v in views)) ** (1.0 / p)
+
+
+@_kernel(ag.MaxPoolWithArgmaxOp)
+def _max_pool_with_argmax(op: ag.MaxPoolWithArgmaxOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    """The first maximum of each window in row-major window order, and the flat index
+    of that input cell (padding never wins: it is -inf, or the dtype's lowest)."""
+    x = _vec(args[0])
+    views, _, _ = _pool_windows(op, x, _lowest(x.dtype))
+    spatial = x.shape[2:]
+    order = "F" if op.props.int("storage_order") else "C"
+    cells = np.arange(shapes.numel(spatial), dtype=np.int64).reshape(spatial, order=order)
+    planes = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(x.shape[:2] + (1,) * len(spatial))
+    index_views, _, _ = _pool_windows(op, planes * shapes.numel(spatial) + cells, -1)
+    stacked = np.stack(views)
+    best = np.argmax(stacked, axis=0)[None]
+    return [np.take_along_axis(stacked, best, axis=0)[0], np.take_along_axis(np.stack(index_views), best, axis=0)[0]]
+
+
+@_kernel(ag.MaxUnpoolOp)
+def _max_unpool(op: ag.MaxUnpoolOp, args: list[np.ndarray]) -> np.ndarray:
+    """The indices are flat positions in the whole output, as MaxPool's Indices are."""
+    x, indices = args
+    y = np.zeros(shapes.numel(op.props.ints("output_shape")), x.dtype)
+    y[indices.reshape(-1).astype(np.int64)] = x.reshape(-1)
+    return y.reshape(op.props.ints("output_shape"))
+
+
+def _conv_nd(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int], pads: Sequence[int], groups: int) -> np.ndarray:
+    """A grouped convolution over every axis after N and C: one product per kernel offset."""
+    kernel = w.shape[2:]
+    out = [shapes.window_out(n, k, s, pads[2 * i], pads[2 * i + 1], d) for i, (n, k, s, d) in enumerate(zip(x.shape[2:], kernel, strides, dilations))]
+    padded = _pad_spatial(x, pads, 0)
+    n, cout = x.shape[0], w.shape[0]
+    xg = padded.reshape(n, groups, -1, *padded.shape[2:])
+    wg = w.reshape(groups, cout // groups, w.shape[1], *kernel)
+    y = np.zeros((n, groups, cout // groups, *out), np.result_type(x, w))
+    for o in _offsets(kernel):
+        view = _window_views(xg, kernel, strides, dilations, out, o)  # [N, G, Cin/g, out...]
+        y += np.einsum("ngc...,gkc->ngk...", view, wg[(slice(None),) * 3 + o])
+    return y.reshape(n, cout, *out)
+
+
+def _conv_transpose_nd(
+    x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int], pads: Sequence[int], extra: Sequence[int],
+    groups: int,
+) -> np.ndarray:
+    """Each input cell adds its filter-weighted kernel into the output at stride
+    spacing; the full result is then cut by the pads (output_padding adds cells at the end)."""
+    kernel = w.shape[2:]
+    n, cin = x.shape[:2]
+    full = [(d - 1) * s + dl * (k - 1) + 1 + e for d, s, dl, k, e in zip(x.shape[2:], strides, dilations, kernel, extra)]
+    cout_g = w.shape[1]
+    xg = x.reshape(n, groups, cin // groups, *x.shape[2:])
+    wg = w.reshape(groups, cin // groups, cout_g, *kernel)
+    y = np.zeros((n, groups, cout_g, *full), np.result_type(x, w))
+    for o in _offsets(kernel):
+        contribution = np.einsum("ngc...,gck->ngk...", xg, wg[(slice(None),) * 3 + o])
+        y[_window_slices(y.ndim, o, dilations, x.shape[2:], strides)] += contribution
+    crop = tuple(slice(pads[2 * i], f - pads[2 * i + 1]) for i, f in enumerate(full))
+    return y[(slice(None),) * 3 + crop].reshape(n, groups * cout_g, *(f - pads[2 * i] - pads[2 * i + 1] for i, f in enumerate(full)))
+
+
+def _window_slices(rank: int, offset: Sequence[int], dilations: Sequence[int], sizes: Sequence[int], strides: Sequence[int]) -> tuple[slice, ...]:
+    lead = (slice(None),) * (rank - len(offset))
+    return lead + tuple(slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, n, s in zip(offset, dilations, sizes, strides))
+
+
+@_kernel(ag.Conv3DOp, ag.Conv2DTransposeOp, ag.Conv3DTransposeOp)
+def _conv_family(op: ag.ConvFamilyOp, args: list[np.ndarray]) -> np.ndarray:
+    x, w = _acc(args[0]), _acc(args[1])
+    strides, dilations = op.props.ints("strides")[2:], op.props.ints("dilations")[2:]
+    pads, groups = op.props.ints("pads"), op.props.int("groups", 1)
+    if op.TRANSPOSED:
+        y = _conv_transpose_nd(x, w, strides, dilations, pads, op.props.ints("output_padding")[2:], groups)
+    else:
+        y = _conv_nd(x, w, strides, dilations, pads, groups)
+    return y + _acc(args[2]).reshape(1, -1, *(1,) * (y.ndim - 2)) if len(args) > 2 else y
+
+
+def _reflect(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Fold coordinates outside [low, high] back in, mirror after mirror."""
+    span = high - low
+    if span <= 0:
+        return np.full_like(x, low)
+    below, above = x < low, x > high
+    dx = np.where(below, low - x, np.where(above, x - high, 0.0))
+    flips = np.floor(dx / span)
+    rest = dx - flips * span
+    even = flips % 2 == 0
+    from_low = np.where(even, low + rest, high - rest)
+    from_high = np.where(even, high - rest, low + rest)
+    return np.where(below, from_low, np.where(above, from_high, x))
+
+
+def _cubic_weights(t: np.ndarray, a: float = -0.75) -> list[np.ndarray]:
+    """The four weights of Keys' cubic at distances 1 + t, t, 1 - t, 2 - t."""
+    return [_keys(t + 1, a), _keys(t, a), _keys(1 - t, a), _keys(2 - t, a)]
+
+
+@_kernel(ag.GridSampler2DOp, ag.GridSampler3DOp)
+def _grid_sample(op: ag.GridSamplerOp, args: list[np.ndarray]) -> np.ndarray:
+    """Grid coordinates are unnormalised per axis; border and reflection padding move
+    a bilinear or nearest coordinate into the image first, and every tap (a bicubic
+    one only so) reads through the padding: zero outside, the clamped or the
+    reflected cell."""
+    x, grid = args[0].astype(np.float64), args[1].astype(np.float64)
+    n, c = x.shape[:2]
+    sizes = x.shape[2:]
+    k = len(sizes)
+    mode, padding = op.props.str("interpolation_mode"), op.props.str("padding_mode")
+    corners = op.props.bool("align_corners")
+    coords, bounds = [], []
+    for axis, size in enumerate(sizes):
+        g = grid[..., k - 1 - axis]  # the grid holds (x, y[, z]): the last axis first
+        coords.append((g + 1) / 2 * (size - 1) if corners else ((g + 1) * size - 1) / 2)
+        bounds.append((0.0, size - 1.0) if corners else (-0.5, size - 0.5))
+    if mode != "bicubic":
+        if padding == "border":
+            coords = [np.clip(u, 0, size - 1) for u, size in zip(coords, sizes)]
+        elif padding == "reflection":
+            coords = [_reflect(u, *b) for u, b in zip(coords, bounds)]
+
+    def read(index: list[np.ndarray]) -> np.ndarray:
+        """x[n, :, index...] -> [N, C, out...], through the padding."""
+        inside = np.ones(index[0].shape, bool)
+        fixed = []
+        for i, size, b in zip(index, sizes, bounds):
+            if padding == "zeros":
+                inside &= (i >= 0) & (i < size)
+            elif padding == "reflection":
+                i = _reflect(i.astype(np.float64), *b).astype(np.int64)
+            fixed.append(np.clip(i, 0, size - 1))
+        batch = np.arange(n).reshape((n,) + (1,) * (index[0].ndim - 1))
+        values = x[(batch, slice(None), *fixed)]  # [N, out..., C]
+        values = np.where(inside[..., None], values, 0.0)
+        return np.moveaxis(values, -1, 1)
+
+    if mode == "nearest":
+        return read([np.rint(u).astype(np.int64) for u in coords])
+    base = [np.floor(u) for u in coords]
+    frac = [u - b for u, b in zip(coords, base)]
+    if mode == "bilinear":
+        taps = [[(0, 1 - f), (1, f)] for f in frac]
+    else:
+        taps = [[(j - 1, wt) for j, wt in enumerate(_cubic_weights(f))] for f in frac]
+    y = np.zeros((n, c, *grid.shape[1:-1]))
+    for combo in itertools.product(*taps):
+        weight = reduce(np.multiply, (wt for _, wt in combo))
+        y += read([b.astype(np.int64) + j for b, (j, _) in zip(base, combo)]) * weight[:, None]
+    return y
+
+
+@_kernel(ag.AffineGridOp)
+def _affine_grid(op: ag.AffineGridOp, args: list[np.ndarray]) -> np.ndarray:
+    """Each output cell's normalised (x, y[, z], 1) times theta's rows."""
+    theta = args[0].astype(np.float64)
+    size = op.props.ints("size")
+    corners = op.props.bool("align_corners")
+    axes = []
+    for extent in size[2:]:
+        if corners:
+            axes.append(np.linspace(-1.0, 1.0, extent) if extent > 1 else np.zeros(1))
+        else:
+            axes.append((np.arange(extent) * 2 + 1) / extent - 1)
+    mesh = np.meshgrid(*axes, indexing="ij")  # (d,) h, w
+    points = np.stack([*reversed(mesh), np.ones(mesh[0].shape)], axis=-1)  # (x, y[, z], 1)
+    return np.einsum("...j,nij->n...i", points, theta)
+
+
+@_kernel(ag.Col2imOp)
+def _col2im(op: ag.Col2imOp, args: list[np.ndarray]) -> np.ndarray:
+    x = args[0]
+    image, block = op.props.ints("image_shape"), op.props.ints("block_shape")
+    strides, pads, dilations = op.props.ints("strides"), op.props.ints("pads"), op.props.ints("dilations")
+    padded = [d + pads[2 * i] + pads[2 * i + 1] for i, d in enumerate(image)]
+    out = [shapes.window_out(d, k, s, pads[2 * i], pads[2 * i + 1], dl) for i, (d, k, s, dl) in enumerate(zip(image, block, strides, dilations))]
+    n = x.shape[0]
+    columns = x.reshape(n, -1, *block, *out)
+    y = np.zeros((n, columns.shape[1], *padded), x.dtype)
+    for o in _offsets(block):
+        y[_window_slices(y.ndim, o, dilations, out, strides)] += columns[(slice(None), slice(None), *o)]
+    return y[(slice(None), slice(None), *(slice(pads[2 * i], pads[2 * i] + d) for i, d in enumerate(image)))]
+
+
+def _bilinear_zero(image: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """image [N, C, H, W] at per-batch points ys, xs [N, ...] -> [N, C, ...]; corners
+    outside the image read 0."""
+    n, _, h, w = image.shape
+    y0, x0 = np.floor(ys), np.floor(xs)
+    batch = np.arange(n).reshape((n,) + (1,) * (ys.ndim - 1))
+    total = 0.0
+    for dy, dx in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        yi, xi = y0 + dy, x0 + dx
+        weight = (1 - np.abs(ys - yi)) * (1 - np.abs(xs - xi))
+        inside = (yi >= 0) & (yi < h) & (xi >= 0) & (xi < w)
+        values = image[batch, :, np.clip(yi, 0, h - 1).astype(np.int64), np.clip(xi, 0, w - 1).astype(np.int64)]
+        total = total + np.moveaxis(np.where(inside[..., None], values * weight[..., None], 0.0), -1, 1)
+    return total
+
+
+@_kernel(ag.DeformableOffsetsOp)
+def _deformable_offsets(op: ag.DeformableOffsetsOp, args: list[np.ndarray]) -> np.ndarray:
+    x, offsets, mask = (a.astype(np.float64) for a in args)
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = op.props.ints("ksize"), op.props.ints("strides"), op.props.ints("dilations")
+    top, _, left, _ = op.props.ints("pads")
+    groups = op.props.int("deformable_groups", 1)
+    oh, ow = offsets.shape[2:]
+    offsets = offsets.reshape(n, groups, kh, kw, 2, oh, ow)
+    mask = mask.reshape(n, groups, kh, kw, oh, ow)
+    rows = (np.arange(oh) * sh - top)[:, None]
+    cols = (np.arange(ow) * sw - left)[None, :]
+    y = np.zeros((n, groups, c // groups, oh, kh, ow, kw))
+    per = x.reshape(n * groups, c // groups, h, w)
+    for i, j in _offsets((kh, kw)):
+        ys = (rows + i * dh + offsets[:, :, i, j, 0]).reshape(n * groups, oh, ow)
+        xs = (cols + j * dw + offsets[:, :, i, j, 1]).reshape(n * groups, oh, ow)
+        sampled = _bilinear_zero(per, ys, xs).reshape(n, groups, c // groups, oh, ow)
+        y[:, :, :, :, i, :, j] = sampled * mask[:, :, i, j][:, :, None]
+    return y.reshape(n, c, oh * kh, ow * kw)
+
+
+@_kernel(ag.ROIAlignOp)
+def _roi_align(op: ag.ROIAlignOp, args: list[np.ndarray]) -> np.ndarray:
+    """sample_num (or ceil(roi size / bins)) samples per bin edge, none in an empty
+    (aligned) region; a sample more than a cell outside the image counts as 0. avg averages the bilinear samples; max takes
+    the largest weighted corner of each sample and the largest over the bin (onnxruntime's rule)."""
+    x, rois, batch = args[0].astype(np.float64), args[1].astype(np.float64), args[2].astype(np.int64)
+    c = x.shape[1]
+    oh, ow = op.props.int("pooled_height"), op.props.int("pooled_width")
+    scale, ratio = op.props.float("spatial_scale", 1.0), op.props.int("sample_num")
+    shift = 0.5 if op.props.bool("aligned") else 0.0
+    use_max = op.props.str("mode") == "max"
+    y = np.zeros((len(rois), c, oh, ow))
+    for r, (roi, b) in enumerate(zip(rois, batch)):
+        x1, y1, x2, y2 = roi * scale - shift
+        rw, rh = x2 - x1, y2 - y1
+        if not op.props.bool("aligned"):
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        gh = ratio if ratio > 0 else math.ceil(rh / oh)
+        gw = ratio if ratio > 0 else math.ceil(rw / ow)
+        if not gh * gw:
+            continue  # an empty region samples nothing: 0
+        ys = y1 + (np.arange(oh)[:, None] + (np.arange(gh)[None, :] + 0.5) / gh) * rh / oh  # [oh, gh]
+        xs = x1 + (np.arange(ow)[:, None] + (np.arange(gw)[None, :] + 0.5) / gw) * rw / ow  # [ow, gw]
+        corners = _roi_corners(x[b], ys.reshape(-1), xs.reshape(-1))  # [4, C, oh*gh, ow*gw]
+        corners = corners.reshape(4, c, oh, gh, ow, gw)
+        if use_max:
+            y[r] = corners.max(axis=0).max(axis=(2, 4))
+        else:
+            y[r] = corners.sum(axis=0).sum(axis=(2, 4)) / max(gh * gw, 1)
+    return y
+
+
+def _roi_corners(image: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """The four weighted corner values [4, C, len(ys), len(xs)] of each sample; a sample
+    beyond a cell outside the image weighs 0, one near the last row or column reads it."""
+    _, h, w = image.shape
+
+    def axis(v: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        valid = (v >= -1.0) & (v <= size)
+        v = np.maximum(v, 0.0)
+        low = np.floor(v).astype(np.int64)
+        last = low >= size - 1
+        low = np.where(last, size - 1, low)
+        high = np.where(last, size - 1, low + 1)
+        frac = np.where(last, 0.0, v - low)
+        return low, high, np.where(valid, 1 - frac, 0.0), np.where(valid, frac, 0.0)
+
+    yl, yh, wy0, wy1 = axis(ys, h)
+    xl, xh, wx0, wx1 = axis(xs, w)
+    out = []
+    for yi, wy in ((yl, wy0), (yh, wy1)):
+        for xi, wx in ((xl, wx0), (xh, wx1)):
+            out.append(image[:, yi[:, None], xi[None, :]] * (wy[:, None] * wx[None, :]))
+    return np.stack(out)
 
 
 # ------------------------------------------------------------------------- kernels

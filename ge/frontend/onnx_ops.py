@@ -547,7 +547,7 @@ def _window(n: Node, sizes: Shape, kernel: Sequence[int]) -> tuple[list[int], li
 def _spatial_rank(n: Node, x: SSAValue) -> int:
     rank = len(shape(x))
     if rank not in (3, 4):
-        raise n.error(f"only 1-D and 2-D {n.op_type} is supported; the input has shape {fmt(shape(x))}")
+        raise n.error(f"only 1-D, 2-D and 3-D {n.op_type} is supported; the input has shape {fmt(shape(x))}")
     return rank - 2
 
 
@@ -563,6 +563,8 @@ def _squeeze_h(n: Node, y: SSAValue) -> SSAValue:
 @converts(Conv=22)
 def _conv(n: Node) -> Outputs:
     x, w, b = n.x(0), n.x(1), n.opt(2)
+    if len(shape(x)) == 5:
+        return [_conv3d(n, x, w, b)]
     spatial = _spatial_rank(n, x)
     kernel = shape(w)[2:]
     if len(kernel) != spatial or not is_static(kernel):
@@ -589,9 +591,11 @@ def _conv(n: Node) -> Outputs:
 @converts(MaxPool=22, AveragePool=22)
 def _pool(n: Node) -> Outputs:
     x = n.x(0)
-    spatial = _spatial_rank(n, x)
     if n.op_type == "MaxPool" and n.used(1):
-        raise n.error("the Indices output is unsupported")
+        return _max_pool_with_argmax(n, x)
+    if len(shape(x)) == 5:
+        return [_pool3d(n, x), None]
+    spatial = _spatial_rank(n, x)
     kernel = tuple(n.attr("kernel_shape"))
     if len(kernel) != spatial:
         raise n.error(f"kernel_shape {list(kernel)} does not match a {spatial}-D pooling")
@@ -612,7 +616,7 @@ def _pool(n: Node) -> Outputs:
     else:
         cls = ag.AvgPoolOp
         if any(d != 1 for d in dilations):
-            raise n.error(f"dilations {dilations[-spatial:]} are unsupported for average pooling")
+            props["dilations"] = ints(dilations)
         props["exclusive"] = bool_attr(not n.attr("count_include_pad", 0))
     if spatial == 1:
         return [_squeeze_h(n, n.emit(cls, [x], props, "pool")), None]
@@ -654,7 +658,8 @@ def _gemm(n: Node) -> Outputs:
 
 @converts(Reshape=25)
 def _reshape(n: Node) -> Outputs:
-    """Resolve ONNX's 0 (copy the input's dim, unless allowzero) before our reshape.
+    """Resolve ONNX's 0 (copy the input's dim; with allowzero, a 0 stays: an empty
+    tensor) before our reshape.
 
     A copied dynamic dim becomes the target's -1 when the target has none; two
     unknown dims cannot be expressed and are refused.
@@ -663,11 +668,9 @@ def _reshape(n: Node) -> Outputs:
     src = shape(x)
     target = n.ints(1, "shape") or []
     allow_zero = n.since >= 14 and n.attr("allowzero", 0)
-    if allow_zero and 0 in target:
-        raise n.error(f"allowzero with a 0 in the target shape {target} (an empty tensor) is unsupported")
     resolved = []
     for i, d in enumerate(target):
-        if d != 0:
+        if d != 0 or allow_zero:
             resolved.append(d)
         elif i >= len(src):
             raise n.error(f"target shape {target} copies dim {i}, but the input has rank {len(src)}")
@@ -803,8 +806,8 @@ def _pad(n: Node) -> Outputs:
     x = n.x(0)
     rank = len(shape(x))
     mode = n.attr("mode", "constant")
-    if mode not in ("constant", "reflect", "edge"):
-        raise n.error(f"mode '{mode}' is unsupported; supported: constant, reflect, edge")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise n.error(f"mode '{mode}' is unsupported; supported: constant, reflect, edge, wrap")
     pads = n.ints(1, "pads")
     if pads is None:
         raise n.error("pads are missing")
@@ -840,8 +843,6 @@ def _resize(n: Node) -> Outputs:
         raise n.error(f"mode '{mode}' is not nearest, linear or cubic")
     if nearest not in _RESIZE_NEAREST:
         raise n.error(f"nearest_mode '{nearest}' is unknown")
-    if n.attr("antialias", 0):
-        raise n.error("antialias is unsupported")
     axes = norm_axes(n.attr("axes", range(rank)), rank)
     scales_in = n.array(2, "scales")
     sizes_in = n.ints(3, "sizes")
@@ -885,6 +886,8 @@ def _resize(n: Node) -> Outputs:
         "exclude_outside": bool_attr(n.attr("exclude_outside", 0)),
         "extrapolation_value": float_attr(n.attr("extrapolation_value", 0.0)),
     }
+    if n.attr("antialias", 0) and mode != "nearest":
+        props["antialias"] = bool_attr(True)
     return [n.emit(ag.ResizeOp, [x], props)]
 
 
@@ -1259,3 +1262,310 @@ def _lrn(n: Node) -> Outputs:
         "bias": float_attr(n.attr("bias", 1.0)),
     }
     return [n.emit(ag.LRNOp, [n.x(0)], props)]
+
+
+# ---- spatial ops
+
+
+def _pairs(pads: Sequence[tuple[int, int]]) -> list[int]:
+    """(before, after) per axis, flattened as the dialect's window ops take them."""
+    return [v for pair in pads for v in pair]
+
+
+def _transpose_pads(
+    n: Node, sizes: Shape, kernel: Sequence[int], strides: list[int], dilations: list[int], extra: list[int]
+) -> list[tuple[int, int]]:
+    """ConvTranspose's (begin, end) pads: explicit, or split from the total that makes
+    the output `output_shape` (by default, with SAME_*, input * stride); SAME_UPPER puts
+    the odd cell at the end, otherwise at the beginning. A negative end pad grows
+    `extra` (output_padding) instead."""
+    k = len(kernel)
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    if auto_pad not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise n.error(f"auto_pad '{auto_pad}' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER")
+    wanted = n.attr("output_shape")
+    if wanted is None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        wanted = [d * s for d, s in zip(sizes, strides)]
+    if wanted is None:
+        if auto_pad == "VALID":
+            return [(0, 0)] * k
+        pads = list(n.attr("pads", [0] * 2 * k))
+        if len(pads) != 2 * k:
+            raise n.error(f"pads {pads} need {2 * k} values")
+        return [(pads[i], pads[i + k]) for i in range(k)]
+    wanted = list(wanted)[-k:]
+    if len(wanted) != k or not is_static(sizes):
+        raise n.error(f"output_shape {list(n.attr('output_shape', []))} needs {k} spatial sizes and a static input {fmt(sizes)}")
+    result = []
+    for i, (d, kk, s, dl, out) in enumerate(zip(sizes, kernel, strides, dilations, wanted)):
+        total = s * (d - 1) + extra[i] + (kk - 1) * dl + 1 - out
+        begin, end = (total // 2, total - total // 2) if auto_pad == "SAME_UPPER" else (total - total // 2, total // 2)
+        if begin < 0:
+            raise n.error(f"output_shape {wanted} is larger than the transposed convolution can produce on axis {i}")
+        if end < 0:
+            extra[i], end = extra[i] - end, 0
+        result.append((begin, end))
+    return result
+
+
+@converts(ConvTranspose=22)
+def _conv_transpose(n: Node) -> Outputs:
+    """1-D runs as 2-D of height 1 (as Conv does); 2-D is Conv2DTranspose, 3-D Conv3DTranspose."""
+    x, w, b = n.x(0), n.x(1), n.opt(2)
+    rank = len(shape(x))
+    if rank not in (3, 4, 5):
+        raise n.error(f"only 1-D, 2-D and 3-D ConvTranspose is supported; the input has shape {fmt(shape(x))}")
+    spatial = rank - 2
+    kernel = shape(w)[2:]
+    if len(shape(w)) != rank or not is_static(kernel):
+        raise n.error(f"filter shape {fmt(shape(w))} does not match a {spatial}-D transposed convolution")
+    declared = n.attr("kernel_shape")
+    if declared is not None and tuple(declared) != kernel:
+        raise n.error(f"kernel_shape {list(declared)} differs from the filter's {list(kernel)}")
+    strides = list(n.attr("strides", [1] * spatial))
+    dilations = list(n.attr("dilations", [1] * spatial))
+    extra = list(n.attr("output_padding", [0] * spatial))
+    if not len(strides) == len(dilations) == len(extra) == spatial:
+        raise n.error(f"strides {strides}, dilations {dilations} and output_padding {extra} need {spatial} values each")
+    pads = _transpose_pads(n, shape(x)[2:], kernel, strides, dilations, extra)
+    if spatial == 1:
+        x, w = _unsqueeze_h(n, x, "unsqueeze"), _unsqueeze_h(n, w, "unsqueeze_filter")
+        strides, dilations, extra, pads = [1, *strides], [1, *dilations], [0, *extra], [(0, 0), *pads]
+    props = {
+        "strides": ints([1, 1, *strides]),
+        "pads": ints(_pairs(pads)),
+        "dilations": ints([1, 1, *dilations]),
+        "output_padding": ints([0, 0, *extra]),
+        "groups": int_attr(n.attr("group", 1)),
+    }
+    cls = ag.Conv3DTransposeOp if spatial == 3 else ag.Conv2DTransposeOp
+    operands = [x, w] + ([b] if b is not None else [])
+    if spatial == 1:
+        return [_squeeze_h(n, n.emit(cls, operands, props, "conv2d_transpose"))]
+    return [n.emit(cls, operands, props)]
+
+
+def _conv3d(n: Node, x: SSAValue, w: SSAValue, b: SSAValue | None) -> SSAValue:
+    kernel = shape(w)[2:]
+    if len(kernel) != 3 or not is_static(kernel):
+        raise n.error(f"filter shape {fmt(shape(w))} does not match a 3-D convolution")
+    declared = n.attr("kernel_shape")
+    if declared is not None and tuple(declared) != kernel:
+        raise n.error(f"kernel_shape {list(declared)} differs from the filter's {list(kernel)}")
+    strides, dilations, pads = _window(n, shape(x)[2:], kernel)
+    props = {
+        "strides": ints([1, 1, *strides]),
+        "pads": ints(_pairs(pads)),
+        "dilations": ints([1, 1, *dilations]),
+        "groups": int_attr(n.attr("group", 1)),
+    }
+    return n.emit(ag.Conv3DOp, [x, w] + ([b] if b is not None else []), props)
+
+
+def _pool3d(n: Node, x: SSAValue) -> SSAValue:
+    kernel = tuple(n.attr("kernel_shape"))
+    if len(kernel) != 3:
+        raise n.error(f"kernel_shape {list(kernel)} does not match a 3-D pooling")
+    strides, dilations, pads = _window(n, shape(x)[2:], kernel)
+    props: dict[str, Attribute] = {
+        "ksize": ints(kernel), "strides": ints(strides), "pads": ints(_pairs(pads)), "dilations": ints(dilations),
+        "ceil_mode": bool_attr(n.attr("ceil_mode", 0)),
+    }
+    if n.op_type == "MaxPool":
+        return n.emit(ag.MaxPool3DOp, [x], props)
+    props["exclusive"] = bool_attr(not n.attr("count_include_pad", 0))
+    return n.emit(ag.AvgPool3DOp, [x], props)
+
+
+def _max_pool_with_argmax(n: Node, x: SSAValue) -> Outputs:
+    """MaxPool whose Indices output is used: MaxPoolWithArgmax, 1-D to 3-D."""
+    kernel = tuple(n.attr("kernel_shape") or ())
+    if len(kernel) not in (1, 2, 3) or len(shape(x)) != len(kernel) + 2:
+        raise n.error(f"kernel_shape {list(kernel)} must be 1-D to 3-D and match the input {fmt(shape(x))}")
+    strides, dilations, pads = _window(n, shape(x)[2:], kernel)
+    props = {
+        "ksize": ints(kernel), "strides": ints(strides), "pads": ints(_pairs(pads)), "dilations": ints(dilations),
+        "ceil_mode": bool_attr(n.attr("ceil_mode", 0)), "storage_order": int_attr(n.attr("storage_order", 0)),
+    }
+    return n.emit_all(ag.MaxPoolWithArgmaxOp, [x], props)
+
+
+@converts(LpPool=22)
+def _lp_pool(n: Node) -> Outputs:
+    x = n.x(0)
+    kernel = tuple(n.attr("kernel_shape") or ())
+    if len(kernel) not in (1, 2, 3) or len(shape(x)) != len(kernel) + 2:
+        raise n.error(f"kernel_shape {list(kernel)} must be 1-D to 3-D and match the input {fmt(shape(x))}")
+    p = n.attr("p", 2)
+    if p < 1:
+        raise n.error(f"p {p} must be at least 1")
+    strides, dilations, pads = _window(n, shape(x)[2:], kernel)
+    props = {
+        "ksize": ints(kernel), "strides": ints(strides), "pads": ints(_pairs(pads)), "dilations": ints(dilations),
+        "ceil_mode": bool_attr(n.attr("ceil_mode", 0)), "p": int_attr(p),
+    }
+    return [n.emit(ag.LpPoolOp, [x], props)]
+
+
+@converts(MaxUnpool=22)
+def _max_unpool(n: Node) -> Outputs:
+    """The output shape is the output_shape input, else what MaxPool's window gives
+    back; the indices are flat positions in the output (MaxPool's Indices of the input
+    it unpools to), as onnxruntime and PyTorch read them. The node test
+    maxunpool_export_with_output_shape expects them in the window's shape padded at
+    the end instead: its indices are known to be wrong (onnx/onnx#2398)."""
+    x, indices = n.x(0), n.x(1)
+    src = shape(x)
+    kernel = list(n.attr("kernel_shape") or ())
+    k = len(kernel)
+    if not k or len(src) != k + 2 or not is_static(src):
+        raise n.error(f"kernel_shape {kernel} must match the static input {fmt(src)}")
+    strides = list(n.attr("strides", [1] * k))
+    pads = list(n.attr("pads", [0] * 2 * k))
+    if len(strides) != k or len(pads) != 2 * k:
+        raise n.error(f"strides {strides} need {k} values and pads {pads} {2 * k}")
+    wanted = n.ints(2, "output_shape")
+    if wanted is None:
+        wanted = [*src[:2], *((d - 1) * s + kk - pads[i] - pads[i + k] for i, (d, s, kk) in enumerate(zip(src[2:], strides, kernel)))]
+    if len(wanted) != len(src) or wanted[:2] != list(src[:2]) or min(wanted) < 1:
+        raise n.error(f"output_shape {wanted} must keep the input's N and C {list(src[:2])} and have {len(src)} positive sizes")
+    return [n.emit(ag.MaxUnpoolOp, [x, indices], {"output_shape": ints(wanted)})]
+
+
+_GRID_MODES = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest", "bicubic": "bicubic", "cubic": "bicubic"}
+
+
+@converts(GridSample=22)
+def _grid_sample(n: Node) -> Outputs:
+    """GridSample-20 renamed bilinear/bicubic to linear/cubic and allowed 3-D inputs."""
+    x, grid = n.x(0), n.x(1)
+    rank = len(shape(x))
+    names = ("bilinear", "nearest", "bicubic") if n.since < 20 else ("linear", "nearest", "cubic")
+    mode = n.attr("mode", names[0])
+    if mode not in names:
+        raise n.error(f"mode '{mode}' is not {', '.join(names)}")
+    padding = n.attr("padding_mode", "zeros")
+    if padding not in ("zeros", "border", "reflection"):
+        raise n.error(f"padding_mode '{padding}' is not zeros, border or reflection")
+    if rank not in (4, 5) or (rank == 5 and n.since < 20):
+        raise n.error(f"only 4-D (and from opset 20 5-D) inputs are supported, got {fmt(shape(x))}")
+    if rank == 5 and _GRID_MODES[mode] == "bicubic":
+        raise n.error("cubic mode is unsupported for 5-D inputs (ONNX allows it on 4-D only)")
+    props = {
+        "interpolation_mode": StringAttr(_GRID_MODES[mode]),
+        "padding_mode": StringAttr(padding),
+        "align_corners": bool_attr(n.attr("align_corners", 0)),
+    }
+    return [n.emit(ag.GridSampler2DOp if rank == 4 else ag.GridSampler3DOp, [x, grid], props)]
+
+
+@converts(AffineGrid=20)
+def _affine_grid(n: Node) -> Outputs:
+    size = n.ints(1, "size")
+    if size is None or len(size) not in (4, 5):
+        raise n.error(f"size {size} must hold 4 (N, C, H, W) or 5 (N, C, D, H, W) values")
+    props = {"size": ints(size), "align_corners": bool_attr(n.attr("align_corners", 0))}
+    return [n.emit(ag.AffineGridOp, [n.x(0)], props)]
+
+
+@converts(Col2Im=18)
+def _col2im(n: Node) -> Outputs:
+    image, block = n.ints(1, "image_shape"), n.ints(2, "block_shape")
+    if not image or not block or len(image) != len(block):
+        raise n.error(f"image_shape {image} and block_shape {block} must have the same length")
+    k = len(block)
+    strides = list(n.attr("strides", [1] * k))
+    dilations = list(n.attr("dilations", [1] * k))
+    pads = list(n.attr("pads", [0] * 2 * k))
+    if len(strides) != k or len(dilations) != k or len(pads) != 2 * k:
+        raise n.error(f"strides {strides}, dilations {dilations} need {k} values and pads {pads} {2 * k}")
+    props = {
+        "image_shape": ints(image), "block_shape": ints(block), "strides": ints(strides),
+        "pads": ints(_pairs([(pads[i], pads[i + k]) for i in range(k)])), "dilations": ints(dilations),
+    }
+    return [n.emit(ag.Col2imOp, [n.x(0)], props)]
+
+
+@converts(CenterCropPad=18)
+def _center_crop_pad(n: Node) -> Outputs:
+    """A StridedSlice for the axes it crops and a Pad with zeros for those it grows
+    (GE has no CenterCropPad op): the crop starts at (size - target) // 2, the padding
+    puts (target - size) // 2 before."""
+    x = n.x(0)
+    src = shape(x)
+    rank = len(src)
+    target = n.ints(1, "shape") or []
+    axes = norm_axes(n.attr("axes", range(rank)), rank)
+    if len(target) != len(axes):
+        raise n.error(f"shape {target} needs {len(axes)} values, one per axis {list(axes)}")
+    if any(src[a] == DYN for a in axes):
+        raise n.error(f"cropping or padding dynamic axes of {fmt(src)} is unsupported")
+    begin, end, paddings = [0] * rank, list(src), [0] * (2 * rank)
+    for axis, size in zip(axes, target):
+        if size < src[axis]:
+            begin[axis] = (src[axis] - size) // 2
+            end[axis] = begin[axis] + size
+        elif size > src[axis]:
+            paddings[2 * axis] = (size - src[axis]) // 2
+            paddings[2 * axis + 1] = size - src[axis] - paddings[2 * axis]
+    crop, grow = begin != [0] * rank or end != list(src), any(paddings)
+    if not crop and not grow:
+        return [_identity(n, x)]
+    y = x
+    if crop:
+        props = {"begin": ints(begin), "end": ints(end), "strides": ints([1] * rank)}
+        y = n.emit(ag.StridedSliceOp, [y], props, "crop" if grow else None)
+    if grow:
+        y = n.emit(ag.PadOp, [y], {"paddings": ints(paddings), "mode": StringAttr("constant"), "constant_value": float_attr(0.0)})
+    return [y]
+
+
+@converts(DeformConv=22)
+def _deform_conv(n: Node) -> Outputs:
+    """DeformableOffsets then a Conv2D whose stride is the kernel, as GE splits
+    DeformableConv2D; a missing mask is all ones."""
+    x, w, offsets, b = n.x(0), n.x(1), n.x(2), n.opt(3)
+    if len(shape(x)) != 4 or len(shape(w)) != 4:
+        raise n.error(f"only 2-D DeformConv is supported; the input has shape {fmt(shape(x))}")
+    kernel = shape(w)[2:]
+    declared = n.attr("kernel_shape")
+    if declared is not None and tuple(declared) != kernel:
+        raise n.error(f"kernel_shape {list(declared)} differs from the filter's {list(kernel)}")
+    strides, dilations, pads = _window(n, shape(x)[2:], kernel)
+    groups = n.attr("offset_group", 1)
+    off = shape(offsets)
+    mask = n.opt(4)
+    if mask is None:
+        if not is_static(off):
+            raise n.error(f"a missing mask needs static offsets, got {fmt(off)}")
+        mask = n.const(np.ones((off[0], off[1] // 2, *off[2:]), dtypes.to_numpy(dtype(x))), "mask")
+    props = {
+        "ksize": ints(kernel), "strides": ints(strides), "pads": ints(_pairs(pads)), "dilations": ints(dilations),
+        "deformable_groups": int_attr(groups),
+    }
+    sampled = n.emit(ag.DeformableOffsetsOp, [x, offsets, mask], props, "offsets")
+    conv = {
+        "strides": ints([1, 1, *kernel]), "pads": ints([0, 0, 0, 0]), "dilations": ints([1, 1, 1, 1]),
+        "groups": int_attr(n.attr("group", 1)),
+    }
+    return [n.emit(ag.Conv2DOp, [sampled, w] + ([b] if b is not None else []), conv)]
+
+
+@converts(RoiAlign=22)
+def _roi_align(n: Node) -> Outputs:
+    """RoiAlign-16's half_pixel shifts by half a pixel (`aligned`); RoiAlign-10 did not."""
+    mode = n.attr("mode", "avg")
+    if mode not in ("avg", "max"):
+        raise n.error(f"mode '{mode}' is not avg or max")
+    transform = n.attr("coordinate_transformation_mode", "half_pixel" if n.since >= 16 else "output_half_pixel")
+    if transform not in ("half_pixel", "output_half_pixel"):
+        raise n.error(f"coordinate_transformation_mode '{transform}' is not half_pixel or output_half_pixel")
+    props = {
+        "pooled_height": int_attr(n.attr("output_height", 1)),
+        "pooled_width": int_attr(n.attr("output_width", 1)),
+        "sample_num": int_attr(n.attr("sampling_ratio", 0)),
+        "spatial_scale": float_attr(n.attr("spatial_scale", 1.0)),
+        "mode": StringAttr(mode),
+        "aligned": bool_attr(transform == "half_pixel"),
+    }
+    return [n.emit(ag.ROIAlignOp, [n.x(0), n.x(1), n.x(2)], props)]

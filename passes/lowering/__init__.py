@@ -14,9 +14,12 @@ least cost of the largest block (cube cycles against GM traffic); a vector kerne
 splits its rows evenly (a row is what a reduction or normalisation needs whole;
 for elementwise work, 32 bytes).
 
-Cube kernels (Conv2D, MatMulV2, BatchMatMulV2, GEMM, FullyConnection, with an
-elementwise tail) are fractal matmuls: a convolution in img2col form has M = N * Ho
-* Wo, K = C1 * kh * kw * C0, N = Cout rounded up to 16; a grouped convolution packs
+Cube kernels (Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose, MatMulV2,
+BatchMatMulV2, GEMM, FullyConnection, with an elementwise tail) are fractal
+matmuls: a convolution in img2col form has M = N * Ho * Wo, K = C1 * kh * kw * C0,
+N = Cout rounded up to 16 (a transposed one is the convolution of its input with
+zeros inserted between the cells; a 3-D one, in ND, an explicit img2col matrix per
+group, see `cube._conv_family_gemm`); a grouped convolution packs
 `enlarge` groups into one (CANN's rule: enlarge = min(lcm(Cin/g, C0) / (Cin/g),
 lcm(Cout/g, 16) / (Cout/g), g)), so a depthwise one runs ceil(C / 16) fractal
 matmuls. Every L0A/L0B fractal is 512 bytes (16 rows of 32 bytes), an L0C one 1 KB

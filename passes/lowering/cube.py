@@ -461,6 +461,8 @@ def gemm_of(profile: SocProfile, op: ag.CubeOp) -> tuple[Gemm, int]:
         strides, pads, dil = op.props.ints("strides"), op.props.ints("pads"), op.props.ints("dilations")
         conv = (h + pads[0] + pads[1], wd + pads[2] + pads[3], out[3], strides[2], (kh - 1) * dil[2] + 1)
         return Gemm(batch, n * out[2] * out[3], cin_opt * kh * kw, cout_opt, din, dout, conv=conv, window=kh * kw), cout
+    if isinstance(op, ag.ConvFamilyOp):
+        return _conv_family_gemm(op, c0, din, dout, nd[x], nd[y] and profile.fix_pipe)
     if isinstance(op, ag.FullyConnectionOp):
         axis = op.props.int("axis", 1)
         rows, k = math.prod(ag.shape_of(x.type)[:axis]), math.prod(ag.shape_of(x.type)[axis:])
@@ -474,6 +476,36 @@ def gemm_of(profile: SocProfile, op: ag.CubeOp) -> tuple[Gemm, int]:
     batch = max(1, numel(y) // max(1, rows * cols))
     gemm = Gemm(batch, rows, k, cols, din, dout, a_nd=nd[x], b_nd=nd[w], out_nd=nd[y] and profile.fix_pipe)
     return gemm, cols
+
+
+def _conv_family_gemm(op: ag.ConvFamilyOp, c0: int, din: Attribute, dout: Attribute, nd_input: bool, nd_out: bool) -> tuple[Gemm, int]:
+    """A transposed 2-D convolution in NC1HWC0 is the stride-1 convolution of its input
+    with strides - 1 zeros inserted between cells and (dilated kernel - 1 - pad) cells
+    of padding on each side (output_padding more at the end): the cube runs that
+    convolution's img2col product, the inserted zeros included, as CANN's
+    Conv2DTranspose does. A 3-D convolution (and a transposed one) in ND is the
+    explicit img2col matrix [N * out cells, Cin/groups * kernel cells] times the filter
+    per group, converted to NZ on its way into L1."""
+    x, w = ag.shape_of(op.x.type), ag.shape_of(op.filter.type)
+    out = ag.shape_of(op.y.type)
+    groups = op.props.int("groups", 1)
+    cin_g, cout_g = (w[0] // groups, w[1]) if op.TRANSPOSED else (w[1], w[0] // groups)
+    kernel = w[2:]
+    if nd_input or op.SPATIAL != 2:
+        gemm = Gemm(groups, x[0] * math.prod(out[2:]), cin_g * math.prod(kernel), cout_g, din, dout, a_nd=True, b_nd=True, out_nd=nd_out)
+        return gemm, cout_g * groups
+    enlarge = min(math.lcm(cin_g, c0) // cin_g, math.lcm(cout_g, FRACTAL) // cout_g, groups)
+    batch, cin_opt, cout_opt = -(-groups // enlarge), _align(cin_g * enlarge, c0), _align(cout_g * enlarge, FRACTAL)
+    pads, dil, strides = op.props.ints("pads"), op.props.ints("dilations"), op.props.ints("strides")
+    extra = op.props.ints("output_padding", (0,) * len(x))
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dil[2:])]
+    padded = [
+        (size - 1) * s + 1 + 2 * (span - 1) - pads[2 * i] - pads[2 * i + 1] + e
+        for i, (size, s, span, e) in enumerate(zip(x[2:], strides[2:], spans, extra[2:]))
+    ]
+    conv = (padded[0], padded[1], out[3], 1, spans[0])
+    window = math.prod(kernel)
+    return Gemm(batch, x[0] * out[2] * out[3], cin_opt * window, cout_opt, din, dout, conv=conv, window=window), cout_g * groups
 
 
 def _bias_of(op: ag.CubeOp, n_logical: int) -> SSAValue | None:

@@ -19,8 +19,8 @@ Recipe = list[tuple[str, str, str]]
 template uses {d} (compute dtype), {i}/{o} (input/output dtype) and {u} (an unsigned
 integer of the element width); the basis says how many elements it covers in a
 tile: "out" (the result), "in" (the first operand), "row" (one per row), "param"
-(the second operand), "window" (the result times the pooling window), "updates"
-(the values a scatter writes)."""
+(the second operand), "window" (the result times the pooling window or the samples
+a result element reads), "updates" (the values a scatter writes)."""
 
 UNARY, BINARY = "{d}_{d}", "{d}_{d}_{d}"
 """The dtype templates of a one-input and a two-input instruction computing in {d}."""
@@ -115,6 +115,27 @@ RECIPES: dict[type[Operation], Recipe] = {
     ag.ReverseSequenceOp: [("VGATHER", "{u}_{u}", "out")],
     ag.TensorScatterOp: [("VCOPY", "{u}_{u}", "out"), ("VSCATTER", "{u}_{u}", "updates")],
 }
+_GATHERED_TAP: Recipe = [("VGATHER", "{u}_{u}", "out"), ("VMUL", BINARY, "out"), ("VADD", BINARY, "out")]
+"""One interpolation tap: gather the cell, weigh it, accumulate."""
+_SAMPLE_COORDINATES: Recipe = [
+    ("VMULS", BINARY, "param"), ("VADDS", BINARY, "param"), ("VCONV", "{d}_INT32", "param"), ("VCONV", "INT32_{d}", "param"),
+    ("VSUB", BINARY, "param"),
+]
+"""Unnormalise sampling coordinates and split them into cell and fraction."""
+RECIPES.update({
+    ag.MaxPool3DOp: [("VMAX", BINARY, "window")],
+    ag.MaxPoolWithArgmaxOp: [("VMAX", BINARY, "window"), ("VCMPV", BINARY, "window"), ("VSEL", BINARY, "window")],
+    ag.AvgPool3DOp: [("VADD", BINARY, "window"), ("VMULS", BINARY, "out")],
+    ag.LpPoolOp: [
+        ("VABS", UNARY, "in"), ("VMUL", BINARY, "window"), ("VADD", BINARY, "window"), ("VLN", UNARY, "out"),
+        ("VMULS", BINARY, "out"), ("VEXP", UNARY, "out"),
+    ],
+    ag.MaxUnpoolOp: [("VECTORDUP", UNARY, "out"), ("VSCATTER", "{u}_{u}", "in")],
+    ag.AffineGridOp: [("VMUL", BINARY, "out"), ("VADD", BINARY, "out")] * 3,
+    ag.Col2imOp: [("VADD", BINARY, "in")],
+    ag.DeformableOffsetsOp: _SAMPLE_COORDINATES + _GATHERED_TAP * 4 + [("VMUL", BINARY, "out")],
+    ag.ROIAlignOp: [("VGATHER", "{u}_{u}", "window"), ("VMUL", BINARY, "window"), ("VADD", BINARY, "window")],
+})
 RECIPES[ag.InstanceNormOp] = RECIPES[ag.LayerNormOp]
 RECIPES[ag.ClipByValueOp] = [("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out")]
 # ---- losses and normalisations (ops-norms)
@@ -138,6 +159,7 @@ PROPORTIONAL: tuple[type[Operation], ...] = (
     ag.ConcatOp, ag.SplitOp, ag.SplitVOp, ag.StridedSliceOp, ag.PadOp, ag.TileOp, ag.DepthToSpaceOp,
     ag.SpaceToDepthOp, ag.ResizeOp, ag.TransposeOp, ag.ConfusionTransposeOp, ag.TransDataOp, ag.GatherOp,
     ag.MaxPoolOp, ag.AvgPoolOp, ag.GatherNdOp, ag.ScatterNdUpdateOp, ag.ScatterElementsOp, ag.TensorScatterOp,
+    ag.MaxPool3DOp, ag.AvgPool3DOp, ag.LpPoolOp, ag.MaxPoolWithArgmaxOp, ag.Col2imOp, ag.MaxUnpoolOp,
 )
 """Ops whose operands and results are cut into tiles in proportion to their sizes."""
 
@@ -175,6 +197,9 @@ def recipe(op: Operation) -> Recipe:
     if isinstance(op, ag.TransposeOp | ag.ConfusionTransposeOp):
         perm = op.props.ints("perm")
         return [] if perm and perm[-1] == len(perm) - 1 else [("VNCHWCONV", "{u}_{u}", "out")]
+    if isinstance(op, ag.GridSamplerOp):
+        taps = {"nearest": 1, "bilinear": 2, "bicubic": 4}[op.props.str("interpolation_mode")] ** op.SPATIAL
+        return _SAMPLE_COORDINATES + _GATHERED_TAP * taps
     if isinstance(op, ag.ResizeOp):
         steps = {"nearest": 0, "linear": 2, "cubic": 4}[op.props.str("mode")]
         return [("VMUL", BINARY, "out"), ("VADD", BINARY, "out")] * steps
@@ -292,4 +317,8 @@ _UPDATES: dict[type[Operation], int] = {ag.ScatterNdUpdateOp: 2, ag.ScatterEleme
 
 
 def _window(op: Operation) -> int:
-    return shapes.numel(op.props.ints("ksize")) if isinstance(op, ag.PoolOp) else 1
+    """Elements a result element reads: a pooling window's, or a region's bilinear
+    samples (4 corners each; sample_num 0 adapts to the region: counted as 2 x 2)."""
+    if isinstance(op, ag.ROIAlignOp):
+        return 4 * (op.props.int("sample_num") or 2) ** 2
+    return shapes.numel(op.props.ints("ksize")) if isinstance(op, ag.PoolOp | ag.WindowPoolOp | ag.MaxPoolWithArgmaxOp) else 1

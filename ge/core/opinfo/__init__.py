@@ -29,8 +29,9 @@ One file per SoC (`<soc_version>.json`), shaped after CANN's
 
 The values are this project's model of the parts, not copied from CANN:
 
-- Cube ops (Conv2D, MatMulV2, BatchMatMulV2, GEMM, FullyConnection,
-  MultiHeadAttention) are on the trust list on every part. They read float16
+- Cube ops (Conv2D, Conv3D, Conv2DTranspose, Conv3DTranspose, MatMulV2,
+  BatchMatMulV2, GEMM, FullyConnection, MultiHeadAttention) are on the trust list
+  on every part. They read float16
   everywhere and bfloat16 and float32 on Ascend910B1 only, accumulate in float32
   and write the input dtype or float32; int8 writes int32. Their bias has the
   result's dtype. On AI CPU they compute in one dtype (float16/32/64); for the
