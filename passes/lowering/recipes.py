@@ -112,6 +112,14 @@ RECIPES: dict[type[Operation], Recipe] = {
     ag.GatherElementsOp: [("VGATHER", "{u}_{u}", "out")],
 }
 RECIPES[ag.InstanceNormOp] = RECIPES[ag.LayerNormOp]
+RECIPES[ag.RotaryPositionEmbeddingOp] = [
+    ("VCOPY", "{u}_{u}", "out"), ("VMULS", BINARY, "out"), ("VMUL", BINARY, "out"), ("VMUL", BINARY, "out"),
+    ("VADD", BINARY, "out"),
+]
+"""The rotated copy of x (its halves swapped, one of them negated), x * cos and
+that copy * sin, summed; interleaved pairs take a gather for the copy instead."""
+RECIPES[ag.TopKV2Op] = [("VBITSORT", BINARY, "in"), ("VMRGSORT", BINARY, "in"), ("VGATHER", "{u}_{u}", "out")]
+"""Sort each row's 32-element blocks, merge them, and gather the k first values."""
 RECIPES[ag.ClipByValueOp] = [("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out")]
 
 MOVES: tuple[type[Operation], ...] = (
@@ -121,7 +129,7 @@ MOVES: tuple[type[Operation], ...] = (
 PROPORTIONAL: tuple[type[Operation], ...] = (
     ag.ConcatOp, ag.SplitOp, ag.SplitVOp, ag.StridedSliceOp, ag.PadOp, ag.TileOp, ag.DepthToSpaceOp,
     ag.SpaceToDepthOp, ag.ResizeOp, ag.TransposeOp, ag.ConfusionTransposeOp, ag.TransDataOp, ag.GatherOp,
-    ag.MaxPoolOp, ag.AvgPoolOp,
+    ag.MaxPoolOp, ag.AvgPoolOp, ag.RotaryPositionEmbeddingOp, ag.TopKV2Op,
 )
 """Ops whose operands and results are cut into tiles in proportion to their sizes."""
 
@@ -152,6 +160,8 @@ def recipe(op: Operation) -> Recipe:
     if isinstance(op, ag.ResizeOp):
         steps = {"nearest": 0, "linear": 2, "cubic": 4}[op.props.str("mode")]
         return [("VMUL", BINARY, "out"), ("VADD", BINARY, "out")] * steps
+    if isinstance(op, ag.RotaryPositionEmbeddingOp) and op.props.bool("interleaved"):
+        return [("VGATHER", "{u}_{u}", "out"), *RECIPES[ag.RotaryPositionEmbeddingOp][1:]]
     if isinstance(op, MOVES):
         return []
     if type(op) in RECIPES:

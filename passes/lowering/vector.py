@@ -86,6 +86,10 @@ def row_length(op: Operation) -> int:
         return shapes.numel(x[2:])
     if isinstance(op, ag.ArgOp):
         return x[shapes.norm_axis(op.props.int("axis"), len(x))]
+    if isinstance(op, ag.TopKV2Op):
+        return x[shapes.norm_axis(op.props.int("dim"), len(x))]
+    if isinstance(op, ag.RotaryPositionEmbeddingOp):  # a head's features: the rotated pairs span it
+        return x[-1] if op.props.str("layout") == "BNSD" else x[-1] // op.props.int("num_heads")
     return 1
 
 
