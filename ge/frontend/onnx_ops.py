@@ -1073,8 +1073,11 @@ def _attention(n: Node) -> Outputs:
         b, _, s, dv = shape(y)
         merged = n.emit(ag.TransposeOp, [y], {"perm": ints((0, 2, 1, 3))}, "y_bsnd")
         y = n.emit(ag.ReshapeOp, [merged], {"shape": ints((b, s, heads * dv))})
-    present = [x if n.has(4) else n.emit(ag.IdentityOp, [x], tag=tag) for x, tag in ((k, "present_key"), (v, "present_value"))]
-    return [y, *(p if n.used(i) else None for i, p in ((1, present[0]), (2, present[1]))), results[1] if n.used(3) else None]
+    present = [
+        (x if n.has(4) else n.emit(ag.IdentityOp, [x], tag=tag)) if n.used(i) else None
+        for i, x, tag in ((1, k, "present_key"), (2, v, "present_value"))
+    ]
+    return [y, *present, results[1] if n.used(3) else None]
 
 
 @converts(RotaryEmbedding=23)
@@ -1104,8 +1107,8 @@ def _rotary_embedding(n: Node) -> Outputs:
 
 @converts(TopK=24)
 def _top_k(n: Node) -> Outputs:
-    """k comes from the constant input (the attribute before opset 10)."""
-    k = n.attr("k") if n.since < 10 else n.scalar_input(1, "k")
+    """k comes from the constant input (every opset we import has it there)."""
+    k = n.scalar_input(1, "k")
     if k is None:
         raise n.error("k is missing")
     props = {
