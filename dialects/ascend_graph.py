@@ -2082,6 +2082,7 @@ class FusedInferAttentionScoreOp(CubeOp):
         if not 3 <= len(operand_types) <= 5:
             raise ShapeError(f"takes 3 to 5 operands, got {len(operand_types)}")
         dtype = _cube_dtype(operand_types, props, "query, key and value", [0, 1, 2])
+        in_dtype = dtype_of(operand_types[0])
         if not is_float(dtype):
             raise ShapeError(f"needs floating-point query, key and value, got {dtype}")
         q, k, v = (shape_of(t) for t in operand_types[:3])
@@ -2101,8 +2102,8 @@ class FusedInferAttentionScoreOp(CubeOp):
                 if len(s) != 1 or not _agree(s[0], q[0]):
                     raise ShapeError(f"actual_seq_lengths_kv {shapes.fmt(s)} is not [{q[0]}]")
                 continue
-            if dtype_of(t) not in (dtype, i1):
-                raise ShapeError(f"atten_mask element type {dtype_of(t)} is neither bool nor the query's {dtype}")
+            if dtype_of(t) not in (in_dtype, i1):
+                raise ShapeError(f"atten_mask element type {dtype_of(t)} is neither bool nor the query's {in_dtype}")
             if not s or len(s) > 4 or (s[-1] != DYN and scores[3] != DYN and s[-1] > scores[3]):
                 raise ShapeError(f"atten_mask {shapes.fmt(s)} does not fit the scores {shapes.fmt(scores)}")
             try:
