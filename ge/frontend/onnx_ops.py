@@ -1049,12 +1049,16 @@ def _attention(n: Node) -> Outputs:
         raise n.error(f"softmax_precision {precision} is unsupported: the softmax runs in float32 or the inputs' dtype")
     past = 0
     if n.has(4):
+        if len(shape(n.x(4))) != 4 or len(shape(n.x(5))) != 4:
+            raise n.error(f"past_key {fmt(shape(n.x(4)))} and past_value {fmt(shape(n.x(5)))} must be 4-D")
         past = shape(n.x(4))[2]
         k = n.emit(ag.ConcatOp, [n.x(4), k], {"concat_dim": int_attr(2)}, "present_key")
         v = n.emit(ag.ConcatOp, [n.x(5), v], {"concat_dim": int_attr(2)}, "present_value")
     if n.attr("is_causal", 0) and past == DYN:
         raise n.error("is_causal with a past_key of unknown length is unsupported")
     head_size = shape(q)[3]
+    if n.attr("scale") is None and head_size == DYN:
+        raise n.error("the default scale 1/sqrt(head_size) needs a static head size; give the scale attribute")
     props: dict[str, Attribute] = {
         "num_heads": int_attr(heads),
         "num_key_value_heads": int_attr(kv_heads),
