@@ -48,8 +48,8 @@ class Softmax:
     block in tiles of `tile_rows`, read from the workspace ("s") and written back as
     probabilities ("p"). `pre` are the vector instructions on the scores before the
     softmax (scale, softcap, mask); a mask is read beside them (`mask_elements` of
-    `mask_bytes`, whole when it is smaller than a tile); `scores` is a graph result
-    the scores are also stored to."""
+    `mask_bytes`, 0 meaning the scores' width; whole when it is smaller than a
+    tile); `scores` is a graph result the scores are also stored to."""
 
     row: int
     dtype: Attribute
@@ -63,9 +63,9 @@ class Softmax:
 
 
 def softmax_tile_rows(profile: SocProfile, op: ag.AscendOp, row: int, dtype: Attribute, block_rows: int,
-                      mask_elements: int, mask_bytes: int | None = None) -> int:
+                      mask_elements: int, mask_bytes: int = 0) -> int:
     """The most rows of scores whose buffers fit the UB: scores and probabilities
-    twice each, the row statistics, and the mask's share."""
+    twice each, the row statistics, and the mask's share (as in `Softmax`)."""
     in_b = max(1, formats.element_bits(dtype) // 8)
 
     def ub(r: int) -> int:
@@ -157,7 +157,7 @@ def attention_plan(
     block_rows = -(-rows // soft_dim)
     mask_elements = numel(mask) if mask is not None else 0
 
-    tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements if mask is not None else 0)
+    tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements)
     workspace = (b * sq * e + b * sk * (e + ev) + 2 * rows * sk) * in_b
     tiling: dict[str, int] = {"heads": heads, "softmax_rows": rows, "softmax_row": sk, "softmax_tile_rows": tile_rows}
     for prefix, g, t in zip(("q_", "k_", "v_", "score_", "context_"), gemms, tilings):
