@@ -51,6 +51,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     opt_operand_def,
     opt_prop_def,
+    opt_result_def,
     prop_def,
     region_def,
     result_def,
@@ -2876,6 +2877,191 @@ class ROIAlignOp(AscendOp):
         return [tensor(dtype_of(operand_types[0]), (rois[0], x[1], oh, ow))]
 
 
+# ---- attention, rotary embedding and top-k (ONNX Attention, RotaryEmbedding, TopK)
+
+
+@irdl_op_definition
+class FusedInferAttentionScoreOp(CubeOp):
+    """Scaled dot-product attention over heads already split (CANN
+    `FusedInferAttentionScore`, input_layout BNSD), the fused op ONNX `Attention` maps to.
+
+    query [B, N, Sq, D], key [B, Nkv, Skv, D], value [B, Nkv, Skv, Dv], N a multiple
+    of Nkv (grouped-query attention: query head h reads key/value head h // (N / Nkv)).
+    s = scale * q @ k^T; with `softcap` > 0, s = softcap * tanh(s / softcap); then the
+    mask: a float `atten_mask` is added, a bool one keeps the positions where it is
+    true (the others get -inf); its last dim may be shorter than Skv, the rest being
+    masked. `next_tokens`, when present, masks key j for query i where j > i +
+    next_tokens (ONNX's upper-left causal mask after `next_tokens` cached keys);
+    `actual_seq_lengths_kv` [B] masks the keys from its value on. p = softmax(s)
+    over the keys, y = p @ v [B, N, Sq, Dv]. With `qk_output_mode` the op also
+    returns the scores [B, N, Sq, Skv] as ONNX's `qk_matmul_output_mode` names
+    them: 0 the product (scaled), 1 after the softcap, 2 after the mask, 3 p.
+    The optional operands are told apart by type: the integer one is the lengths.
+    """
+
+    name = "ascend_graph.fused_infer_attention_score"
+    OP_TYPE: ClassVar[str] = "FusedInferAttentionScore"
+    irdl_options = (ParsePropInAttrDict(), AttrSizedOperandSegments(as_property=True))
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    atten_mask = opt_operand_def(TensorType)
+    actual_seq_lengths_kv = opt_operand_def(TensorType)
+    attention_out = result_def(TensorType)
+    qk_out = opt_result_def(TensorType)
+    num_heads = prop_def(IntegerAttr)
+    num_key_value_heads = prop_def(IntegerAttr)
+    scale = prop_def(FloatAttr)
+    softcap = opt_prop_def(FloatAttr)
+    next_tokens = opt_prop_def(IntegerAttr)
+    qk_output_mode = opt_prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$query `,` $key `,` $value (`mask` $atten_mask^)? (`kv_lengths` $actual_seq_lengths_kv^)? attr-dict `:` "
+        "`(` type($query) `,` type($key) `,` type($value) (`mask` type($atten_mask)^)? "
+        "(`kv_lengths` type($actual_seq_lengths_kv)^)? `)` `->` type($attention_out) (`,` type($qk_out)^)?"
+    )
+
+    @staticmethod
+    def _is_lengths(t: Attribute) -> bool:
+        return isinstance(dtype_of(t), IntegerType) and dtype_of(t) != i1
+
+    @classmethod
+    def _group(cls, values: Sequence[SSAValue]) -> list[SSAValue | list[SSAValue]]:
+        if not 3 <= len(values) <= 5:
+            raise ShapeError(f"takes 3 to 5 operands, got {len(values)}")
+        rest = list(values[3:])
+        lengths = [v for v in rest if cls._is_lengths(v.type)]
+        masks = [v for v in rest if not cls._is_lengths(v.type)]
+        return [*values[:3], masks, lengths]
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if not 3 <= len(operand_types) <= 5:
+            raise ShapeError(f"takes 3 to 5 operands, got {len(operand_types)}")
+        dtype = _cube_dtype(operand_types, props, "query, key and value", [0, 1, 2])
+        in_dtype = dtype_of(operand_types[0])
+        if not is_float(dtype):
+            raise ShapeError(f"needs floating-point query, key and value, got {dtype}")
+        q, k, v = (shape_of(t) for t in operand_types[:3])
+        if any(len(s) != 4 for s in (q, k, v)):
+            raise ShapeError(f"query, key and value {', '.join(map(shapes.fmt, (q, k, v)))} must be 4-D (BNSD)")
+        heads, kv_heads = props.int("num_heads"), props.int("num_key_value_heads")
+        if heads < 1 or kv_heads < 1 or heads % kv_heads:
+            raise ShapeError(f"num_heads {heads} must be a positive multiple of num_key_value_heads {kv_heads}")
+        if not (_agree(q[1], heads) and _agree(k[1], kv_heads) and _agree(v[1], kv_heads)):
+            raise ShapeError(f"query {shapes.fmt(q)} needs {heads} heads, key {shapes.fmt(k)} and value {shapes.fmt(v)} {kv_heads}")
+        if not (_agree(q[0], k[0]) and _agree(q[0], v[0]) and _agree(k[2], v[2]) and _agree(q[3], k[3])):
+            raise ShapeError(f"query {shapes.fmt(q)}, key {shapes.fmt(k)} and value {shapes.fmt(v)} disagree in batch, key length or head size")
+        scores = (q[0], heads, q[2], k[2])
+        for t in operand_types[3:]:
+            s = shape_of(t)
+            if cls._is_lengths(t):
+                if len(s) != 1 or not _agree(s[0], q[0]):
+                    raise ShapeError(f"actual_seq_lengths_kv {shapes.fmt(s)} is not [{q[0]}]")
+                continue
+            if dtype_of(t) not in (in_dtype, i1):
+                raise ShapeError(f"atten_mask element type {dtype_of(t)} is neither bool nor the query's {in_dtype}")
+            if not s or len(s) > 4 or (s[-1] != DYN and scores[3] != DYN and s[-1] > scores[3]):
+                raise ShapeError(f"atten_mask {shapes.fmt(s)} does not fit the scores {shapes.fmt(scores)}")
+            try:
+                fits = shapes.compatible(shapes.broadcast(scores[:3], s[:-1]), scores[:3])
+            except ShapeError:
+                fits = False
+            if not fits:
+                raise ShapeError(f"atten_mask {shapes.fmt(s)} does not broadcast to the scores {shapes.fmt(scores)}")
+        results = [tensor(dtype, (q[0], heads, q[2], v[3]))]
+        if props.has("qk_output_mode"):
+            if props.int("qk_output_mode") not in range(4):
+                raise ShapeError(f"qk_output_mode {props.int('qk_output_mode')} is not 0, 1, 2 or 3")
+            results.append(tensor(dtype, scores))
+        return results
+
+
+@irdl_op_definition
+class RotaryPositionEmbeddingOp(AscendOp):
+    """Rotary position embedding (CANN `RotaryPositionEmbedding`), ONNX's `RotaryEmbedding`
+    after the cos/sin rows of each position are gathered.
+
+    x is [B, N, S, D] (`layout` "BNSD") or [B, S, N * D] ("BSH", N = `num_heads`);
+    cos and sin are [B, S, R / 2] for the first R = `rotary_dim` features of each
+    head (0: all D). The rotated pairs are (x[i], x[i + R/2]), or (x[2i], x[2i + 1])
+    when `interleaved`: (a, b) -> (a cos - b sin, a sin + b cos); the other features
+    pass through."""
+
+    name = "ascend_graph.rotary_position_embedding"
+    OP_TYPE: ClassVar[str] = "RotaryPositionEmbedding"
+    x = operand_def(TensorType)
+    cos = operand_def(TensorType)
+    sin = operand_def(TensorType)
+    y = result_def(TensorType)
+    layout = prop_def(StringAttr)
+    num_heads = opt_prop_def(IntegerAttr)
+    rotary_dim = prop_def(IntegerAttr)
+    interleaved = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    LAYOUTS: ClassVar[tuple[str, ...]] = ("BNSD", "BSH")
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        dtype = _same(operand_types, "x, cos and sin")
+        if not is_float(dtype):
+            raise ShapeError(f"needs floating-point operands, got {dtype}")
+        x, cos, sin = (shape_of(t) for t in operand_types)
+        layout = props.str("layout")
+        if layout not in cls.LAYOUTS:
+            raise ShapeError(f"layout {layout!r} is not BNSD or BSH")
+        if layout == "BNSD":
+            if len(x) != 4:
+                raise ShapeError(f"a BNSD x must be 4-D, got {shapes.fmt(x)}")
+            b, s, d = x[0], x[2], x[3]
+        else:
+            heads = props.int("num_heads")
+            if len(x) != 3 or heads < 1 or (x[2] != DYN and x[2] % heads):
+                raise ShapeError(f"a BSH x must be 3-D with features splitting into num_heads {heads}, got {shapes.fmt(x)}")
+            b, s, d = x[0], x[1], DYN if x[2] == DYN else x[2] // heads
+        rotary = props.int("rotary_dim") or d
+        if rotary != DYN and (rotary % 2 or rotary < 0 or (d != DYN and rotary > d)):
+            raise ShapeError(f"rotary_dim {rotary} must be even and at most the head size {d}")
+        want = (b, s, DYN if rotary == DYN else rotary // 2)
+        for label, c in (("cos", cos), ("sin", sin)):
+            if not shapes.compatible(c, want) and not shapes.compatible(want, c):
+                raise ShapeError(f"{label} {shapes.fmt(c)} is not [batch, sequence, rotary_dim / 2] = {shapes.fmt(want)}")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class TopKV2Op(AscendOp):
+    """The `k` largest (or smallest) values along `dim` and their int64 indices (CANN
+    `TopKV2`; k is known when the graph is built, as a static shape needs). Equal
+    values keep the lower index first; `sorted` false leaves the order free, and
+    this op gives it sorted all the same."""
+
+    name = "ascend_graph.top_k_v2"
+    OP_TYPE: ClassVar[str] = "TopKV2"
+    x = operand_def(TensorType)
+    values = result_def(TensorType)
+    indices = result_def(TensorType)
+    k = prop_def(IntegerAttr)
+    dim = prop_def(IntegerAttr)
+    largest = prop_def(BoolAttr)
+    sorted = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        if not x:
+            raise ShapeError("needs an input of rank >= 1")
+        axis = shapes.norm_axis(props.int("dim"), len(x), "dim")
+        k = props.int("k")
+        if k < 0 or (x[axis] != DYN and k > x[axis]):
+            raise ShapeError(f"k {k} is not in [0, {x[axis]}], the size of dim {axis}")
+        out = x[:axis] + (k,) + x[axis + 1 :]
+        return [tensor(dtype_of(operand_types[0]), out), tensor(i64, out)]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -2898,6 +3084,7 @@ AscendGraph = Dialect(
         GatherNdOp, ScatterNdUpdateOp, ScatterElementsOp, TensorScatterOp, ReverseSequenceOp, DFTOp, STFTOp,
         Conv3DOp, Conv2DTransposeOp, Conv3DTransposeOp, MaxPool3DOp, AvgPool3DOp, LpPoolOp, MaxPoolWithArgmaxOp, MaxUnpoolOp,
         GridSampler2DOp, GridSampler3DOp, AffineGridOp, Col2imOp, DeformableOffsetsOp, ROIAlignOp,
+        FusedInferAttentionScoreOp, RotaryPositionEmbeddingOp, TopKV2Op,
     ],
     [FormatAttr, WeightRefAttr],
 )

@@ -1645,6 +1645,91 @@ def _roi_corners(image: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarra
     return np.stack(out)
 
 
+# ---- attention, rotary embedding and top-k
+
+
+def _attention_bias(op: ag.FusedInferAttentionScoreOp, mask: np.ndarray | None, lengths: np.ndarray | None,
+                    scores: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """What is added to the scores: the float mask, or 0/-inf from a bool one (a short
+    last dim padded with -inf), the causal band and the key lengths, in `dtype`."""
+    b, _, sq, sk = scores
+    bias = np.zeros((1, 1, sq, sk), dtype)
+    if mask is not None:
+        pad = [(0, 0)] * (mask.ndim - 1) + [(0, sk - mask.shape[-1])]
+        if mask.dtype == np.bool_:
+            mask = np.where(np.pad(mask, pad, constant_values=False), 0.0, -np.inf).astype(dtype)
+        else:
+            mask = np.pad(mask, pad, constant_values=-np.inf)
+        bias = (_vec(bias) + _vec(mask)).astype(dtype)
+    if op.props.has("next_tokens"):
+        after = np.arange(sk)[None, :] > np.arange(sq)[:, None] + op.props.int("next_tokens")
+        bias = np.where(after, dtype.type(-np.inf), bias)
+    if lengths is not None:
+        padded = np.arange(sk)[None, :] >= lengths.astype(np.int64)[:, None]
+        bias = np.where(padded.reshape(b, 1, 1, sk), dtype.type(-np.inf), bias)
+    return bias
+
+
+@_kernel(ag.FusedInferAttentionScoreOp)
+def _fused_infer_attention_score(op: ag.FusedInferAttentionScoreOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    """As ONNX's Attention pattern computes it, rounding where its unfused graph
+    stores a tensor: q and k each times sqrt(scale), their product on the cube, the
+    softcap, the bias and the softmax on the vector unit, p times v on the cube."""
+    q, k, v = args[:3]
+    dtype = q.dtype
+    mask = next((a for a in args[3:] if _kind(a.dtype) not in "iu"), None)
+    lengths = next((a for a in args[3:] if _kind(a.dtype) in "iu"), None)
+    group = op.props.int("num_heads") // op.props.int("num_key_value_heads")
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    root = np.float32(np.sqrt(op.props.float("scale")))
+    q, k = (_vec(q) * root).astype(dtype), (_vec(k) * root).astype(dtype)
+    product = np.matmul(_acc(q), np.swapaxes(_acc(k), -1, -2)).astype(dtype)
+    capped = product
+    softcap = op.props.float("softcap")
+    if softcap > 0:
+        capped = (np.tanh(_vec(product) / np.float32(softcap)) * np.float32(softcap)).astype(dtype)
+    biased = (_vec(capped) + _vec(_attention_bias(op, mask, lengths, product.shape, dtype))).astype(dtype)
+    shifted = np.exp(_vec(biased) - np.max(_vec(biased), axis=-1, keepdims=True))
+    p = (shifted / np.sum(shifted, axis=-1, keepdims=True)).astype(dtype)
+    y = np.matmul(_acc(p), _acc(v))
+    if not op.props.has("qk_output_mode"):
+        return [y]
+    return [y, (product, capped, biased, p)[op.props.int("qk_output_mode")]]
+
+
+@_kernel(ag.RotaryPositionEmbeddingOp)
+def _rotary_position_embedding(op: ag.RotaryPositionEmbeddingOp, args: list[np.ndarray]) -> np.ndarray:
+    x, cos, sin = (_vec(a) for a in args)
+    if op.props.str("layout") == "BSH":  # [B, S, N * D] -> [B, N, S, D]
+        b, s, _ = x.shape
+        x = x.reshape(b, s, op.props.int("num_heads"), -1).transpose(0, 2, 1, 3)
+    rotary = op.props.int("rotary_dim") or x.shape[-1]
+    cos, sin = cos[:, None], sin[:, None]  # [B, 1, S, R / 2]: one row per position, for every head
+    part = x[..., :rotary]
+    a, b_ = (part[..., 0::2], part[..., 1::2]) if op.props.bool("interleaved") else np.split(part, 2, axis=-1)
+    real, imag = a * cos - b_ * sin, a * sin + b_ * cos
+    rotated = np.stack([real, imag], axis=-1).reshape(part.shape) if op.props.bool("interleaved") else np.concatenate([real, imag], -1)
+    y = np.concatenate([rotated, x[..., rotary:]], axis=-1)
+    if op.props.str("layout") == "BSH":
+        y = y.transpose(0, 2, 1, 3).reshape(args[0].shape)
+    return y
+
+
+@_kernel(ag.TopKV2Op)
+def _top_k_v2(op: ag.TopKV2Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    """A stable sort, so equal values keep the lower index first: ascending for the
+    smallest; for the largest, the reversed axis sorted ascending, read backwards."""
+    x = args[0]
+    axis = shapes.norm_axis(op.props.int("dim"), x.ndim)
+    n, k = x.shape[axis], op.props.int("k")
+    if op.props.bool("largest"):
+        order = np.flip(n - 1 - np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
+    else:
+        order = np.argsort(x, axis=axis, kind="stable")
+    indices = np.take(order, np.arange(k), axis=axis)
+    return [np.take_along_axis(x, indices, axis=axis), indices.astype(np.int64)]
+
+
 # ------------------------------------------------------------------------- kernels
 
 

@@ -1569,3 +1569,207 @@ def _roi_align(n: Node) -> Outputs:
         "aligned": bool_attr(transform == "half_pixel"),
     }
     return [n.emit(ag.ROIAlignOp, [n.x(0), n.x(1), n.x(2)], props)]
+
+
+# ---- attention, rotary embedding, einsum and top-k
+
+
+def _heads_first(n: Node, x: SSAValue, heads: int, what: str) -> SSAValue:
+    """[B, S, N * D] -> [B, N, S, D]: ONNX's 3-D Attention inputs in the fused op's BNSD layout."""
+    b, s, hidden = shape(x)
+    if hidden == DYN or hidden % heads:
+        raise n.error(f"{what} {fmt(shape(x))} does not split into {heads} heads")
+    split = n.emit(ag.ReshapeOp, [x], {"shape": ints((b, s, heads, hidden // heads))}, f"{what}_split")
+    return n.emit(ag.TransposeOp, [split], {"perm": ints((0, 2, 1, 3))}, f"{what}_bnsd")
+
+
+@converts(Attention=24)
+def _attention(n: Node) -> Outputs:
+    """One fused op (FusedInferAttentionScore, BNSD), as GE maps scaled dot-product
+    attention. What the fused op does not do is GE's graph around it, as in CANN: a
+    3-D Q/K/V is split into heads (Reshape + Transpose) and Y merged back, and the KV
+    cache update (past + new -> present) is a ConcatD on the sequence axis."""
+    q, k, v = n.x(0), n.x(1), n.x(2)
+    ranks = {len(shape(q)), len(shape(k)), len(shape(v))}
+    if ranks not in ({3}, {4}):
+        raise n.error(f"Q, K and V must all be 3-D or all 4-D, got {fmt(shape(q))}, {fmt(shape(k))}, {fmt(shape(v))}")
+    three_d = ranks == {3}
+    if three_d:
+        heads, kv_heads = n.attr("q_num_heads"), n.attr("kv_num_heads")
+        if not heads or not kv_heads:
+            raise n.error("3-D Q, K and V need the q_num_heads and kv_num_heads attributes")
+        q, k, v = (_heads_first(n, x, h, what) for x, h, what in ((q, heads, "q"), (k, kv_heads, "k"), (v, kv_heads, "v")))
+    heads, kv_heads = shape(q)[1], shape(k)[1]
+    if n.has(4) != n.has(5):
+        raise n.error("past_key and past_value must be given together")
+    if n.has(6) and n.has(4):
+        raise n.error("nonpad_kv_seqlen cannot be combined with past_key/past_value (ONNX's two KV cache uses)")
+    precision = n.attr("softmax_precision")
+    if precision is not None and precision not in (onnx.TensorProto.FLOAT, helper.np_dtype_to_tensor_dtype(dtypes.to_numpy(dtype(q)))):
+        raise n.error(f"softmax_precision {precision} is unsupported: the softmax runs in float32 or the inputs' dtype")
+    past = 0
+    if n.has(4):
+        if len(shape(n.x(4))) != 4 or len(shape(n.x(5))) != 4:
+            raise n.error(f"past_key {fmt(shape(n.x(4)))} and past_value {fmt(shape(n.x(5)))} must be 4-D")
+        past = shape(n.x(4))[2]
+        k = n.emit(ag.ConcatOp, [n.x(4), k], {"concat_dim": int_attr(2)}, "present_key")
+        v = n.emit(ag.ConcatOp, [n.x(5), v], {"concat_dim": int_attr(2)}, "present_value")
+    if n.attr("is_causal", 0) and past == DYN:
+        raise n.error("is_causal with a past_key of unknown length is unsupported")
+    head_size = shape(q)[3]
+    if n.attr("scale") is None and head_size == DYN:
+        raise n.error("the default scale 1/sqrt(head_size) needs a static head size; give the scale attribute")
+    props: dict[str, Attribute] = {
+        "num_heads": int_attr(heads),
+        "num_key_value_heads": int_attr(kv_heads),
+        "scale": float_attr(n.attr("scale", 1.0 / math.sqrt(head_size))),
+    }
+    if n.attr("softcap", 0.0) > 0:
+        props["softcap"] = float_attr(n.attr("softcap"))
+    if n.attr("is_causal", 0):
+        props["next_tokens"] = int_attr(past)
+    if n.used(3):
+        props["qk_output_mode"] = int_attr(n.attr("qk_matmul_output_mode", 0))
+    operands = [q, k, v] + [n.x(i) for i in (3, 6) if n.has(i)]
+    results = n.emit_all(ag.FusedInferAttentionScoreOp, operands, props, "attention" if three_d else None)
+    y = results[0]
+    if three_d:
+        b, _, s, dv = shape(y)
+        merged = n.emit(ag.TransposeOp, [y], {"perm": ints((0, 2, 1, 3))}, "y_bsnd")
+        y = n.emit(ag.ReshapeOp, [merged], {"shape": ints((b, s, heads * dv))})
+    present = [
+        (x if n.has(4) else n.emit(ag.IdentityOp, [x], tag=tag)) if n.used(i) else None
+        for i, x, tag in ((1, k, "present_key"), (2, v, "present_value"))
+    ]
+    return [y, *present, results[1] if n.used(3) else None]
+
+
+@converts(RotaryEmbedding=23)
+def _rotary_embedding(n: Node) -> Outputs:
+    """RotaryPositionEmbedding on the cos/sin rows of the positions: with position_ids,
+    those rows are gathered from the caches first (GatherV2), as GE does before the
+    fused kernel."""
+    x, cos, sin = n.x(0), n.x(1), n.x(2)
+    if n.has(3):
+        axis = {"axis": int_attr(0)}
+        cos = n.emit(ag.GatherOp, [cos, n.x(3)], axis, "cos")
+        sin = n.emit(ag.GatherOp, [sin, n.x(3)], axis, "sin")
+    rank = len(shape(x))
+    if rank not in (3, 4):
+        raise n.error(f"input must be 3-D [batch, sequence, hidden] or 4-D [batch, heads, sequence, head], got {fmt(shape(x))}")
+    props: dict[str, Attribute] = {
+        "layout": StringAttr("BNSD" if rank == 4 else "BSH"),
+        "rotary_dim": int_attr(n.attr("rotary_embedding_dim", 0)),
+        "interleaved": bool_attr(n.attr("interleaved", 0)),
+    }
+    if rank == 3:
+        if not n.attr("num_heads", 0):
+            raise n.error("a 3-D input needs the num_heads attribute")
+        props["num_heads"] = int_attr(n.attr("num_heads"))
+    return [n.emit(ag.RotaryPositionEmbeddingOp, [x, cos, sin], props)]
+
+
+@converts(TopK=24)
+def _top_k(n: Node) -> Outputs:
+    """k comes from the constant input (every opset we import has it there)."""
+    k = n.scalar_input(1, "k")
+    if k is None:
+        raise n.error("k is missing")
+    props = {
+        "k": int_attr(k), "dim": int_attr(n.attr("axis", -1)),
+        "largest": bool_attr(n.attr("largest", 1)), "sorted": bool_attr(n.attr("sorted", 1)),
+    }
+    return n.emit_all(ag.TopKV2Op, [n.x(0)], props)
+
+
+def _einsum_terms(n: Node, operands: Sequence[SSAValue]) -> tuple[list[str], str]:
+    """The equation's input terms and output term, one letter per dim: `...` becomes
+    the digits 0-9, right-aligned across the inputs; without `->` the output is the
+    broadcast dims then the letters that appear once, in alphabetical order."""
+    equation = str(n.attr("equation", "")).replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise n.error(f"equation '{equation}' has {len(terms)} input terms for {len(operands)} inputs")
+    if any(not (c.isalpha() or c == ".") for c in lhs.replace(",", "") + rhs):
+        raise n.error(f"equation '{equation}' may only hold letters, ',', '...' and '->'")
+    spans = [len(shape(x)) - len(t.replace("...", "")) for t, x in zip(terms, operands)]
+    if any(s < 0 or (s > 0 and "..." not in t) for s, t in zip(spans, terms)):
+        raise n.error(f"equation '{equation}' does not match the input ranks {[len(shape(x)) for x in operands]}")
+    width = max([s for s, t in zip(spans, terms) if "..." in t], default=0)
+    digits = "0123456789"[:width]
+    terms = [t.replace("...", digits[width - s :]) for s, t in zip(spans, terms)]
+    if not arrow:
+        letters = "".join(terms)
+        rhs = digits + "".join(sorted(c for c in set(letters) if c.isalpha() and letters.count(c) == 1))
+    return terms, rhs.replace("...", digits)
+
+
+def _einsum_reduce(n: Node, x: SSAValue, term: str, keep: str, tag: str) -> tuple[SSAValue, str]:
+    """Take the diagonal of each repeated letter (times the identity, summed) and sum
+    the letters not in `keep`."""
+    for letter in dict.fromkeys(term):
+        while term.count(letter) > 1:
+            first, second = term.index(letter), term.index(letter, term.index(letter) + 1)
+            rest = [i for i in range(len(term)) if i not in (first, second)]
+            x = n.emit(ag.TransposeOp, [x], {"perm": ints(rest + [first, second])}, f"{tag}_{letter}_pair")
+            size = shape(x)[-1]
+            eye = n.const(np.eye(size, dtype=dtypes.to_numpy(dtype(x))), f"{tag}_{letter}_eye")
+            x = n.emit(ag.MulOp, [x, eye], tag=f"{tag}_{letter}_masked")
+            x = _reduce(n, ag.ReduceSumOp, x, (-1,), False, f"{tag}_{letter}_diagonal")
+            term = "".join(term[i] for i in rest) + letter
+    summed = tuple(i for i, c in enumerate(term) if c not in keep)
+    if summed:
+        x = _reduce(n, ag.ReduceSumOp, x, summed, False, f"{tag}_sum")
+        term = "".join(c for c in term if c in keep)
+    return x, term
+
+
+def _einsum_arrange(n: Node, x: SSAValue, term: str, order: str, dims: Sequence[int], tag: str) -> SSAValue:
+    """x (letters `term`) transposed to the letters `order`, then reshaped to `dims`."""
+    perm = [term.index(c) for c in order]
+    if perm != sorted(perm):
+        x = n.emit(ag.TransposeOp, [x], {"perm": ints(perm)}, f"{tag}_transpose")
+    if tuple(dims) != shape(x):
+        x = n.emit(ag.ReshapeOp, [x], {"shape": ints(dims)}, f"{tag}_reshape")
+    return x
+
+
+@converts(Einsum=12)
+def _einsum(n: Node) -> Outputs:
+    """Transposes, sums and BatchMatMulV2, as CANN's Einsum kernel itself rewrites an
+    equation: the diagonals and the letters only one input has are summed first; two
+    inputs contract as [batch, left, contracted] @ [batch, contracted, right], more
+    inputs pairwise from the left; the result is transposed to the output's order."""
+    operands = n.inputs()
+    if not operands:
+        raise n.error("needs at least one input")
+    terms, out = _einsum_terms(n, operands)
+    sizes: dict[str, int] = {}
+    for term, x in zip(terms, operands):
+        for c, d in zip(term, shape(x)):
+            if d == DYN:
+                raise n.error(f"input {fmt(shape(x))} has a dynamic dim; einsum needs static shapes")
+            if sizes.setdefault(c, d) != d:
+                raise n.error(f"letter '{c}' has sizes {sizes[c]} and {d} (broadcasting a 1 is unsupported)")
+    if any(c not in sizes for c in out) or len(set(out)) != len(out):
+        raise n.error(f"output term '{out}' repeats a letter or names one no input has")
+    acc, term = _einsum_reduce(n, operands[0], terms[0], out + "".join(terms[1:]), "in0")
+    for i, (x, t) in enumerate(zip(operands[1:], terms[1:]), 1):
+        later = out + "".join(terms[i + 1 :])
+        rhs, t = _einsum_reduce(n, x, t, later + term, f"in{i}")
+        acc, term = _einsum_reduce(n, acc, term, later + t, f"acc{i}")
+        batch = "".join(c for c in term if c in t and c in later)
+        contracted = "".join(c for c in term if c in t and c not in later)
+        left, right = "".join(c for c in term if c not in t), "".join(c for c in t if c not in term)
+        count = [math.prod(sizes[c] for c in s) for s in (batch, left, contracted, right)]
+        a = _einsum_arrange(n, acc, term, batch + left + contracted, (count[0], count[1], count[2]), f"lhs{i}")
+        b = _einsum_arrange(n, rhs, t, batch + contracted + right, (count[0], count[2], count[3]), f"rhs{i}")
+        product = n.emit(ag.BatchMatMulOp, [a, b], {"adj_x1": bool_attr(False), "adj_x2": bool_attr(False)}, f"matmul{i}")
+        term = batch + left + right
+        acc = _einsum_arrange(n, product, "abc", "abc", [sizes[c] for c in term], f"product{i}")
+    acc, term = _einsum_reduce(n, acc, term, out, "out")
+    perm = [term.index(c) for c in out]
+    if perm == sorted(perm):
+        return [n.emit(ag.IdentityOp, [acc])]
+    return [n.emit(ag.TransposeOp, [acc], {"perm": ints(perm)})]

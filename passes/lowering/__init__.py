@@ -49,7 +49,8 @@ work is a loop of such instructions.
 
 MultiHeadAttention is one kernel of four phases: the Q/K/V projections, the
 scores per head, softmax, and the probabilities times V, with the intermediate
-values in the workspace and `sync_all` between phases.
+values in the workspace and `sync_all` between phases. FusedInferAttentionScore
+is the same kernel without the projections.
 
 Double buffering is explicit: a loop over tiles holds its ping and its pong
 iteration, each with its own buffers and event ids; the consumer primes the
@@ -75,7 +76,7 @@ from dialects.ascend_kernel import ScalarOp
 from dialects.kernel_boundary import virtual_cores
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
-from passes.lowering.attention import attention_plan
+from passes.lowering.attention import attention_plan, fused_attention_plan
 from passes.lowering.cube import (
     EPILOGUES,
     cube_program,
@@ -104,6 +105,8 @@ def plan(profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValu
         raise ModelError(f"{scope_label(ops)}: a kernel holds one cube op, its first; this scope has {len(cubes)}, after {ops[0].name}")
     if isinstance(cube, ag.MultiHeadAttentionOp):
         return attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
+    if isinstance(cube, ag.FusedInferAttentionScoreOp):
+        return fused_attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
     gemm, n_logical = gemm_of(profile, cube)
     e = epilogue_of(profile, cube, list(ops[1:]), outputs, n_logical)
     if e.nd_store:

@@ -1,10 +1,12 @@
-"""MultiHeadAttention: one kernel of four phases with the intermediates in the workspace."""
+"""MultiHeadAttention and FusedInferAttentionScore: one kernel of phases (matmuls and
+a softmax) joined by `sync_all`, with the intermediates in the workspace."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from dialects import ascend_graph as ag
 from dialects import formats
@@ -35,7 +37,74 @@ from passes.lowering.program import (
     sync,
     vec,
 )
-from passes.lowering.recipes import BINARY, UNARY, dtype_name
+from passes.lowering.recipes import BINARY, RECIPES, UNARY, dtype_name
+
+# ------------------------------------------------------------ the softmax phase
+
+
+@dataclass(frozen=True)
+class Softmax:
+    """The softmax phase of an attention kernel: `block_rows` rows of `row` scores per
+    block in tiles of `tile_rows`, read from the workspace ("s") and written back as
+    probabilities ("p"). `pre` are the vector instructions on the scores before the
+    softmax (scale, softcap, mask); a mask is read beside them (`mask_elements` of
+    `mask_bytes`, 0 meaning the scores' width; whole when it is smaller than a
+    tile); `scores` is a graph result the scores are also stored to."""
+
+    row: int
+    dtype: Attribute
+    block_rows: int
+    tile_rows: int
+    mask: SSAValue | None
+    mask_elements: int
+    pre: Sequence[tuple[str, str]]
+    mask_bytes: int = 0
+    scores: SSAValue | None = None
+
+
+def softmax_tile_rows(profile: SocProfile, op: ag.AscendOp, row: int, dtype: Attribute, block_rows: int,
+                      mask_elements: int, mask_bytes: int = 0) -> int:
+    """The most rows of scores whose buffers fit the UB: scores and probabilities
+    twice each, the row statistics, and the mask's share (as in `Softmax`)."""
+    in_b = max(1, formats.element_bits(dtype) // 8)
+
+    def ub(r: int) -> int:
+        row_bytes = aligned(profile, "UB", r * row * in_b)
+        stats = aligned(profile, "UB", r * ACC_BYTES) * 2
+        masked = aligned(profile, "UB", min(mask_elements, r * row) * (mask_bytes or in_b)) if mask_elements else 0
+        return 4 * row_bytes + stats + masked
+
+    if ub(1) > profile.ub_bytes:
+        raise ModelError(f"{op.OP_TYPE} '{op.label}': a row of {row} scores does not fit {profile.name}'s UB")
+    return max(r for r in range(1, block_rows + 1) if ub(r) <= profile.ub_bytes)
+
+
+def softmax_phase(prog: Program, gm: dict[Hashable, SSAValue], spec: Softmax) -> Ops:
+    """One block's softmax over its rows, double-buffered by tiles."""
+    profile, sk, tile_rows = prog.profile, spec.row, spec.tile_rows
+    in_b = max(1, formats.element_bits(spec.dtype) // 8)
+    mask_b = spec.mask_bytes or in_b
+    s_ub, p_ub = prog.pair("UB", tile_rows * sk * in_b), prog.pair("UB", tile_rows * sk * in_b)
+    stats = prog.alloc("UB", tile_rows * ACC_BYTES), prog.alloc("UB", tile_rows * ACC_BYTES)
+    m_ub = prog.alloc("UB", min(spec.mask_elements, tile_rows * sk) * mask_b) if spec.mask is not None else None
+    d = dtype_name(spec.dtype)
+
+    def make(slot: int, r: int) -> Ops:
+        ops: Ops = [WaitFlagOp("V", "MTE2", slot), copy(profile, gm["s"], s_ub[slot], r * sk * in_b)]
+        if m_ub is not None and spec.mask is not None:
+            ops.append(copy(profile, gm[spec.mask], m_ub, min(spec.mask_elements, r * sk) * mask_b))
+        ops += [*sync("MTE2", "V", slot), WaitFlagOp("MTE3", "V", slot)]
+        for instr, template in spec.pre:
+            ops += vec(instr, template.format(d=d), r * sk, [s_ub[slot]] + ([m_ub] if m_ub is not None and instr in ("VADD", "VSEL") else []), in_b)
+        for instr, template in (("VCMAX", UNARY), ("VSUB", BINARY), ("VEXP", UNARY), ("VCADD", UNARY), ("VDIV", BINARY)):
+            ops += vec(instr, template.format(d=d), r * sk, [p_ub[slot], s_ub[slot], stats[0]], in_b)
+        ops += [SetFlagOp("V", "MTE2", slot), *sync("V", "MTE3", slot), copy(profile, p_ub[slot], gm["p"], r * sk * in_b)]
+        if spec.scores is not None:
+            ops.append(copy(profile, s_ub[slot], gm[spec.scores], r * sk * in_b))
+        return body(ops + [SetFlagOp("MTE3", "V", slot)])
+
+    return double_buffered(*split(spec.block_rows, tile_rows), make, [("V", "MTE2", 0), ("MTE3", "V", 0)])
+
 
 # -------------------------------------------------------- multi-head attention
 
@@ -88,40 +157,15 @@ def attention_plan(
     block_rows = -(-rows // soft_dim)
     mask_elements = numel(mask) if mask is not None else 0
 
-    def softmax_ub(r: int) -> int:
-        row_bytes = aligned(profile, "UB", r * sk * in_b)
-        stats = aligned(profile, "UB", r * ACC_BYTES) * 2
-        masked = aligned(profile, "UB", min(mask_elements, r * sk) * in_b) if mask is not None else 0
-        return 4 * row_bytes + stats + masked
-
-    if softmax_ub(1) > profile.ub_bytes:
-        raise ModelError(f"MultiHeadAttention '{op.label}': a row of {sk} scores does not fit {profile.name}'s UB")
-    tile_rows = max(r for r in range(1, block_rows + 1) if softmax_ub(r) <= profile.ub_bytes)
+    tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements)
     workspace = (b * sq * e + b * sk * (e + ev) + 2 * rows * sk) * in_b
     tiling: dict[str, int] = {"heads": heads, "softmax_rows": rows, "softmax_row": sk, "softmax_tile_rows": tile_rows}
     for prefix, g, t in zip(("q_", "k_", "v_", "score_", "context_"), gemms, tilings):
         tiling.update(t.params(g, prefix))
 
     def softmax(prog: Program, gm: dict[Hashable, SSAValue]) -> Ops:
-        s_ub, p_ub = prog.pair("UB", tile_rows * sk * in_b), prog.pair("UB", tile_rows * sk * in_b)
-        stats = prog.alloc("UB", tile_rows * ACC_BYTES), prog.alloc("UB", tile_rows * ACC_BYTES)
-        m_ub = prog.alloc("UB", min(mask_elements, tile_rows * sk) * in_b) if mask is not None else None
-        d = dtype_name(din)
-
-        def make(slot: int, r: int) -> Ops:
-            ops: Ops = [WaitFlagOp("V", "MTE2", slot), copy(profile, gm["s"], s_ub[slot], r * sk * in_b)]
-            if m_ub is not None and mask is not None:
-                ops.append(copy(profile, gm[mask], m_ub, min(mask_elements, r * sk) * in_b))
-            ops += [*sync("MTE2", "V", slot), WaitFlagOp("MTE3", "V", slot)]
-            ops += vec("VMULS", f"{d}_{d}_{d}", r * sk, [s_ub[slot]], in_b)
-            if m_ub is not None:
-                ops += vec("VADD", f"{d}_{d}_{d}", r * sk, [s_ub[slot], m_ub], in_b)
-            for instr, template in (("VCMAX", UNARY), ("VSUB", BINARY), ("VEXP", UNARY), ("VCADD", UNARY), ("VDIV", BINARY)):
-                ops += vec(instr, template.format(d=d), r * sk, [p_ub[slot], s_ub[slot], stats[0]], in_b)
-            ops += [SetFlagOp("V", "MTE2", slot), *sync("V", "MTE3", slot), copy(profile, p_ub[slot], gm["p"], r * sk * in_b)]
-            return body(ops + [SetFlagOp("MTE3", "V", slot)])
-
-        return double_buffered(*split(block_rows, tile_rows), make, [("V", "MTE2", 0), ("MTE3", "V", 0)])
+        pre = [("VMULS", BINARY)] + ([("VADD", BINARY)] if mask is not None else [])
+        return softmax_phase(prog, gm, Softmax(sk, din, block_rows, tile_rows, mask, mask_elements, pre))
 
     def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
         assert ws is not None
@@ -143,3 +187,76 @@ def attention_plan(
         ]
 
     return Plan(block_dim, "AiCore", tiling, workspace, program)
+
+
+# ---- fused infer attention score
+
+
+def fused_attention_plan(
+    profile: SocProfile, op: ag.FusedInferAttentionScoreOp, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
+    cores: int,
+) -> Plan:
+    """FusedInferAttentionScore as three phases of one kernel, joined by `sync_all`:
+    the scores of every query head (a grouped key/value head is read once per query
+    head it serves), their softmax (scale, softcap, mask, causal band and key lengths
+    first; a requested scores output is one more store per tile), and the
+    probabilities times V. Scores and probabilities live in the workspace."""
+    query, key, value = op.query, op.key, op.value
+    b, heads, sq, d = ag.shape_of(query.type)
+    sk, dv = ag.shape_of(key.type)[2], ag.shape_of(value.type)[3]
+    din, dout = ag.dtype_of(query.type), ag.dtype_of(op.results[0].type)
+    gemms = [
+        Gemm(b * heads, sq, d, sk, din, din, a_nd=ag.format_of(query.type) is None, b_nd=ag.format_of(key.type) is None),
+        Gemm(
+            b * heads, sq, sk, dv, din, dout, b_nd=ag.format_of(value.type) is None,
+            out_nd=ag.format_of(op.results[0].type) is None and profile.fix_pipe,
+        ),
+    ]
+    names: list[Hashable] = ["s", op.results[0]]
+    units = max(max(g.batch * -(-g.m // FRACTAL) * -(-g.n // FRACTAL) for g in gemms), b * heads * sq)
+    block_dim = min(cores, units)
+
+    def epilogue(stored: Hashable, out_b: int) -> Epilogue:
+        if profile.fix_pipe:
+            return Epilogue("fix", stored, (), [], [], [stored], None)
+        return Epilogue("vector", stored, (), [EpiValue(stored, "tile", out_b, True)], [], [stored], None)
+
+    epilogues = [epilogue(name, g.out_bytes) for name, g in zip(names, gemms)]
+    tilings = [tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), False) for g, ep in zip(gemms, epilogues)]
+    rows = b * heads * sq
+    block_rows = -(-rows // min(block_dim, rows))
+    mask = op.atten_mask
+    mask_elements = numel(mask) if mask is not None else 0
+    mask_bytes = element_bytes(mask) if mask is not None else 0
+    pre: list[tuple[str, str]] = [("VMULS", BINARY)]
+    if op.props.float("softcap") > 0:
+        pre += [("VMULS", BINARY), *((i, t) for i, t, _ in RECIPES[ag.TanhOp]), ("VMULS", BINARY)]
+    if mask is not None:
+        pre.append(("VADD", BINARY) if ag.is_float(ag.dtype_of(mask.type)) else ("VSEL", BINARY))
+    pre += [("VSEL", BINARY)] * (op.props.has("next_tokens") + (op.actual_seq_lengths_kv is not None))
+    tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements, mask_bytes)
+    spec = Softmax(sk, din, block_rows, tile_rows, mask, mask_elements, pre, mask_bytes, op.qk_out)
+    in_b = max(1, formats.element_bits(din) // 8)
+    tiling: dict[str, int] = {"heads": heads, "softmax_rows": rows, "softmax_row": sk, "softmax_tile_rows": tile_rows}
+    for prefix, g, t in zip(("score_", "context_"), gemms, tilings):
+        tiling.update(t.params(g, prefix))
+
+    def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
+        assert ws is not None
+        where: dict[Hashable, SSAValue] = {**gm, "s": ws, "p": ws}
+        operands = [(gm[query], gm[key]), (ws, gm[value])]
+
+        def phase(make: Callable[[Program], Ops]) -> LoopOp:
+            prog = Program(profile)
+            ops = make(prog)
+            return LoopOp(1, [*prog.allocs, *ops])
+
+        def matmul(i: int) -> LoopOp:
+            return phase(lambda prog: cube_program(prog, gemms[i], tilings[i], epilogues[i], where, *operands[i], None))
+
+        return [
+            ScalarOp(SETUP_INSTRS), matmul(0), SyncAllOp(), phase(lambda prog: softmax_phase(prog, where, spec)), SyncAllOp(),
+            matmul(1),
+        ]
+
+    return Plan(block_dim, "AiCore", tiling, 2 * rows * sk * in_b, program)

@@ -137,6 +137,14 @@ RECIPES.update({
     ag.ROIAlignOp: [("VGATHER", "{u}_{u}", "window"), ("VMUL", BINARY, "window"), ("VADD", BINARY, "window")],
 })
 RECIPES[ag.InstanceNormOp] = RECIPES[ag.LayerNormOp]
+RECIPES[ag.RotaryPositionEmbeddingOp] = [
+    ("VCOPY", "{u}_{u}", "out"), ("VMULS", BINARY, "out"), ("VMUL", BINARY, "out"), ("VMUL", BINARY, "out"),
+    ("VADD", BINARY, "out"),
+]
+"""The rotated copy of x (its halves swapped, one of them negated), x * cos and
+that copy * sin, summed; interleaved pairs take a gather for the copy instead."""
+RECIPES[ag.TopKV2Op] = [("VBITSORT", BINARY, "in"), ("VMRGSORT", BINARY, "in"), ("VGATHER", "{u}_{u}", "out")]
+"""Sort each row's 32-element blocks, merge them, and gather the k first values."""
 RECIPES[ag.ClipByValueOp] = [("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out")]
 # ---- losses and normalisations (ops-norms)
 RECIPES[ag.GroupNormOp] = RECIPES[ag.LayerNormOp]
@@ -160,6 +168,7 @@ PROPORTIONAL: tuple[type[Operation], ...] = (
     ag.SpaceToDepthOp, ag.ResizeOp, ag.TransposeOp, ag.ConfusionTransposeOp, ag.TransDataOp, ag.GatherOp,
     ag.MaxPoolOp, ag.AvgPoolOp, ag.GatherNdOp, ag.ScatterNdUpdateOp, ag.ScatterElementsOp, ag.TensorScatterOp,
     ag.MaxPool3DOp, ag.AvgPool3DOp, ag.LpPoolOp, ag.MaxPoolWithArgmaxOp, ag.Col2imOp, ag.MaxUnpoolOp,
+    ag.RotaryPositionEmbeddingOp, ag.TopKV2Op,
 )
 """Ops whose operands and results are cut into tiles in proportion to their sizes."""
 
@@ -203,6 +212,8 @@ def recipe(op: Operation) -> Recipe:
     if isinstance(op, ag.ResizeOp):
         steps = {"nearest": 0, "linear": 2, "cubic": 4}[op.props.str("mode")]
         return [("VMUL", BINARY, "out"), ("VADD", BINARY, "out")] * steps
+    if isinstance(op, ag.RotaryPositionEmbeddingOp) and op.props.bool("interleaved"):
+        return [("VGATHER", "{u}_{u}", "out"), *RECIPES[ag.RotaryPositionEmbeddingOp][1:]]
     if isinstance(op, MOVES):
         return []
     if type(op) in RECIPES:

@@ -99,6 +99,10 @@ def row_length(op: Operation) -> int:
         return shapes.numel([x[a] for a in shapes.norm_axes(op.props.ints("axes"), len(x))])
     if isinstance(op, ag.LRNOp):  # its window runs across the channels
         return shapes.numel(x[1:])
+    if isinstance(op, ag.TopKV2Op):
+        return x[shapes.norm_axis(op.props.int("dim"), len(x))]
+    if isinstance(op, ag.RotaryPositionEmbeddingOp):  # a head's features: the rotated pairs span it
+        return x[-1] if op.props.str("layout") == "BNSD" else x[-1] // op.props.int("num_heads")
     return 1
 
 

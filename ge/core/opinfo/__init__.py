@@ -22,7 +22,8 @@ One file per SoC (`<soc_version>.json`), shaped after CANN's
   CANN's all_ops_impl_mode.ini about it).
 - `ops.<OpType>.soft_sync`: true when the op's kernel synchronises its blocks across
   cores (GE's soft-sync ops: on a virtual instance, `--virtual_type=1`, it runs on
-  one core). MultiHeadAttention is one here: its phases meet at `sync_all`.
+  one core). MultiHeadAttention and FusedInferAttentionScore are such ops here: their
+  phases meet at `sync_all`.
 - `impl_mode_lists`: the built-in lists that `--op_select_implmode` selects:
   high_precision and high_performance (small and stable, kept for compatibility)
   and the *_for_all lists (every op offering the mode).
@@ -30,8 +31,8 @@ One file per SoC (`<soc_version>.json`), shaped after CANN's
 The values are this project's model of the parts, not copied from CANN:
 
 - Cube ops (Conv2D, Conv3D, Conv2DTranspose, Conv3DTranspose, MatMulV2,
-  BatchMatMulV2, GEMM, FullyConnection, MultiHeadAttention) are on the trust list
-  on every part. They read float16
+  BatchMatMulV2, GEMM, FullyConnection, MultiHeadAttention, FusedInferAttentionScore)
+  are on the trust list on every part. They read float16
   everywhere and bfloat16 and float32 on Ascend910B1 only, accumulate in float32
   and write the input dtype or float32; int8 writes int32. Their bias has the
   result's dtype. On AI CPU they compute in one dtype (float16/32/64); for the
