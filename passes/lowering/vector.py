@@ -86,6 +86,12 @@ def row_length(op: Operation) -> int:
         return shapes.numel(x[2:])
     if isinstance(op, ag.ArgOp):
         return x[shapes.norm_axis(op.props.int("axis"), len(x))]
+    if isinstance(op, ag.HardmaxOp):
+        return shapes.numel([x[a] for a in shapes.norm_axes(op.props.ints("axes"), len(x))])
+    if isinstance(op, ag.CumulativeOp):  # a scan runs along its axis through everything inside it
+        return shapes.numel(x[shapes.norm_axis(op.props.int("axis"), len(x)) :])
+    if isinstance(op, ag.MatrixDeterminantOp):
+        return shapes.numel(x[-2:])
     return 1
 
 
