@@ -17,6 +17,7 @@ CUBE = ("Conv2D", "MatMulV2", "BatchMatMulV2", "GEMM", "FullyConnection", "Multi
 BLOCK = (
     "SoftmaxV2", "LogSoftmaxV2", "LayerNorm", "InstanceNorm", "ReduceMeanD", "ReduceSumD", "ReduceProdD",
     "Exp", "Log", "Pow", "Softplus",
+    "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Cumsum", "Cumprod", "MatrixDeterminant",
 )
 BIAS = {"Conv2D": "bias", "MatMulV2": "bias", "BatchMatMulV2": "bias", "GEMM": "c", "FullyConnection": "b"}
 
