@@ -48,6 +48,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from dialects import ascend_graph as ag
 from dialects.ascend_graph import bool_attr, float_attr, int_attr, ints
+from dialects.formats import element_bits
 from dialects.shapes import DYN, Shape, fmt, is_static, norm_axes, norm_axis, numel
 from ge.core import dtypes
 from ge.core.errors import ModelError
@@ -1128,6 +1129,12 @@ def _bit_cast(n: Node) -> Outputs:
     target = element_type(n.attr("to"), "attribute 'to'")
     if target == dtype(x):
         return [_identity(n, x)]
+    bits = element_bits(dtype(x)), element_bits(target)
+    if bits[0] != bits[1]:
+        raise n.error(
+            f"'to' {dtypes.name(target)} has {bits[1]} bits, the input's {dtypes.name(dtype(x))} {bits[0]}; "
+            "BitCast needs the same width"
+        )
     return [n.emit(ag.BitcastOp, [x], {"dst_type": target})]
 
 
