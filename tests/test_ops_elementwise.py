@@ -481,3 +481,51 @@ def test_det(tmp_path: Path, opset: int, shape: list[int]) -> None:
 
 def test_det_refuses_a_non_square_matrix() -> None:
     refused(model("Det", {"x": floats([2, 3])}), "needs square matrices in the last two dims")
+
+
+# ------------------------------------------------------------------ in a real pipeline
+
+
+@pytest.mark.parametrize(
+    ("soc", "mode", "tol"),
+    [
+        ("Ascend910B1", "must_keep_origin_dtype", 1e-5),
+        ("Ascend310P3", "force_fp16", 1e-2),
+        ("Ascend910B1", "allow_mix_precision", 1e-2),
+    ],
+)
+def test_after_a_convolution_in_device_formats(tmp_path: Path, soc: str, mode: str, tol: float) -> None:
+    """A Conv2D's NC1HWC0 result through Atan and Shrink (elementwise: fusable as its tail),
+    then Hardmax, CumSum, IsNaN and Trilu (each in its own kernel), in the precision
+    mode's dtypes."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Atan", ["c"], ["a"], name="atan"),
+        helper.make_node("Shrink", ["a"], ["s"], name="shrink", lambd=0.3, bias=0.1),
+        helper.make_node("Hardmax", ["s"], ["h"], name="hardmax", axis=1),
+        helper.make_node("CumSum", ["s", "axis"], ["cs"], name="cumsum"),
+        helper.make_node("IsNaN", ["c"], ["n"], name="isnan"),
+        helper.make_node("Trilu", ["s"], ["t"], name="trilu", upper=0),
+    ]
+    consts = [numpy_helper.from_array(floats([16, 3, 3, 3], low=-1, high=1), "w"), numpy_helper.from_array(np.array(1, np.int64), "axis")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_empty_tensor_value_info(o) for o in ("s", "h", "cs", "n", "t")], initializer=consts,
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    path = tmp_path / "model.onnx"
+    onnx.save(m, path)
+    feeds = {"x": floats([1, 3, 8, 8], low=-1, high=1)}
+    want = dict(zip(("s", "h", "cs", "n", "t"), oracle(m, feeds)))
+    om = ge.compile(str(path), {"soc_version": soc, "precision_mode": mode})
+    with ge.Session() as session:
+        got = session.run(om, feeds).outputs
+    np.testing.assert_array_equal(got["n"], want["n"])
+    assert (got["h"].sum(axis=1) == 1).all()  # one-hot along the axis, at a maximum up to the dtype's rounding
+    picked = np.take_along_axis(want["s"], got["h"].argmax(axis=1)[:, None], axis=1)
+    np.testing.assert_allclose(picked, want["s"].max(axis=1, keepdims=True), rtol=tol, atol=tol)
+    if mode == "must_keep_origin_dtype":
+        np.testing.assert_array_equal(got["h"], want["h"])
+    for name in ("s", "cs", "t"):
+        assert got[name].dtype == np.float32
+        np.testing.assert_allclose(got[name], want[name], rtol=tol, atol=tol)
