@@ -6,7 +6,8 @@ against:
 - a result has exactly the numpy dtype of its op's result type;
 - vector ops on float16/bfloat16 compute in float32 and round once to the result
   dtype; float32 and float64 compute in themselves (but erf and GELU, whose
-  formulas cancel, compute in float64 and round once); integers wrap as in C;
+  formulas cancel, and MatrixDeterminant's LU compute in float64 and round once);
+  integers wrap as in C;
 - cube ops (Conv2D, MatMulV2, BatchMatMulV2, GEMM) multiply the input values and
   accumulate in float32 for float16/bfloat16 (the product of two such values is
   exact in float32, so widening first is the same thing), in the input dtype for
@@ -1316,20 +1317,15 @@ def _fmod(op: ag.ModOp, args: list[np.ndarray]) -> np.ndarray:
     return np.fmod(_vec(args[0]), _vec(args[1]))
 
 
-def _shift(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
-    """A shift by the width or more leaves no bit (numpy defines what C leaves undefined)."""
-
-    def kernel(op: Any, args: list[np.ndarray]) -> np.ndarray:
-        return fn(args[0], args[1].astype(args[0].dtype))
-
-    return kernel
-
-
-KERNELS[ag.LeftShiftOp] = _shift(np.left_shift)
-KERNELS[ag.RightShiftOp] = _shift(np.right_shift)
 KERNELS.update(
     (cls, _binary(fn))
-    for cls, fn in {ag.BitwiseAndOp: np.bitwise_and, ag.BitwiseOrOp: np.bitwise_or, ag.BitwiseXorOp: np.bitwise_xor}.items()
+    for cls, fn in {
+        ag.LeftShiftOp: np.left_shift,  # by the width or more: 0 (numpy defines what C leaves undefined)
+        ag.RightShiftOp: np.right_shift,
+        ag.BitwiseAndOp: np.bitwise_and,
+        ag.BitwiseOrOp: np.bitwise_or,
+        ag.BitwiseXorOp: np.bitwise_xor,
+    }.items()
 )
 KERNELS.update(
     (cls, _unary(fn))

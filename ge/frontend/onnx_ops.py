@@ -20,7 +20,8 @@ onnx release adds is refused until it is reviewed here.
 
 Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
-not static. `Upsample` is not converted: it is deprecated since opset 10, so no
+not static. Inputs that GE's ops take as attributes must be constants: Trilu's k
+(Tril/Triu's `diagonal`), CumSum's and CumProd's axis, OneHot's depth. `Upsample` is not converted: it is deprecated since opset 10, so no
 model of the opsets we import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
@@ -1095,8 +1096,6 @@ def _hardmax(n: Node) -> Outputs:
         axes = tuple(range(norm_axis(n.attr("axis", 1), rank), rank))
     else:
         axes = (norm_axis(n.attr("axis", -1), rank),)
-    if not axes:
-        raise n.error(f"axis {n.attr('axis', 1)} leaves no axis to take the maximum over")
     return [n.emit(ag.HardmaxOp, [x], {"axes": ints(axes)})]
 
 
