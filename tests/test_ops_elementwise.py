@@ -16,11 +16,16 @@ from onnx.reference import ReferenceEvaluator
 from onnxruntime.capi.onnxruntime_pybind11_state import (
     NotImplemented as OrtNotImplemented,
 )
+from xdsl.dialects.builtin import StringAttr
 
 import ge
 from dialects import ascend_graph as ag
+from ge.core import dtypes, opinfo
 from ge.core.errors import ModelError
 from ge.core.ir import graph_of
+from ge.core.options import AICPU_ENGINE
+from ge.core.precision_files import resolve
+from passes.precision_selection import ENGINE, select_precision
 
 RNG = np.random.default_rng(7)
 COMPILE = {"precision_mode": "must_keep_origin_dtype", "soc_version": "Ascend910B1"}
@@ -483,6 +488,17 @@ def test_det_refuses_a_non_square_matrix() -> None:
     refused(model("Det", {"x": floats([2, 3])}), "needs square matrices in the last two dims")
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_det_is_placed_on_ai_cpu(dtype: type) -> None:
+    """The op information gives MatrixDeterminant no AI Core kernel: precision selection
+    keeps its dtype and marks it for GE's AI CPU engine."""
+    module, _ = ge.load_onnx(model("Det", {"x": floats([2, 3, 3], dtype)}))
+    select_precision(module, opinfo.load("Ascend910B1"), resolve(precision_mode="must_keep_origin_dtype"))
+    (det,) = [op for op in graph_of(module).body.block.ops if isinstance(op, ag.MatrixDeterminantOp)]
+    assert det.attributes[ENGINE] == StringAttr(AICPU_ENGINE)
+    assert ag.dtype_of(det.x.type) == dtypes.from_numpy(np.dtype(dtype))
+
+
 # ------------------------------------------------------------------ in a real pipeline
 
 
@@ -529,3 +545,4 @@ def test_after_a_convolution_in_device_formats(tmp_path: Path, soc: str, mode: s
     for name in ("s", "cs", "t"):
         assert got[name].dtype == np.float32
         np.testing.assert_allclose(got[name], want[name], rtol=tol, atol=tol)
+
