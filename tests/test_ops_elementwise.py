@@ -191,18 +191,20 @@ def test_bit_shift_refuses_an_unknown_direction() -> None:
     ("dtype", "shapes_"),
     [(np.int8, ([3, 4], [3, 4])), (np.int32, ([2, 3, 4], [4])), (np.uint16, ([4], [4])), (np.uint64, ([2, 3], [3]))],
 )
-def test_bitwise_binary(tmp_path: Path, op_type: str, dtype: type, shapes_: tuple) -> None:
+@pytest.mark.parametrize("opset", [18, 21])
+def test_bitwise_binary(tmp_path: Path, op_type: str, dtype: type, shapes_: tuple, opset: int) -> None:
     info = np.iinfo(dtype)
     feeds = {"a": ints(max(info.min, -(2**31)), min(info.max, 2**31), shapes_[0], dtype),
              "b": ints(max(info.min, -(2**31)), min(info.max, 2**31), shapes_[1], dtype)}
-    check(model(op_type, feeds, opset=18), feeds, tmp_path)
+    check(model(op_type, feeds, opset=opset), feeds, tmp_path)
 
 
+@pytest.mark.parametrize("opset", [18, 21])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint32])
-def test_bitwise_not(tmp_path: Path, dtype: type) -> None:
+def test_bitwise_not(tmp_path: Path, dtype: type, opset: int) -> None:
     info = np.iinfo(dtype)
     feeds = {"x": ints(max(info.min, -(2**31)), min(info.max, 2**31), [3, 5], dtype)}
-    m = model("BitwiseNot", feeds, opset=18)
+    m = model("BitwiseNot", feeds, opset=opset)
     assert op_types(m)[-1] == "Invert"
     check(m, feeds, tmp_path)
 
@@ -331,13 +333,14 @@ def test_hardmax_axis_semantics_by_opset(tmp_path: Path, opset: int, axis: int |
 # -------------------------------------------------------------------------------- Trilu
 
 
+@pytest.mark.parametrize("opset", [14, 21])
 @pytest.mark.parametrize("upper", [0, 1])
 @pytest.mark.parametrize("k", [None, 0, 1, -1, 3, -5])
 @pytest.mark.parametrize(("shape", "dtype"), [([4, 5], np.float32), ([2, 3, 4], np.int64), ([5, 3], np.bool_)])
-def test_trilu(tmp_path: Path, upper: int, k: int | None, shape: list[int], dtype: type) -> None:
+def test_trilu(tmp_path: Path, opset: int, upper: int, k: int | None, shape: list[int], dtype: type) -> None:
     feeds = {"x": ints(-5, 6, shape, dtype) if dtype != np.bool_ else RNG.random(shape) < 0.7}
     consts = {} if k is None else {"k": np.array(k, np.int64)}
-    m = model("Trilu", feeds, consts=consts, opset=14, upper=upper)
+    m = model("Trilu", feeds, consts=consts, opset=opset, upper=upper)
     assert op_types(m)[-1] == ("Triu" if upper else "Tril")
     check(m, feeds, tmp_path)
 
