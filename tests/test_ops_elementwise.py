@@ -467,6 +467,12 @@ def test_one_hot_refuses_a_computed_or_empty_depth() -> None:
     refused(model("OneHot", {"indices": feeds["indices"]}, ["indices", "depth", "values"], consts, opset=11), "depth must be a positive scalar")
 
 
+def test_one_hot_refuses_values_that_are_not_a_pair() -> None:
+    consts = {"depth": np.array(3, np.int64), "values": np.array([0, 1, 2], np.float32)}
+    m = model("OneHot", {"indices": np.array([0, 1], np.int64)}, ["indices", "depth", "values"], consts, opset=11)
+    refused(m, "values must hold [off, on], got shape [3]")
+
+
 def test_one_hot_refuses_an_axis_out_of_range() -> None:
     consts = {"depth": np.array(3, np.int64), "values": np.array([0, 1], np.float32)}
     m = model("OneHot", {"indices": np.array([0, 1], np.int64)}, ["indices", "depth", "values"], consts, opset=11, axis=2)

@@ -21,8 +21,9 @@ onnx release adds is refused until it is reviewed here.
 Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
 not static. Inputs that GE's ops take as attributes must be constants: Trilu's k
-(Tril/Triu's `diagonal`), CumSum's and CumProd's axis, OneHot's depth. `Upsample` is not converted: it is deprecated since opset 10, so no
-model of the opsets we import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
+(Tril/Triu's `diagonal`), CumSum's and CumProd's axis, OneHot's depth. `Upsample`
+is not converted: it is deprecated since opset 10, so no model of the opsets we
+import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
 
@@ -1102,9 +1103,9 @@ def _hardmax(n: Node) -> Outputs:
 @converts(Trilu=14)
 def _trilu(n: Node) -> Outputs:
     """The diagonal offset k must be a constant: it becomes Tril/Triu's `diagonal`."""
-    k = n.scalar_input(1, "k") if n.has(1) else 0
+    k = n.scalar_input(1, "k") or 0
     cls = ag.TriuOp if n.attr("upper", 1) else ag.TrilOp
-    return [n.emit(cls, [n.x(0)], {"diagonal": int_attr(int(k or 0))})]
+    return [n.emit(cls, [n.x(0)], {"diagonal": int_attr(int(k))})]
 
 
 @converts(CumSum=14, CumProd=26)
@@ -1145,8 +1146,6 @@ def _one_hot(n: Node) -> Outputs:
     depth = n.scalar_input(1, "depth")
     if depth is None or depth < 1:
         raise n.error(f"depth must be a positive scalar, got {depth}")
-    if shape(values) != (2,):
-        raise n.error(f"values must hold two elements [off_value, on_value], got shape {fmt(shape(values))}")
     if not isinstance(dtype(indices), IntegerType) or dtype(indices) == i1:
         indices = n.emit(ag.CastOp, [indices], {"dst_type": i64}, "indices")
     axis = n.attr("axis", -1)
