@@ -1348,8 +1348,9 @@ KERNELS.update(
 @_kernel(ag.IsInfOp)
 def _is_inf(op: ag.IsInfOp, args: list[np.ndarray]) -> np.ndarray:
     x = _vec(args[0])
-    positive = np.isposinf(x) if op.props.bool("detect_positive") else np.zeros(x.shape, bool)
-    return positive | np.isneginf(x) if op.props.bool("detect_negative") else positive
+    positive = np.isposinf(x) & op.props.bool("detect_positive")
+    negative = np.isneginf(x) & op.props.bool("detect_negative")
+    return positive | negative
 
 
 @_kernel(ag.ThresholdedReluOp)
