@@ -3062,6 +3062,384 @@ class TopKV2Op(AscendOp):
         return [tensor(dtype_of(operand_types[0]), out), tensor(i64, out)]
 
 
+# ---- elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
+
+
+def _is_integer(dtype: Attribute) -> bool:
+    """An integer element type other than bool (i1)."""
+    return isinstance(dtype, IntegerType) and dtype.width.data > 1
+
+
+class IntegerBinaryOp(BinaryOp):
+    """A binary op on the bits of integers (bool excluded, as ONNX excludes it)."""
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if not all(_is_integer(dtype_of(t)) for t in operand_types):
+            raise ShapeError(f"needs integer operands, got {', '.join(str(dtype_of(t)) for t in operand_types)}")
+        return super().infer_result_types(operand_types, props)
+
+
+@irdl_op_definition
+class FloorModOp(BinaryOp):
+    """x1 - floor(x1 / x2) * x2: the remainder takes the divisor's sign (CANN `FloorMod`, ONNX Mod fmod=0)."""
+
+    name = "ascend_graph.floor_mod"
+    OP_TYPE: ClassVar[str] = "FloorMod"
+
+
+@irdl_op_definition
+class ModOp(BinaryOp):
+    """x1 - trunc(x1 / x2) * x2: the remainder takes the dividend's sign, C's fmod (CANN `Mod`, ONNX Mod fmod=1)."""
+
+    name = "ascend_graph.mod"
+    OP_TYPE: ClassVar[str] = "Mod"
+
+
+@irdl_op_definition
+class LeftShiftOp(IntegerBinaryOp):
+    """x1 << x2 (CANN `LeftShift`)."""
+
+    name = "ascend_graph.left_shift"
+    OP_TYPE: ClassVar[str] = "LeftShift"
+
+
+@irdl_op_definition
+class RightShiftOp(IntegerBinaryOp):
+    """x1 >> x2 (CANN `RightShift`)."""
+
+    name = "ascend_graph.right_shift"
+    OP_TYPE: ClassVar[str] = "RightShift"
+
+
+@irdl_op_definition
+class BitwiseAndOp(IntegerBinaryOp):
+    """x1 & x2 (CANN `BitwiseAnd`)."""
+
+    name = "ascend_graph.bitwise_and"
+    OP_TYPE: ClassVar[str] = "BitwiseAnd"
+
+
+@irdl_op_definition
+class BitwiseOrOp(IntegerBinaryOp):
+    """x1 | x2 (CANN `BitwiseOr`)."""
+
+    name = "ascend_graph.bitwise_or"
+    OP_TYPE: ClassVar[str] = "BitwiseOr"
+
+
+@irdl_op_definition
+class BitwiseXorOp(IntegerBinaryOp):
+    """x1 ^ x2 (CANN `BitwiseXor`)."""
+
+    name = "ascend_graph.bitwise_xor"
+    OP_TYPE: ClassVar[str] = "BitwiseXor"
+
+
+@irdl_op_definition
+class InvertOp(UnaryOp):
+    """~x, every bit flipped (CANN `Invert`, ONNX BitwiseNot)."""
+
+    name = "ascend_graph.invert"
+    OP_TYPE: ClassVar[str] = "Invert"
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if not _is_integer(dtype_of(operand_types[0])):
+            raise ShapeError(f"needs an integer input, got {dtype_of(operand_types[0])}")
+        return [operand_types[0]]
+
+
+class FloatTestOp(AscendOp):
+    """y = p(x): a bool per element of a floating-point x."""
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError(f"needs a floating-point input, got {dtype_of(operand_types[0])}")
+        return [tensor(i1, shape_of(operand_types[0]))]
+
+
+@irdl_op_definition
+class IsNanOp(FloatTestOp):
+    """x is NaN (CANN `IsNan`)."""
+
+    name = "ascend_graph.is_nan"
+    OP_TYPE: ClassVar[str] = "IsNan"
+
+
+@irdl_op_definition
+class IsInfOp(FloatTestOp):
+    """x is +inf (with detect_positive) or -inf (with detect_negative) (CANN `IsInf`)."""
+
+    name = "ascend_graph.is_inf"
+    OP_TYPE: ClassVar[str] = "IsInf"
+    detect_positive = prop_def(BoolAttr)
+    detect_negative = prop_def(BoolAttr)
+
+
+@irdl_op_definition
+class TanOp(FloatUnaryOp):
+    """tan(x) (CANN `Tan`)."""
+
+    name = "ascend_graph.tan"
+    OP_TYPE: ClassVar[str] = "Tan"
+
+
+@irdl_op_definition
+class AsinOp(FloatUnaryOp):
+    """arcsin(x) (CANN `Asin`)."""
+
+    name = "ascend_graph.asin"
+    OP_TYPE: ClassVar[str] = "Asin"
+
+
+@irdl_op_definition
+class AcosOp(FloatUnaryOp):
+    """arccos(x) (CANN `Acos`)."""
+
+    name = "ascend_graph.acos"
+    OP_TYPE: ClassVar[str] = "Acos"
+
+
+@irdl_op_definition
+class AtanOp(FloatUnaryOp):
+    """arctan(x) (CANN `Atan`)."""
+
+    name = "ascend_graph.atan"
+    OP_TYPE: ClassVar[str] = "Atan"
+
+
+@irdl_op_definition
+class SinhOp(FloatUnaryOp):
+    """sinh(x) (CANN `Sinh`)."""
+
+    name = "ascend_graph.sinh"
+    OP_TYPE: ClassVar[str] = "Sinh"
+
+
+@irdl_op_definition
+class CoshOp(FloatUnaryOp):
+    """cosh(x) (CANN `Cosh`)."""
+
+    name = "ascend_graph.cosh"
+    OP_TYPE: ClassVar[str] = "Cosh"
+
+
+@irdl_op_definition
+class AsinhOp(FloatUnaryOp):
+    """arsinh(x) (CANN `Asinh`)."""
+
+    name = "ascend_graph.asinh"
+    OP_TYPE: ClassVar[str] = "Asinh"
+
+
+@irdl_op_definition
+class AcoshOp(FloatUnaryOp):
+    """arcosh(x) (CANN `Acosh`)."""
+
+    name = "ascend_graph.acosh"
+    OP_TYPE: ClassVar[str] = "Acosh"
+
+
+@irdl_op_definition
+class AtanhOp(FloatUnaryOp):
+    """artanh(x) (CANN `Atanh`)."""
+
+    name = "ascend_graph.atanh"
+    OP_TYPE: ClassVar[str] = "Atanh"
+
+
+@irdl_op_definition
+class ThresholdedReluOp(FloatUnaryOp):
+    """x if x > alpha else 0 (CANN `ThresholdedRelu`)."""
+
+    name = "ascend_graph.thresholded_relu"
+    OP_TYPE: ClassVar[str] = "ThresholdedRelu"
+    alpha = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class ShrinkOp(UnaryOp):
+    """x + bias if x < -lambd, x - bias if x > lambd, else 0 (CANN `Shrink`: HardShrink
+    with bias 0, SoftShrink with bias = lambd)."""
+
+    name = "ascend_graph.shrink"
+    OP_TYPE: ClassVar[str] = "Shrink"
+    lambd = prop_def(FloatAttr)
+    bias = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class SwishOp(FloatUnaryOp):
+    """x * sigmoid(scale * x) (CANN `Swish`)."""
+
+    name = "ascend_graph.swish"
+    OP_TYPE: ClassVar[str] = "Swish"
+    scale = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class HardmaxOp(AscendOp):
+    """1 at the first maximum over `axes` (taken together, as one flattened axis), 0
+    elsewhere (CANN `Hardmax`)."""
+
+    name = "ascend_graph.hardmax"
+    OP_TYPE: ClassVar[str] = "Hardmax"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        axes = shapes.norm_axes(props.ints("axes"), len(shape_of(operand_types[0])))
+        if not axes or list(axes) != list(range(axes[0], axes[0] + len(axes))):
+            raise ShapeError(f"axes {list(props.ints('axes'))} must be one or more consecutive axes")
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError(f"needs a floating-point input, got {dtype_of(operand_types[0])}")
+        return [operand_types[0]]
+
+
+class TriangleOp(AscendOp):
+    """Keep one triangle of the last two dims (diagonal 0 is the main one, positive
+    above it), zero the rest."""
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    diagonal = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if len(shape_of(operand_types[0])) < 2:
+            raise ShapeError(f"needs a matrix (rank >= 2), got shape {shapes.fmt(shape_of(operand_types[0]))}")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class TrilOp(TriangleOp):
+    """The lower triangle, on and below `diagonal` (CANN `Tril`)."""
+
+    name = "ascend_graph.tril"
+    OP_TYPE: ClassVar[str] = "Tril"
+
+
+@irdl_op_definition
+class TriuOp(TriangleOp):
+    """The upper triangle, on and above `diagonal` (CANN `Triu`)."""
+
+    name = "ascend_graph.triu"
+    OP_TYPE: ClassVar[str] = "Triu"
+
+
+class CumulativeOp(AscendOp):
+    """A running reduction along `axis`; `exclusive` leaves each element out of its own
+    result, `reverse` runs from the end."""
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    exclusive = prop_def(BoolAttr)
+    reverse = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        shapes.norm_axis(props.int("axis"), len(shape_of(operand_types[0])))
+        if dtype_of(operand_types[0]) == i1:
+            raise ShapeError("needs a number input, not bool")
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class CumsumOp(CumulativeOp):
+    """The running sum (CANN `Cumsum`)."""
+
+    name = "ascend_graph.cumsum"
+    OP_TYPE: ClassVar[str] = "Cumsum"
+
+
+@irdl_op_definition
+class CumprodOp(CumulativeOp):
+    """The running product (CANN `Cumprod`)."""
+
+    name = "ascend_graph.cumprod"
+    OP_TYPE: ClassVar[str] = "Cumprod"
+
+
+@irdl_op_definition
+class BitcastOp(AscendOp):
+    """The bytes of x read as `dst_type`, of the same width (CANN `Bitcast`): a view,
+    no kernel (`dialects.kernel_boundary`)."""
+
+    name = "ascend_graph.bitcast"
+    OP_TYPE: ClassVar[str] = "Bitcast"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    dst_type = prop_def(TypeAttribute)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        src, dst = dtype_of(operand_types[0]), props.type("dst_type")
+        bits = formats.element_bits(src), formats.element_bits(dst)
+        if bits[0] != bits[1]:
+            raise ShapeError(f"{src} has {bits[0]} bits and {dst} {bits[1]}; a bitcast keeps the width")
+        return [tensor(dst, shape_of(operand_types[0]))]
+
+
+@irdl_op_definition
+class OneHotOp(AscendOp):
+    """values[1] where the index (negative ones counted from `depth`) is the position
+    along the new axis `axis`, values[0] elsewhere (CANN `OneHot`)."""
+
+    name = "ascend_graph.one_hot"
+    OP_TYPE: ClassVar[str] = "OneHot"
+    x = operand_def(TensorType)
+    values = operand_def(TensorType)
+    y = result_def(TensorType)
+    depth = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, values = shape_of(operand_types[0]), shape_of(operand_types[1])
+        if not _is_integer(dtype_of(operand_types[0])):
+            raise ShapeError(f"indices must be integers, not {dtype_of(operand_types[0])}")
+        if values != (2,):
+            raise ShapeError(f"values must hold [off, on], got shape {shapes.fmt(values)}")
+        if props.int("depth") < 1:
+            raise ShapeError(f"depth {props.int('depth')} must be positive")
+        axis = shapes.norm_axis(props.int("axis"), len(x) + 1)
+        return [tensor(dtype_of(operand_types[1]), x[:axis] + (props.int("depth"),) + x[axis:])]
+
+
+@irdl_op_definition
+class MatrixDeterminantOp(AscendOp):
+    """The determinant of each square matrix of the last two dims (CANN `MatrixDeterminant`)."""
+
+    name = "ascend_graph.matrix_determinant"
+    OP_TYPE: ClassVar[str] = "MatrixDeterminant"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        if len(x) < 2 or not shapes.compatible((x[-1],), (x[-2],)):
+            raise ShapeError(f"needs square matrices in the last two dims, got shape {shapes.fmt(x)}")
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError(f"needs a floating-point input, got {dtype_of(operand_types[0])}")
+        return [tensor(dtype_of(operand_types[0]), x[:-2])]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -3085,6 +3463,7 @@ AscendGraph = Dialect(
         Conv3DOp, Conv2DTransposeOp, Conv3DTransposeOp, MaxPool3DOp, AvgPool3DOp, LpPoolOp, MaxPoolWithArgmaxOp, MaxUnpoolOp,
         GridSampler2DOp, GridSampler3DOp, AffineGridOp, Col2imOp, DeformableOffsetsOp, ROIAlignOp,
         FusedInferAttentionScoreOp, RotaryPositionEmbeddingOp, TopKV2Op,
+        FloorModOp, ModOp, LeftShiftOp, RightShiftOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, InvertOp, IsNanOp, IsInfOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, ThresholdedReluOp, ShrinkOp, SwishOp, HardmaxOp, TrilOp, TriuOp, CumsumOp, CumprodOp, BitcastOp, OneHotOp, MatrixDeterminantOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

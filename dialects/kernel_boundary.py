@@ -12,7 +12,8 @@ lowering that makes kernels of them, and the backend that schedules them:
   virtual-instance slice whose size divides n (n = 1: it runs on one core);
 - views: the shape ops GE deletes before the build (Reshape, Flatten, Squeeze,
   Unsqueeze: their output is their input's memory with another shape; Identity: a
-  copy the consumer can read in place), and a TransData that moves no byte;
+  copy the consumer can read in place; Bitcast: the same bytes read as another
+  dtype of the same width), and a TransData that moves no byte;
 - structural ops (module, graph, data, const, net_output) make no kernel.
 """
 
@@ -31,8 +32,10 @@ SCOPE_ATTR = "_fusion_scope"
 NO_TASK_ATTR = "_no_task"
 VIRTUAL_CORES_ATTR = "_virtual_cores"
 
-VIEW_OPS: tuple[type[Operation], ...] = (ag.ReshapeOp, ag.FlattenOp, ag.SqueezeOp, ag.UnsqueezeOp, ag.IdentityOp)
-"""Pure shape views: GE removes them before the build."""
+VIEW_OPS: tuple[type[Operation], ...] = (
+    ag.ReshapeOp, ag.FlattenOp, ag.SqueezeOp, ag.UnsqueezeOp, ag.IdentityOp, ag.BitcastOp,
+)
+"""Pure views of their input's bytes: GE removes them before the build."""
 STRUCTURAL_OPS: tuple[type[Operation], ...] = (ModuleOp, ag.GraphOp, ag.DataOp, ag.ConstOp, ag.NetOutputOp)
 
 

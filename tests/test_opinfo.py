@@ -22,6 +22,7 @@ BLOCK = (
     "Exp", "Log", "Pow", "Softplus",
     "DFT", "STFT",
     "NLLLoss", "SoftmaxCrossEntropyLoss", "RmsNorm", "LpNorm", "GroupNorm", "MVNV2",
+    "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Cumsum", "Cumprod", "MatrixDeterminant",
 )
 BIAS = {"Conv2D": "bias", "MatMulV2": "bias", "BatchMatMulV2": "bias", "GEMM": "c", "FullyConnection": "b"}
 

@@ -13,8 +13,8 @@ It walks one `ascend_graph.graph` in block order (a topological order) and makes
   read back by D2H), weights (consts, written when the model loads), and the
   feature map (everything else, the only region whose memory is reused);
 - a slice per SSA value: (buffer, byte offset, byte size). Views
-  (`dialects.kernel_boundary.is_view`: reshape, flatten, squeeze, unsqueeze, identity, and
-  a TransData that moves no byte) are their input's slice; the outputs of a
+  (`dialects.kernel_boundary.is_view`: reshape, flatten, squeeze, unsqueeze, identity,
+  bitcast, and a TransData that moves no byte) are their input's slice; the outputs of a
   `_no_task` SplitD/SplitVD are consecutive slices of their input (GE's
   `_output_reuse_input` on dim 0). Neither makes a node or owns memory.
 

@@ -6,7 +6,8 @@ against:
 - a result has exactly the numpy dtype of its op's result type;
 - vector ops on float16/bfloat16 compute in float32 and round once to the result
   dtype; float32 and float64 compute in themselves (but erf and GELU, whose
-  formulas cancel, compute in float64 and round once); integers wrap as in C;
+  formulas cancel, and MatrixDeterminant's LU compute in float64 and round once);
+  integers wrap as in C;
 - cube ops (Conv2D, MatMulV2, BatchMatMulV2, GEMM) multiply the input values and
   accumulate in float32 for float16/bfloat16 (the product of two such values is
   exact in float32, so widening first is the same thing), in the input dtype for
@@ -1975,3 +1976,145 @@ def _stft(op: ag.STFTOp, args: list[np.ndarray]) -> np.ndarray:
     if len(args) > 1:
         framed = framed * _vec(args[1])
     return _dft(framed, n, 2, False, op.props.bool("onesided"))
+
+
+# ---- elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
+
+
+@_kernel(ag.FloorModOp)
+def _floor_mod(op: ag.FloorModOp, args: list[np.ndarray]) -> np.ndarray:
+    """Python's %: the remainder has the divisor's sign; an integer zero divisor gives 0."""
+    return np.mod(_vec(args[0]), _vec(args[1]))
+
+
+@_kernel(ag.ModOp)
+def _fmod(op: ag.ModOp, args: list[np.ndarray]) -> np.ndarray:
+    """C's fmod: the remainder has the dividend's sign; an integer zero divisor gives 0."""
+    return np.fmod(_vec(args[0]), _vec(args[1]))
+
+
+KERNELS.update(
+    (cls, _binary(fn))
+    for cls, fn in {
+        ag.LeftShiftOp: np.left_shift,  # by the width or more: 0 (numpy defines what C leaves undefined)
+        ag.RightShiftOp: np.right_shift,
+        ag.BitwiseAndOp: np.bitwise_and,
+        ag.BitwiseOrOp: np.bitwise_or,
+        ag.BitwiseXorOp: np.bitwise_xor,
+    }.items()
+)
+KERNELS.update(
+    (cls, _unary(fn))
+    for cls, fn in {
+        ag.InvertOp: np.invert,
+        ag.IsNanOp: np.isnan,
+        ag.TanOp: np.tan,
+        ag.AsinOp: np.arcsin,
+        ag.AcosOp: np.arccos,
+        ag.AtanOp: np.arctan,
+        ag.SinhOp: np.sinh,
+        ag.CoshOp: np.cosh,
+        ag.AsinhOp: np.arcsinh,
+        ag.AcoshOp: np.arccosh,
+        ag.AtanhOp: np.arctanh,
+    }.items()
+)
+
+
+@_kernel(ag.IsInfOp)
+def _is_inf(op: ag.IsInfOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    positive = np.isposinf(x) & op.props.bool("detect_positive")
+    negative = np.isneginf(x) & op.props.bool("detect_negative")
+    return positive | negative
+
+
+@_kernel(ag.ThresholdedReluOp)
+def _thresholded_relu(op: ag.ThresholdedReluOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    return np.where(x > x.dtype.type(op.props.float("alpha")), x, x.dtype.type(0))
+
+
+@_kernel(ag.ShrinkOp)
+def _shrink(op: ag.ShrinkOp, args: list[np.ndarray]) -> np.ndarray:
+    """Integers compute in float64 and truncate toward zero to their dtype, as a C cast does."""
+    x = _vec(args[0])
+    wide = x if _kind(x.dtype) == "f" else x.astype(np.float64)
+    lambd, bias = (wide.dtype.type(op.props.float(k)) for k in ("lambd", "bias"))
+    return np.where(wide < -lambd, wide + bias, np.where(wide > lambd, wide - bias, wide.dtype.type(0)))
+
+
+@_kernel(ag.SwishOp)
+def _swish(op: ag.SwishOp, args: list[np.ndarray]) -> np.ndarray:
+    x = _vec(args[0])
+    return x * _sigmoid(x.dtype.type(op.props.float("scale")) * x)
+
+
+@_kernel(ag.HardmaxOp)
+def _hardmax(op: ag.HardmaxOp, args: list[np.ndarray]) -> np.ndarray:
+    """The axes are consecutive: they flatten into one, whose first maximum is 1."""
+    x = args[0]
+    axes = shapes.norm_axes(op.props.ints("axes"), x.ndim)
+    first, last = axes[0], axes[-1] + 1
+    rows = x.reshape(x.shape[:first] + (shapes.numel(x.shape[first:last]),) + x.shape[last:])
+    index = np.expand_dims(np.argmax(_vec(rows), axis=first), first)
+    y = np.zeros(rows.shape, x.dtype)
+    np.put_along_axis(y, index, 1, axis=first)
+    return y.reshape(x.shape)
+
+
+@_kernel(ag.TrilOp)
+def _tril(op: ag.TrilOp, args: list[np.ndarray]) -> np.ndarray:
+    return np.tril(args[0], op.props.int("diagonal"))
+
+
+@_kernel(ag.TriuOp)
+def _triu(op: ag.TriuOp, args: list[np.ndarray]) -> np.ndarray:
+    return np.triu(args[0], op.props.int("diagonal"))
+
+
+def _cumulative(fn: Callable[..., np.ndarray], identity: int) -> Kernel:
+    """fn along the axis in the vector dtype (integers wrap in their own); `exclusive`
+    shifts the result one place on, starting from the identity."""
+
+    def kernel(op: Any, args: list[np.ndarray]) -> np.ndarray:
+        x = _vec(args[0])
+        axis = shapes.norm_axis(op.props.int("axis"), x.ndim)
+        reverse = op.props.bool("reverse")
+        if reverse:
+            x = np.flip(x, axis)
+        y = fn(x, axis=axis, dtype=x.dtype)
+        if op.props.bool("exclusive"):
+            head = np.full(x.shape[:axis] + (1,) + x.shape[axis + 1 :], identity, x.dtype)
+            y = np.concatenate([head, np.delete(y, -1, axis=axis)], axis=axis)
+        return np.flip(y, axis) if reverse else y
+
+    return kernel
+
+
+KERNELS[ag.CumsumOp] = _cumulative(np.cumsum, 0)
+KERNELS[ag.CumprodOp] = _cumulative(np.cumprod, 1)
+
+
+@_kernel(ag.BitcastOp)
+def _bitcast(op: ag.BitcastOp, args: list[np.ndarray]) -> np.ndarray:
+    """The same little-endian bytes read as the new dtype."""
+    to = dtypes.to_numpy(op.y.type.element_type)
+    return np.ascontiguousarray(args[0]).view(to).reshape(args[0].shape)
+
+
+@_kernel(ag.OneHotOp)
+def _one_hot(op: ag.OneHotOp, args: list[np.ndarray]) -> np.ndarray:
+    """An index outside [-depth, depth) sets no position: its row is all off."""
+    indices, values = args[0].astype(np.int64), args[1]
+    depth = op.props.int("depth")
+    axis = shapes.norm_axis(op.props.int("axis"), indices.ndim + 1)
+    wrapped = np.where(indices < 0, indices + depth, indices)
+    positions = np.arange(depth).reshape((depth,) + (1,) * (indices.ndim - axis))
+    return np.where(np.expand_dims(wrapped, axis) == positions, values[1], values[0])
+
+
+@_kernel(ag.MatrixDeterminantOp)
+def _matrix_determinant(op: ag.MatrixDeterminantOp, args: list[np.ndarray]) -> np.ndarray:
+    """LU in float64, rounded once to the result dtype."""
+    return np.linalg.det(args[0].astype(np.float64))

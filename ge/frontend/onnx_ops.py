@@ -23,8 +23,10 @@ signal constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) ha
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
 not static. Scatter has no converter: deprecated at opset 11 (where onnxruntime
 refuses it), it is in opset 9-10 models only, and upgrading one to opset 11 makes it
-a ScatterElements. `Upsample` is not converted: it is deprecated since opset 10, so no
-model of the opsets we import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
+a ScatterElements. Inputs that GE's ops take as attributes must be constants: Trilu's k
+(Tril/Triu's `diagonal`), CumSum's and CumProd's axis, OneHot's depth. `Upsample`
+is not converted: it is deprecated since opset 10, so no model of the opsets we
+import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
 
@@ -38,11 +40,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import DenseArrayBase, StringAttr, TensorType, f64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    f64,
+    i1,
+    i64,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from dialects import ascend_graph as ag
 from dialects.ascend_graph import bool_attr, float_attr, int_attr, ints
+from dialects.formats import element_bits
 from dialects.shapes import DYN, Shape, fmt, is_static, norm_axes, norm_axis, numel
 from ge.core import dtypes
 from ge.core.errors import ModelError
@@ -1773,3 +1784,136 @@ def _einsum(n: Node) -> Outputs:
     if perm == sorted(perm):
         return [n.emit(ag.IdentityOp, [acc])]
     return [n.emit(ag.TransposeOp, [acc], {"perm": ints(perm)})]
+
+
+# ---- elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
+
+_MORE_UNARY: dict[str, tuple[type[ag.AscendOp], int]] = {
+    "BitwiseNot": (ag.InvertOp, 18), "IsNaN": (ag.IsNanOp, 20), "Tan": (ag.TanOp, 22), "Asin": (ag.AsinOp, 22),
+    "Acos": (ag.AcosOp, 22), "Atan": (ag.AtanOp, 22), "Sinh": (ag.SinhOp, 22), "Cosh": (ag.CoshOp, 22),
+    "Asinh": (ag.AsinhOp, 22), "Acosh": (ag.AcoshOp, 22), "Atanh": (ag.AtanhOp, 22), "Det": (ag.MatrixDeterminantOp, 22),
+}
+
+_MORE_BINARY: dict[str, tuple[type[ag.AscendOp], int]] = {
+    "BitwiseAnd": (ag.BitwiseAndOp, 18), "BitwiseOr": (ag.BitwiseOrOp, 18), "BitwiseXor": (ag.BitwiseXorOp, 18),
+}
+
+for _op_type, (_cls, _newest) in _MORE_UNARY.items():
+    CONVERTERS[_op_type] = Converter(_unary(_cls), _newest)
+for _op_type, (_cls, _newest) in _MORE_BINARY.items():
+    CONVERTERS[_op_type] = Converter(_binary(_cls), _newest)
+
+
+@converts(Mod=13)
+def _mod(n: Node) -> Outputs:
+    """fmod=0 is the floored remainder (FloorMod), defined by ONNX for integers only;
+    fmod=1 is C's fmod (Mod), for integers and floats."""
+    a, b = n.x(0), n.x(1)
+    fmod = n.attr("fmod", 0)
+    if fmod not in (0, 1):
+        raise n.error(f"fmod {fmod} is not 0 or 1")
+    if fmod == 0 and ag.is_float(dtype(a)):
+        raise n.error(f"fmod=0 is defined for integers only; {dtypes.name(dtype(a))} inputs need fmod=1")
+    return [n.emit(ag.ModOp if fmod else ag.FloorModOp, [a, b])]
+
+
+@converts(BitShift=11)
+def _bit_shift(n: Node) -> Outputs:
+    direction = n.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise n.error(f"direction '{direction}' is not LEFT or RIGHT")
+    return [n.emit(ag.LeftShiftOp if direction == "LEFT" else ag.RightShiftOp, [n.x(0), n.x(1)])]
+
+
+@converts(IsInf=20)
+def _is_inf(n: Node) -> Outputs:
+    props = {
+        "detect_positive": bool_attr(n.attr("detect_positive", 1)),
+        "detect_negative": bool_attr(n.attr("detect_negative", 1)),
+    }
+    return [n.emit(ag.IsInfOp, [n.x(0)], props)]
+
+
+@converts(ThresholdedRelu=22)
+def _thresholded_relu(n: Node) -> Outputs:
+    return [n.emit(ag.ThresholdedReluOp, [n.x(0)], {"alpha": float_attr(n.attr("alpha", 1.0))})]
+
+
+@converts(Shrink=9)
+def _shrink(n: Node) -> Outputs:
+    props = {"lambd": float_attr(n.attr("lambd", 0.5)), "bias": float_attr(n.attr("bias", 0.0))}
+    return [n.emit(ag.ShrinkOp, [n.x(0)], props)]
+
+
+@converts(Swish=24)
+def _swish(n: Node) -> Outputs:
+    """ONNX's alpha is CANN Swish's scale: x * sigmoid(alpha * x)."""
+    return [n.emit(ag.SwishOp, [n.x(0)], {"scale": float_attr(n.attr("alpha", 1.0))})]
+
+
+@converts(Hardmax=13)
+def _hardmax(n: Node) -> Outputs:
+    """Before opset 13 the input is coerced to 2-D at `axis` (default 1): the maximum
+    is taken over axes axis..rank-1 together; from 13 over the one `axis` (default -1)."""
+    x = n.x(0)
+    rank = len(shape(x))
+    if n.since < 13:
+        axes = tuple(range(norm_axis(n.attr("axis", 1), rank), rank))
+    else:
+        axes = (norm_axis(n.attr("axis", -1), rank),)
+    return [n.emit(ag.HardmaxOp, [x], {"axes": ints(axes)})]
+
+
+@converts(Trilu=14)
+def _trilu(n: Node) -> Outputs:
+    """The diagonal offset k must be a constant: it becomes Tril/Triu's `diagonal`."""
+    k = n.scalar_input(1, "k") or 0
+    cls = ag.TriuOp if n.attr("upper", 1) else ag.TrilOp
+    return [n.emit(cls, [n.x(0)], {"diagonal": int_attr(int(k))})]
+
+
+@converts(CumSum=14, CumProd=26)
+def _cumulative(n: Node) -> Outputs:
+    """The axis must be a constant scalar."""
+    axis = n.ints(1, "axis")
+    if axis is None or len(axis) != 1:
+        raise n.error(f"axis must be one integer, got {axis}")
+    props = {
+        "axis": int_attr(axis[0]),
+        "exclusive": bool_attr(n.attr("exclusive", 0)),
+        "reverse": bool_attr(n.attr("reverse", 0)),
+    }
+    return [n.emit(ag.CumsumOp if n.op_type == "CumSum" else ag.CumprodOp, [n.x(0)], props)]
+
+
+@converts(BitCast=26)
+def _bit_cast(n: Node) -> Outputs:
+    """To its own dtype, the identity; to another of the same width, Bitcast (a view)."""
+    x = n.x(0)
+    target = element_type(n.attr("to"), "attribute 'to'")
+    if target == dtype(x):
+        return [_identity(n, x)]
+    bits = element_bits(dtype(x)), element_bits(target)
+    if bits[0] != bits[1]:
+        raise n.error(
+            f"'to' {dtypes.name(target)} has {bits[1]} bits, the input's {dtypes.name(dtype(x))} {bits[0]}; "
+            "BitCast needs the same width"
+        )
+    return [n.emit(ag.BitcastOp, [x], {"dst_type": target})]
+
+
+@converts(OneHot=11)
+def _one_hot(n: Node) -> Outputs:
+    """depth must be a constant (it sizes the result). Float indices are cast to int64
+    (truncated toward zero), as onnxruntime reads them."""
+    indices, values = n.x(0), n.x(2)
+    depth = n.scalar_input(1, "depth")
+    if depth is None or depth < 1:
+        raise n.error(f"depth must be a positive scalar, got {depth}")
+    if not isinstance(dtype(indices), IntegerType) or dtype(indices) == i1:
+        indices = n.emit(ag.CastOp, [indices], {"dst_type": i64}, "indices")
+    axis = n.attr("axis", -1)
+    rank = len(shape(indices))
+    if not -rank - 1 <= axis <= rank:
+        raise n.error(f"axis {axis} is outside [{-rank - 1}, {rank}] for indices of rank {rank}")
+    return [n.emit(ag.OneHotOp, [indices, values], {"depth": int_attr(int(depth)), "axis": int_attr(axis)})]

@@ -63,7 +63,7 @@ REFERENCE_SOC = "Ascend910B1"
 
 DTYPE_BYTES: dict[str, float] = {
     "INT4": 0.5, "INT8": 1, "UINT8": 1, "FP16": 2, "BF16": 2, "INT16": 2, "UINT16": 2,
-    "FP32": 4, "INT32": 4, "UINT32": 4, "INT64": 8, "UINT64": 8,
+    "FP32": 4, "INT32": 4, "UINT32": 4, "FP64": 8, "INT64": 8, "UINT64": 8,
 }  # fmt: skip
 
 VECTOR_CLASSES: dict[str, tuple[str, ...]] = {

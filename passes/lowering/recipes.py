@@ -159,6 +159,50 @@ RECIPES[ag.MVNV2Op] = [
     ("VADDS", BINARY, "row"), ("VSUB", BINARY, "in"), ("VDIV", BINARY, "in"),
 ]
 
+# ---- elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
+_REMAINDER: Recipe = [
+    ("VDIV", BINARY, "out"), ("VCONV", "{d}_INT32", "out"), ("VCONV", "INT32_{d}", "out"), ("VMUL", BINARY, "out"),
+    ("VSUB", BINARY, "out"),
+]
+_ARC: Recipe = (  # asin/acos: the odd polynomial on [0, 0.5], sqrt((1 - |x|) / 2) reduction beyond
+    [("VABS", UNARY, "out"), ("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), ("VSQRT", UNARY, "out"), ("VMUL", BINARY, "out")]
+    + [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), ("VMUL", BINARY, "out")] * 4
+    + [("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out")]
+)
+_LOG_OF: Recipe = [("VSQRT", UNARY, "out"), ("VADD", BINARY, "out"), ("VLN", UNARY, "out")]
+RECIPES.update({
+    ag.FloorModOp: _REMAINDER,
+    ag.ModOp: _REMAINDER,
+    ag.LeftShiftOp: [("VSHL", BINARY, "out")],
+    ag.RightShiftOp: [("VSHR", BINARY, "out")],
+    ag.BitwiseAndOp: [("VAND", BINARY, "out")],
+    ag.BitwiseOrOp: [("VOR", BINARY, "out")],
+    ag.BitwiseXorOp: RECIPES[ag.LogicalXorOp],
+    ag.InvertOp: [("VNOT", UNARY, "out")],
+    ag.IsNanOp: [("VCMPV", BINARY, "out")],
+    ag.IsInfOp: [("VABS", UNARY, "out"), ("VCMPVS", BINARY, "out"), ("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out")],
+    ag.TanOp: _TRIG + [("VDIV", BINARY, "out")],
+    ag.AsinOp: _ARC,
+    ag.AcosOp: _ARC + [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out")],
+    ag.AtanOp: [("VABS", UNARY, "out"), ("VREC", UNARY, "out"), ("VMIN", BINARY, "out")]
+    + [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), ("VMUL", BINARY, "out")] * 4
+    + [("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out")],
+    ag.SinhOp: [("VEXP", UNARY, "out"), ("VREC", UNARY, "out"), ("VSUB", BINARY, "out"), ("VMULS", BINARY, "out")],
+    ag.CoshOp: [("VEXP", UNARY, "out"), ("VREC", UNARY, "out"), ("VADD", BINARY, "out"), ("VMULS", BINARY, "out")],
+    ag.AsinhOp: [("VMUL", BINARY, "out"), ("VADDS", BINARY, "out"), *_LOG_OF],
+    ag.AcoshOp: [("VMUL", BINARY, "out"), ("VADDS", BINARY, "out"), *_LOG_OF],
+    ag.AtanhOp: [("VADDS", BINARY, "out"), ("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), ("VDIV", BINARY, "out"), ("VLN", UNARY, "out"), ("VMULS", BINARY, "out")],
+    ag.ThresholdedReluOp: [("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out")],
+    ag.ShrinkOp: [("VADDS", BINARY, "out"), ("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out")] * 2,
+    ag.SwishOp: [("VMULS", BINARY, "out"), *_EXP_FAMILY[ag.SigmoidOp], ("VMUL", BINARY, "out")],
+    ag.HardmaxOp: [("VCMAX", UNARY, "in"), ("VECTORDUP", UNARY, "in"), ("VCMPV", BINARY, "in"), ("VSEL", BINARY, "in")],
+    ag.TrilOp: [("VSEL", BINARY, "out")],
+    ag.TriuOp: [("VSEL", BINARY, "out")],
+    ag.CumsumOp: [("VADD", BINARY, "out")],
+    ag.CumprodOp: [("VMUL", BINARY, "out")],
+    ag.OneHotOp: [("VECTORDUP", "{o}_{o}", "out"), ("VCMPV", BINARY, "out"), ("VSEL", "{o}_{o}_{o}", "out")],
+})
+
 MOVES: tuple[type[Operation], ...] = (
     ag.ConcatOp, ag.SplitOp, ag.SplitVOp, ag.StridedSliceOp, ag.DepthToSpaceOp, ag.SpaceToDepthOp, ag.GatherOp,
 )
@@ -200,6 +244,9 @@ def recipe(op: Operation) -> Recipe:
         return _scatter(op)
     if isinstance(op, ag.DFTOp | ag.STFTOp):
         return _fourier(op)
+    if isinstance(op, ag.MatrixDeterminantOp):
+        n = ag.shape_of(op.x.type)[-1]  # LU: n pivots per matrix, ~n^3/3 multiply-subtracts
+        return [("VDIV", BINARY, "row")] * n + [("VMUL", BINARY, "in"), ("VSUB", BINARY, "in")] * max(1, -(-n // 3))
     if isinstance(op, ag.TransDataOp):
         fmts = {op.props.str("src_format"), op.props.str("dst_format")}
         return [] if "FRACTAL_NZ" in fmts else [("VNCHWCONV", "{u}_{u}", "out")]

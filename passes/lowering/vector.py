@@ -103,6 +103,12 @@ def row_length(op: Operation) -> int:
         return x[shapes.norm_axis(op.props.int("dim"), len(x))]
     if isinstance(op, ag.RotaryPositionEmbeddingOp):  # a head's features: the rotated pairs span it
         return x[-1] if op.props.str("layout") == "BNSD" else x[-1] // op.props.int("num_heads")
+    if isinstance(op, ag.HardmaxOp):
+        return shapes.numel([x[a] for a in shapes.norm_axes(op.props.ints("axes"), len(x))])
+    if isinstance(op, ag.CumulativeOp):  # a scan runs along its axis through everything inside it
+        return shapes.numel(x[shapes.norm_axis(op.props.int("axis"), len(x)) :])
+    if isinstance(op, ag.MatrixDeterminantOp):
+        return shapes.numel(x[-2:])
     return 1
 
 

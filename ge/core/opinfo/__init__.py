@@ -40,12 +40,18 @@ The values are this project's model of the parts, not copied from CANN:
   where GE would leave a block no AI Core kernel takes (a float32 BERT under
   must_keep_origin_dtype on a part whose cube reads float16 only).
 - The block list holds the ops whose float16 results lose most: exponentials and
-  logarithms (Exp, Log, Pow, Softplus), reductions that sum many terms
-  (ReduceMeanD, ReduceSumD, ReduceProdD) and the ops built on them (SoftmaxV2,
-  LogSoftmaxV2, LayerNorm, InstanceNorm, RmsNorm, GroupNorm, MVNV2, LpNorm, and the
-  losses NLLLoss and SoftmaxCrossEntropyLoss), and the Fourier transforms (DFT,
-  STFT: each bin sums the whole signal). Everything else is gray (LRN too: its
-  window sums a few squares only).
+  logarithms (Exp, Log, Pow, Softplus, Sinh, Cosh, Asinh, Acosh, Atanh), reductions
+  that sum or multiply many terms (ReduceMeanD, ReduceSumD, ReduceProdD, Cumsum,
+  Cumprod, MatrixDeterminant) and the ops built on them (SoftmaxV2, LogSoftmaxV2,
+  LayerNorm, InstanceNorm, RmsNorm, GroupNorm, MVNV2, LpNorm, and the losses NLLLoss
+  and SoftmaxCrossEntropyLoss), and the Fourier transforms (DFT, STFT: each bin sums
+  the whole signal). Everything else is gray (LRN too: its window sums a few squares
+  only).
+- Integer ops (FloorMod, Mod, the shifts and bitwise ops, Tril/Triu, Cumsum,
+  Cumprod, OneHot) take int8, uint8, int32 and int64 on AI Core, as Add does; int16
+  and the wider unsigned types only on AI CPU. MatrixDeterminant has only an AI CPU
+  kernel (CANN's is one). Bitcast lists every pair of distinct dtypes of one width:
+  it is a view, which launches nothing on either engine.
 - bfloat16 exists only on Ascend910B1. BatchNorm keeps float32 scale, offset,
   mean and variance beside a float16 input, as CANN's BNInfer does.
 - Two assumptions give the fallback rules something to act on: on Ascend310, Pow
