@@ -88,6 +88,8 @@ class Node:
     workspace: list[Slice] = field(default_factory=list)
     kernel: str | None = None
     block_dim: int = 1
+    op_type: str | None = None
+    """For an AI CPU kernel (core type AiCpu), the op type its KERNEL_EX task runs; else None."""
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,8 @@ class _Builder:
                 raise ModelError(f"launch '{op.label}' calls {op.kernel}, which the module does not define")
             node.kernel, node.block_dim = kernel.sym_name.data, kernel.int_prop("block_dim")
             workspace = kernel.int_prop("workspace")
+            if kernel.core_type.data == ak.AICPU:
+                node.op_type = kernel.op_types.data[0].data
         for value in op.operands:
             self.read(node, value)
         for i, result in enumerate(op.results):
