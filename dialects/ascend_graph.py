@@ -2036,6 +2036,23 @@ class DataDependentOp(AscendOp):
         return shape
 
 
+def upper_bound(value: SSAValue) -> Shape:
+    """A static shape holding any value `value` may take: its shape, or where a
+    data-dependent op leaves dims to the run, that op's upper bound."""
+    shape = shape_of(value.type)
+    if shapes.is_static(shape):
+        return shape
+    owner = value.owner
+    if isinstance(owner, DataDependentOp):
+        return owner.upper_bounds()[owner.results.index(value)]
+    raise ShapeError(f"shape {shapes.fmt(shape)} is dynamic and no op bounds it")
+
+
+def data_dependent(value: SSAValue) -> bool:
+    """Whether `value` has dims known only when a data-dependent op runs."""
+    return isinstance(value.owner, DataDependentOp) and not shapes.is_static(shape_of(value.type))
+
+
 @irdl_op_definition
 class NonZeroOp(DataDependentOp):
     """The indices of the non-zero elements of x, one row per dim: y is [rank(x), n],

@@ -15,6 +15,11 @@ core type `AiCpu`, one block, no tiling and an empty program (the simulator time
 with the SoC's AI CPU cost model, not a pipe program), and the backend launches it
 with a KERNEL_EX task.
 
+An op with data-dependent result dims (`ascend_graph.DataDependentOp`: NonZero, Unique,
+Compress, NonMaxSuppression) runs on the AI CPU only; its results may go to the graph's
+outputs, where the run gives their actual shapes, but an op reading one is refused:
+it would need the shape before the run (dynamic shapes are not built yet).
+
 Scopes that are the same computation (the same ops, properties other than node
 names, types and wiring) share one kernel, as CANN reuses one kernel binary for
 every op of the same shape: the 12 layers of a BERT encoder make 12 launches of each
@@ -137,6 +142,7 @@ class _Lowering:
 
     def lower(self, graph: ag.GraphOp) -> None:
         block = graph.body.block
+        _refuse_dynamic_reads(block)
         for ops in kernel_scopes_of(block):
             scope = Scope.of(ops)  # after the launches before it replaced their scopes' values
             kernel = self.kernel(scope)
@@ -250,6 +256,25 @@ class _Lowering:
             n += 1
         self.names.add(f"{stem}_{n}")
         return f"{stem}_{n}"
+
+
+def _refuse_dynamic_reads(block: Block) -> None:
+    """Data-dependent ops on the AI CPU, their dynamic results read only by the graph's outputs."""
+    for op in block.ops:
+        if isinstance(op, ag.DataDependentOp) and not is_aicpu(op):
+            raise ModelError(f"{op.OP_TYPE} '{op.label}' has data-dependent result shapes and runs on the AI CPU only; run precision-selection, which places it there")
+        if isinstance(op, ag.NetOutputOp):
+            continue
+        for v in op.operands:
+            if ag.data_dependent(v):
+                producer = v.owner
+                assert isinstance(producer, ag.DataDependentOp)
+                name = op.label if isinstance(op, ag.AscendOp) else op.name
+                raise ModelError(
+                    f"{getattr(op, 'OP_TYPE', op.name)} '{name}' reads the result of {producer.OP_TYPE} '{producer.label}', "
+                    "whose shape is known only when it runs, and needs a static shape: dynamic shapes are not built yet "
+                    "(only the graph's outputs may take such a result)"
+                )
 
 
 def _op_types(ops: Sequence[Operation]) -> list[str]:

@@ -24,7 +24,9 @@ size, the weight blob at the weight region's base. A run then:
      a wait takes whichever record of its id is pending, so a task list that lets
      a later wait run before an earlier one of the same id pairs them wrongly (and
      `ge.backend.verify`, which pairs them in list order, cannot see it);
-   - MEMCPY_ASYNC D2H copies a graph output out of its buffer;
+   - MEMCPY_ASYNC D2H copies a graph output out of its buffer (an output of
+     data-dependent shape: as much of its upper-bound buffer as the shape its AI
+     CPU kernel reported holds);
    - MODEL_END_GRAPH ends the model.
 3. returns the outputs in their logical layout, with every task's times.
 
@@ -120,6 +122,8 @@ class _State:
     """The run's dumps and overflow checks (with numerics only)."""
     writes: list = field(default_factory=list)
     """Pending writes: (time, order, address, bytes), applied in time order."""
+    shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """The actual shapes of data-dependent outputs (AI CPU kernels'), by address."""
     order: int = 0
 
     def write_at(self, time: float, addr: int, data: np.ndarray) -> None:
@@ -338,7 +342,7 @@ class Runtime:
         cycles = aicpu_cycles(self.soc, nbytes, header.elements)
         (placed,) = cores.place(AICPU, now, 1, cycles, 0)
         limits.kernel(index, task.name, placed.end - now)
-        writes = self._execute(task, index, state.memory)
+        writes = self._execute(task, index, state.memory, state.shapes)
         if state.memory is not None:
             if state.watch is not None:
                 state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
@@ -352,7 +356,9 @@ class Runtime:
         )
         return placed.end
 
-    def _execute(self, task: KernelTask, index: int, memory: np.ndarray | None) -> list[tuple[int, np.ndarray]]:
+    def _execute(
+        self, task: KernelTask, index: int, memory: np.ndarray | None, shapes: dict[int, tuple[int, ...]] | None = None
+    ) -> list[tuple[int, np.ndarray]]:
         """The kernel's oom check when it has one, then its numerics (with a device memory);
         a fault dumps the kernel's data when enable_exception_dump asks, and says where."""
         try:
@@ -364,7 +370,7 @@ class Runtime:
             if memory is None:
                 return []
             with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN is the watch's to report, once, by op
-                return self.numerics.run(task.kernel, task.name, memory, task.inputs, task.outputs)
+                return self.numerics.run(task.kernel, task.name, memory, task.inputs, task.outputs, shapes)
         except ModelError as e:
             if not self.config.enable_exception_dump:
                 raise
@@ -411,7 +417,9 @@ class Runtime:
         end = now + _copy_us(task.arg.size) * clock
         records.append(TaskRecord(index, task.KIND, stream, f"D2H '{desc.name}'", now, end, nbytes=task.arg.size))
         if state.memory is not None:
-            outputs[desc.name] = np.array(layout.load(state.memory, task.arg.addr))
+            actual = state.shapes.get(task.arg.addr)
+            value = layout.load(state.memory, task.arg.addr)
+            outputs[desc.name] = np.array(value if actual is None else value.reshape(-1)[: math.prod(actual)].reshape(actual))
         return end
 
     def _input_arg(self, port: int) -> Arg:
