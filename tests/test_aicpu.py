@@ -144,7 +144,7 @@ def test_the_profile_shows_the_engine(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("shape", [[16], [4096], [262144]])
 def test_the_cost_model_is_the_socs(shape: list[int], tmp_path: Path) -> None:
-    compiled, result, _ = run_both(one_op("Add", TensorProto.UINT32, shape), tmp_path)
+    _, result, _ = run_both(one_op("Add", TensorProto.UINT32, shape), tmp_path)
     (row,) = result.profile.rows()
     n = int(np.prod(shape))
     assert row.record.duration == pytest.approx(aicpu_cycles(socs.load(SOC), 3 * 4 * n, 3 * n))
@@ -185,7 +185,7 @@ def test_stream_max_parallel_num_bounds_the_ai_cpu_tasks_at_once(tmp_path: Path,
         assert len({t.stream for t in aicpu_tasks(compiled)}) == 2
         records = Runtime(compiled, ge.RunConfig(timing_only=True)).run().profile.aicpu_kernels()
         spans[parallel] = sorted((r.blocks[0].start, r.blocks[0].end) for r in records)
-    (a0, a1), (b0, _) = spans[None]
+    (_, a1), (b0, _) = spans[None]
     assert b0 < a1  # on two AI CPU cores, the branches overlap
     (_, a1), (b0, _) = spans[1]
     assert b0 >= a1  # on one, the second waits for the first

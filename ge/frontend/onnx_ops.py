@@ -1023,10 +1023,7 @@ def _non_zero(n: Node) -> Outputs:
 
 @converts(Compress=11)
 def _compress(n: Node) -> Outputs:
-    """Compress-9 allows a non-negative axis only, 11 a negative one too."""
     axis = n.attr("axis")
-    if axis is not None and axis < 0 and n.since < 11:
-        raise n.error(f"axis {axis} is negative, which Compress-{n.since} does not allow (opset 11 does)")
     props = {} if axis is None else {"axis": int_attr(axis)}
     return [n.emit(ag.CompressOp, [n.x(0), n.x(1)], props)]
 
