@@ -86,7 +86,8 @@ class Header:
     soc: str
     workspace: int
     elements: int = 0
-    """The elements of its arguments, inputs and outputs (what an AI CPU kernel's time scales with)."""
+    """The elements of its arguments, inputs and outputs (what an AI CPU kernel's time scales
+    with); an output of data-dependent shape, unknown until it runs, counts none."""
 
 
 @dataclass
