@@ -195,6 +195,14 @@ def test_stream_max_parallel_num_bounds_the_ai_cpu_tasks_at_once(tmp_path: Path,
     assert "DNN_VM_AICPU:99 is more than Ascend910B1's" in caplog.text
 
 
+@pytest.mark.parametrize(("aicore_num", "aicpu"), [(None, 6), (12, 3), (6, 1), (1, 1)])
+def test_a_slice_of_the_chip_has_its_share_of_the_ai_cpu_cores(aicore_num: int | None, aicpu: int, tmp_path: Path) -> None:
+    onnx.save(two_branches(), tmp_path / "two.onnx")
+    compiled = ge.compile(tmp_path / "two.onnx", KEEP)
+    runtime = Runtime(compiled, ge.RunConfig(timing_only=True, aicore_num=aicore_num))
+    assert socs.load(SOC).aicpu.cores == 6 and runtime.aicpu_parallel == aicpu
+
+
 def test_om_round_trip_keeps_the_ai_cpu_tasks(tmp_path: Path) -> None:
     compiled, result, _ = run_both(sandwich(), tmp_path)
     loaded = ge.load_model(compiled.save(tmp_path / "s.om"))

@@ -18,7 +18,9 @@ size, the weight blob at the weight region's base. A run then:
      its blocks run on the cores (`ge.sim.timing`);
    - KERNEL_EX (an AI CPU kernel) computes the same way and runs on one AI CPU core
      (`aicpu_cycles`: the SoC's AI CPU launch, then its arguments' bytes and elements
-     at one core's rates), of the `aicpu_parallel` the model allows at once;
+     at one core's rates), of the `aicpu_parallel` the model allows at once (at most
+     the run's AI CPU cores: a slice of the chip, with aicore_num or on a virtual
+     instance, has its share of them, as of the vector cores);
    - EVENT_RECORD marks its event; EVENT_WAIT holds its stream until the event is
      recorded, and consumes the record. As on the device, an event id is one flag:
      a wait takes whichever record of its id is pending, so a task list that lets
@@ -152,7 +154,8 @@ class Runtime:
                 f"{self.soc.device_memory_bytes:,} bytes of {self.soc.name}"
             )
         self.cores = self._cores()
-        self.aicpu_parallel = _aicpu_parallel(model, self.soc.aicpu.cores)
+        share = max(1, self.soc.aicpu.cores * self.cores["AiCore"] // self.soc.ai_cores)  # a slice's share, as of vector cores
+        self.aicpu_parallel = min(_aicpu_parallel(model, self.soc.aicpu.cores), share)
         self.kernels = program.split_kernels(model.kernels)
         self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
         self.compiled_oom = _compiled_oom(model)
