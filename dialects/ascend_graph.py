@@ -3440,6 +3440,176 @@ class MatrixDeterminantOp(AscendOp):
         return [tensor(dtype_of(operand_types[0]), x[:-2])]
 
 
+# ---- data-dependent shapes (AI CPU engine)
+
+
+class DataDependentOp(AscendOp):
+    """An op whose result shapes depend on its input values, not only their shapes: the
+    dims known only when it runs are `DYN`. `upper_bounds` gives, per result, a static
+    shape of the same rank holding any value it may produce, which the build allocates."""
+
+    def upper_bounds(self) -> list[Shape]:
+        raise NotImplementedError(type(self).__name__)
+
+    def _static_input(self, index: int) -> Shape:
+        shape = shape_of(self.operands[index].type)
+        if not shapes.is_static(shape):
+            raise ShapeError(f"{self.OP_TYPE} '{self.label}': input {index} has the dynamic shape {shapes.fmt(shape)}; its results have no upper bound")
+        return shape
+
+
+def upper_bound(value: SSAValue) -> Shape:
+    """A static shape holding any value `value` may take: its shape, or where a
+    data-dependent op leaves dims to the run, that op's upper bound."""
+    shape = shape_of(value.type)
+    if shapes.is_static(shape):
+        return shape
+    owner = value.owner
+    if isinstance(owner, DataDependentOp):
+        return owner.upper_bounds()[owner.results.index(value)]
+    raise ShapeError(f"shape {shapes.fmt(shape)} is dynamic and no op bounds it")
+
+
+def data_dependent(value: SSAValue) -> bool:
+    """Whether `value` has dims known only when a data-dependent op runs."""
+    return isinstance(value.owner, DataDependentOp) and not shapes.is_static(shape_of(value.type))
+
+
+@irdl_op_definition
+class NonZeroOp(DataDependentOp):
+    """The indices of the non-zero elements of x, one row per dim: y is [rank(x), n],
+    int64, n known when it runs (CANN `NonZero`, ONNX's layout: transposed)."""
+
+    name = "ascend_graph.non_zero"
+    OP_TYPE: ClassVar[str] = "NonZero"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        rank = len(shape_of(operand_types[0]))
+        if rank == 0:
+            raise ShapeError("x must have at least one dim (a scalar has no index rows)")
+        return [tensor(i64, (rank, DYN))]
+
+    def upper_bounds(self) -> list[Shape]:
+        x = self._static_input(0)
+        return [(len(x), shapes.numel(x))]
+
+
+@irdl_op_definition
+class CompressOp(DataDependentOp):
+    """The slices of x along `axis` where the 1-D bool condition holds (x flattened when
+    `axis` is absent); a condition shorter than the dim selects among its first slices."""
+
+    name = "ascend_graph.compress"
+    OP_TYPE: ClassVar[str] = "Compress"
+    x = operand_def(TensorType)
+    condition = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = opt_prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _along(cls, operand_types: Sequence[Attribute], props: Props) -> tuple[Shape, int | None, int]:
+        """x's shape, the normalised axis (None: flattened) and the condition's length."""
+        x, cond = shape_of(operand_types[0]), shape_of(operand_types[1])
+        if dtype_of(operand_types[1]) != i1 or len(cond) != 1:
+            raise ShapeError(f"condition must be a 1-D bool tensor, not {shapes.fmt(cond)} of {dtype_of(operand_types[1])}")
+        axis = shapes.norm_axis(props.int("axis"), len(x)) if props.has("axis") else None
+        dim = shapes.numel(x) if axis is None else x[axis]
+        if DYN not in (dim, cond[0]) and cond[0] > dim:
+            raise ShapeError(f"condition has {cond[0]} values, more than the {dim} slices it selects among")
+        return x, axis, cond[0]
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x, axis, _ = cls._along(operand_types, props)
+        out = (DYN,) if axis is None else x[:axis] + (DYN,) + x[axis + 1 :]
+        return [tensor(dtype_of(operand_types[0]), out)]
+
+    def upper_bounds(self) -> list[Shape]:
+        self._static_input(0)
+        x, axis, n = self._along([o.type for o in self.operands], self.props)
+        return [(n,) if axis is None else x[:axis] + (n,) + x[axis + 1 :]]
+
+
+@irdl_op_definition
+class UniqueOp(DataDependentOp):
+    """ONNX Unique: the distinct values of x (or slices along `axis`), sorted or in order
+    of first occurrence, with the index of each one's first occurrence, the inverse
+    indices of every input element (or slice) and the counts (CANN `UniqueWithCountsExt2`)."""
+
+    name = "ascend_graph.unique"
+    OP_TYPE: ClassVar[str] = "UniqueWithCountsExt2"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    indices = result_def(TensorType)
+    inverse_indices = result_def(TensorType)
+    counts = result_def(TensorType)
+    axis = opt_prop_def(IntegerAttr)
+    sorted = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        if props.has("axis"):
+            axis = shapes.norm_axis(props.int("axis"), len(x))
+            y, n = x[:axis] + (DYN,) + x[axis + 1 :], x[axis]
+        else:
+            y, n = (DYN,), shapes.numel(x) if shapes.is_static(x) else DYN
+        return [tensor(dtype_of(operand_types[0]), y), tensor(i64, (DYN,)), tensor(i64, (n,)), tensor(i64, (DYN,))]
+
+    def upper_bounds(self) -> list[Shape]:
+        x = self._static_input(0)
+        if self.props.has("axis"):
+            axis = shapes.norm_axis(self.props.int("axis"), len(x))
+            n, y = x[axis], x
+        else:
+            n = shapes.numel(x)
+            y = (n,)
+        return [y, (n,), (n,), (n,)]
+
+
+@irdl_op_definition
+class NonMaxSuppressionOp(DataDependentOp):
+    """ONNX NonMaxSuppression: per batch and class, the boxes kept by greedy IoU
+    suppression in descending score, as [batch, class, box] rows (int64) (CANN
+    `NonMaxSuppressionV6`). `max_output_boxes_per_class`, `iou_threshold` and
+    `score_threshold` are the node's constant inputs; no score_threshold keeps every score."""
+
+    name = "ascend_graph.non_max_suppression_v6"
+    OP_TYPE: ClassVar[str] = "NonMaxSuppressionV6"
+    boxes = operand_def(TensorType)
+    scores = operand_def(TensorType)
+    selected_indices = result_def(TensorType)
+    center_point_box = prop_def(BoolAttr)
+    max_output_boxes_per_class = prop_def(IntegerAttr)
+    iou_threshold = prop_def(FloatAttr)
+    score_threshold = opt_prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        boxes, scores = shape_of(operand_types[0]), shape_of(operand_types[1])
+        if len(boxes) != 3 or boxes[2] not in (4, DYN):
+            raise ShapeError(f"boxes must be [batch, boxes, 4], not {shapes.fmt(boxes)}")
+        if len(scores) != 3 or not shapes.compatible((boxes[0], boxes[1]), (scores[0], scores[2])):
+            raise ShapeError(f"scores must be [batch, classes, boxes] of boxes {shapes.fmt(boxes)}, not {shapes.fmt(scores)}")
+        if not is_float(dtype_of(operand_types[0])) or dtype_of(operand_types[0]) != dtype_of(operand_types[1]):
+            raise ShapeError("boxes and scores must be floats of one dtype")
+        if props.int("max_output_boxes_per_class") < 0:
+            raise ShapeError(f"max_output_boxes_per_class {props.int('max_output_boxes_per_class')} must be >= 0")
+        return [tensor(i64, (DYN, 3))]
+
+    def upper_bounds(self) -> list[Shape]:
+        batch, boxes, _ = self._static_input(0)
+        _, classes, _ = self._static_input(1)
+        return [(batch * classes * min(boxes, self.props.int("max_output_boxes_per_class")), 3)]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -3464,6 +3634,7 @@ AscendGraph = Dialect(
         GridSampler2DOp, GridSampler3DOp, AffineGridOp, Col2imOp, DeformableOffsetsOp, ROIAlignOp,
         FusedInferAttentionScoreOp, RotaryPositionEmbeddingOp, TopKV2Op,
         FloorModOp, ModOp, LeftShiftOp, RightShiftOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, InvertOp, IsNanOp, IsInfOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, ThresholdedReluOp, ShrinkOp, SwishOp, HardmaxOp, TrilOp, TriuOp, CumsumOp, CumprodOp, BitcastOp, OneHotOp, MatrixDeterminantOp,
+        NonZeroOp, CompressOp, UniqueOp, NonMaxSuppressionOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

@@ -4,7 +4,9 @@ A kernel is what one fused scope compiles to. `ascend_kernel.kernel @k` lives at
 module level and carries what the build and the simulator need:
 
 - properties: `op_types` (the CANN op types of its scope), `block_dim`, `core_type`
-  (`AiCore`: cube or mixed; `VectorCore`: vector only, on parts with vector cores),
+  (`AiCore`: cube or mixed; `VectorCore`: vector only, on parts with vector cores;
+  `AiCpu`: one op on the AI CPU engine, launched by a KERNEL_EX task: one block, no
+  tiling, and an empty program, since the AI CPU runs compiled C++ rather than pipes),
   `impl_mode`, `tiling` (a dictionary of integer tiling parameters), `args` (per
   argument: inputs then outputs, with dtype, physical shape and format), `soc` (the
   SoC version it was tiled for) and `workspace` (GM scratch bytes for all blocks);
@@ -87,7 +89,9 @@ from dialects.ascend_graph import format_of, verify_layout
 
 LEVELS = ("GM", "L1", "L0A", "L0B", "L0C", "UB", "BT")
 PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
-CORE_TYPES = ("AiCore", "VectorCore")
+CORE_TYPES = ("AiCore", "VectorCore", "AiCpu")
+AICPU = "AiCpu"
+"""The core type of an AI CPU kernel."""
 IMPL_MODES = ("high_performance", "high_precision")
 COPY_MODES = ("normal", "nd2nz", "nz2nd", "img2col")
 """How a copy lays data out: as it is, ND -> NZ or NZ -> ND in flight (MTE2 into L1,
@@ -569,6 +573,18 @@ class KernelOp(IRDLOperation, _Props):
                 raise VerifyException(f"{where}: tiling parameter {key} is {value}, not an integer")
         self._verify_compute(where)
         self._verify_program(where)
+        if self.str_prop("core_type") == AICPU:
+            self._verify_aicpu(where)
+
+    def _verify_aicpu(self, where: str) -> None:
+        """An AI CPU kernel is one op, one block, no workspace, no tiling and no pipe program."""
+        ops = [op for op in self.compute.block.ops if not isinstance(op, YieldOp)]
+        if len(ops) != 1:
+            raise VerifyException(f"{where}: an AiCpu kernel computes one op, not {len(ops)}")
+        if self.int_prop("block_dim") != 1 or self.int_prop("workspace") or self.tiling.data:
+            raise VerifyException(f"{where}: an AiCpu kernel has block_dim 1, no workspace and no tiling")
+        if not self.program.block.is_empty:
+            raise VerifyException(f"{where}: an AiCpu kernel has no pipe program (its program block must be empty)")
 
     def _verify_compute(self, where: str) -> None:
         block = self.compute.block

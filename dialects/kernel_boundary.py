@@ -7,6 +7,10 @@ lowering that makes kernels of them, and the backend that schedules them:
   one kernel;
 - `_no_task = true` (GE's attribute): the op launches nothing (a Split whose outputs
   are slices of its input);
+- `_engine = "DNN_VM_AICPU"` (GE's engine name, set by precision selection where
+  AI Core has no kernel for the op's dtypes): the op runs on the AI CPU engine, as a
+  kernel of its own (never in a UB scope: the AI CPU has no Unified Buffer, and its
+  task is another kind, KERNEL_EX);
 - `_virtual_cores = <n> : i64` (set for `--virtual_type=1`): the op's kernel is tiled
   for n cores, its block_dim a multiple of n, so that it runs balanced on any
   virtual-instance slice whose size divides n (n = 1: it runs on one core);
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 
 from dialects import ascend_graph as ag
@@ -31,6 +35,9 @@ from dialects.shapes import is_static
 SCOPE_ATTR = "_fusion_scope"
 NO_TASK_ATTR = "_no_task"
 VIRTUAL_CORES_ATTR = "_virtual_cores"
+ENGINE_ATTR = "_engine"
+AICPU_ENGINE = "DNN_VM_AICPU"
+"""GE's name of the AI CPU engine: the value of `_engine` on an op that runs there."""
 
 VIEW_OPS: tuple[type[Operation], ...] = (
     ag.ReshapeOp, ag.FlattenOp, ag.SqueezeOp, ag.UnsqueezeOp, ag.IdentityOp, ag.BitcastOp,
@@ -46,6 +53,12 @@ def op_type(op: Operation) -> str:
 def is_no_task(op: Operation) -> bool:
     attr = op.attributes.get(NO_TASK_ATTR)
     return isinstance(attr, IntegerAttr) and bool(attr.value.data)
+
+
+def is_aicpu(op: Operation) -> bool:
+    """Whether the op runs on the AI CPU engine (its own kernel, a KERNEL_EX task)."""
+    attr = op.attributes.get(ENGINE_ATTR)
+    return isinstance(attr, StringAttr) and attr.data == AICPU_ENGINE
 
 
 def scope_of(op: Operation) -> int | None:

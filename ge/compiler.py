@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from ge.om import Model, OmError, TensorDesc, read
 from ge.core import kernel_cache, soc
-from ge.core.options import AICPU_ENGINE, CompileOptions, parse_stream_max_parallel_num
+from ge.core.options import CompileOptions
 
 __all__ = ["Model", "OmError", "TensorDesc", "compile", "load_model"]
 
@@ -100,6 +100,7 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
         max_streams=options.aicore_streams,
         reuse_memory=not options.disable_reuse_memory,
         options=options.given(),
+        aicpu_parallel=options.aicpu_parallel,
     )
     result = backend.build(module, settings, timings)
     compilation.finish()
@@ -130,8 +131,6 @@ def _options(options: CompileOptions | Mapping[str, object] | None) -> CompileOp
         options = CompileOptions()
     elif not isinstance(options, CompileOptions):
         options = CompileOptions.from_flags(**options)
-    if options.stream_max_parallel_num and AICPU_ENGINE in parse_stream_max_parallel_num(options.stream_max_parallel_num):
-        log.warning("stream_max_parallel_num: %s has no effect here: every kernel runs on the AI Core", AICPU_ENGINE)
     if options.op_debug_level == 2:
         log.warning("op_debug_level=2: there is no C compiler here to build with -O0 -g; it writes kernel_meta as 1 does")
     if options.op_debug_level == 3:

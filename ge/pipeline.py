@@ -8,7 +8,7 @@
 |                         | format selection, then TransdataTransdataPass and TransdataCastFusionPass | AfterFormat |
 | optimize subgraph       | UB fusion passes (named, then automatic)         | AfterUBFusion |
 | before build            | FusionVirtualOpSetSwitch (Split no-task)         | PreRunAfterOptimizeGraphBeforeBuild |
-| lowering                | lower-to-kernel (run by `Compilation.lower`)      | |
+| lowering                | lower-to-kernel (run by `Compilation.lower`): the engine partition too, an AI CPU op (`_engine`) a kernel of its own | |
 
 Every pass is configured one way (`configured`): its fields named after compile
 options take those options' values. The phases are therefore one `ge-opt -p`

@@ -9,6 +9,17 @@ results are the scope's values used outside it and whose `names` are its ops' ON
 node names; `@k` is an `ascend_kernel.kernel` at module level holding the scope's
 ops (its `compute` region) and the tiled per-block program of `passes.lowering`.
 
+An op on the AI CPU engine (`_engine = "DNN_VM_AICPU"`, see `dialects.kernel_boundary`)
+is a kernel scope of its own whatever scope attribute it carries: its kernel has the
+core type `AiCpu`, one block, no tiling and an empty program (the simulator times it
+with the SoC's AI CPU cost model, not a pipe program), and the backend launches it
+with a KERNEL_EX task.
+
+An op with data-dependent result dims (`ascend_graph.DataDependentOp`: NonZero, Unique,
+Compress, NonMaxSuppression) runs on the AI CPU only; its results may go to the graph's
+outputs, where the run gives their actual shapes, but an op reading one is refused:
+it would need the shape before the run (dynamic shapes are not built yet).
+
 Scopes that are the same computation (the same ops, properties other than node
 names, types and wiring) share one kernel, as CANN reuses one kernel binary for
 every op of the same shape: the 12 layers of a BERT encoder make 12 launches of each
@@ -49,13 +60,13 @@ import dialects
 import passes.lowering
 
 from dialects import ascend_graph as ag
-from dialects.ascend_kernel import ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
+from dialects.ascend_kernel import AICPU, ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
 from ge.core import dtypes, ir, kernel_cache
 from ge.core import soc as socs
 from ge.core.options import check_fields, option_field
 from ge.core.errors import ModelError
 from passes.lowering import plan
-from dialects.kernel_boundary import makes_kernel, scope_of, virtual_cores
+from dialects.kernel_boundary import ENGINE_ATTR, is_aicpu, makes_kernel, scope_of, virtual_cores
 
 LOWERING_SOURCES = (
     __file__,
@@ -94,21 +105,24 @@ class Scope:
         for op in self.ops:
             props = sorted((k, str(v)) for k, v in op.properties.items() if k != "name")
             mode = op.attributes.get("impl_mode")
+            engine = op.attributes.get(ENGINE_ATTR)
             operands = ",".join(index[v] for v in op.operands)
             results = ",".join(str(r.type) for r in op.results)
-            parts.append(f"{op.name}({operands}){props}{mode}->{results}")
+            parts.append(f"{op.name}({operands}){props}{mode}{engine}->{results}")
         parts.append(",".join(index[v] for v in self.outputs))
         return "\n".join(parts)
 
 
 def kernel_scopes_of(block: Block) -> list[list[Operation]]:
-    """The ops of the block's kernel scopes, in the order of their first ops."""
+    """The ops of the block's kernel scopes, in the order of their first ops (an AI CPU
+    op alone, whatever its scope attribute says)."""
     groups: dict[object, list[Operation]] = {}
     for op in block.ops:
         if not makes_kernel(op):
             continue
         scope = scope_of(op)
-        groups.setdefault(("scope", scope) if scope is not None else ("op", id(op)), []).append(op)
+        alone = scope is None or is_aicpu(op)
+        groups.setdefault(("op", id(op)) if alone else ("scope", scope), []).append(op)
     return list(groups.values())
 
 
@@ -128,6 +142,7 @@ class _Lowering:
 
     def lower(self, graph: ag.GraphOp) -> None:
         block = graph.body.block
+        _refuse_dynamic_reads(block)
         for ops in kernel_scopes_of(block):
             scope = Scope.of(ops)  # after the launches before it replaced their scopes' values
             kernel = self.kernel(scope)
@@ -179,7 +194,8 @@ class _Lowering:
         except ParseError as e:
             cache.discard(cache.path(key), f"not a kernel: {str(e).strip().splitlines()[-1]}")
             return None
-        kernel.properties["sym_name"] = StringAttr(self.fresh_name([t.data for t in kernel.op_types]))
+        prefix = "aicpu_" if kernel.core_type.data == AICPU else "te_"
+        kernel.properties["sym_name"] = StringAttr(self.fresh_name([t.data for t in kernel.op_types], prefix))
         old = kernel.compute.block
         kernel.compute.add_block(_compute(scope))
         kernel.compute.detach_block(old)
@@ -187,6 +203,8 @@ class _Lowering:
         return kernel
 
     def build(self, scope: Scope) -> KernelOp:
+        if is_aicpu(scope.ops[0]):
+            return self.build_aicpu(scope)
         planned = plan(self.profile, scope.ops, scope.inputs, scope.outputs)
         gm_types = [BufferType("GM")] * (len(scope.inputs) + len(scope.outputs) + (planned.workspace > 0))
         program = Block(arg_types=gm_types)
@@ -212,13 +230,51 @@ class _Lowering:
         verify_fits(kernel, self.profile)
         return kernel
 
-    def fresh_name(self, op_types: Sequence[str]) -> str:
-        stem = "te_" + "_".join(_snake(t) for t in op_types[:3])
+    def build_aicpu(self, scope: Scope) -> KernelOp:
+        """The AI CPU kernel of one op: its compute region, GM arguments and no program."""
+        op_types = _op_types(scope.ops)
+        args = [ArgAttr.of("input", _tensor(v)) for v in scope.inputs] + [ArgAttr.of("output", _tensor(v)) for v in scope.outputs]
+        return KernelOp(
+            self.fresh_name(op_types, "aicpu_"),
+            op_types=op_types,
+            block_dim=1,
+            core_type=AICPU,
+            impl_mode=_impl_mode(scope.ops),
+            tiling={},
+            args=args,
+            soc=self.soc,
+            workspace=0,
+            compute=Region(_compute(scope)),
+            program=Region(Block(arg_types=[BufferType("GM")] * len(args))),
+        )
+
+    def fresh_name(self, op_types: Sequence[str], prefix: str = "te_") -> str:
+        """A new kernel symbol: `te_` (a TBE kernel) or `aicpu_`, then its op types."""
+        stem = prefix + "_".join(_snake(t) for t in op_types[:3])
         n = 0
         while f"{stem}_{n}" in self.names:
             n += 1
         self.names.add(f"{stem}_{n}")
         return f"{stem}_{n}"
+
+
+def _refuse_dynamic_reads(block: Block) -> None:
+    """Data-dependent ops on the AI CPU, their dynamic results read only by the graph's outputs."""
+    for op in block.ops:
+        if isinstance(op, ag.DataDependentOp) and not is_aicpu(op):
+            raise ModelError(f"{op.OP_TYPE} '{op.label}' has data-dependent result shapes and runs on the AI CPU only; run precision-selection, which places it there")
+        if isinstance(op, ag.NetOutputOp):
+            continue
+        for v in op.operands:
+            if ag.data_dependent(v):
+                producer = v.owner
+                assert isinstance(producer, ag.DataDependentOp)
+                name = op.label if isinstance(op, ag.AscendOp) else op.name
+                raise ModelError(
+                    f"{getattr(op, 'OP_TYPE', op.name)} '{name}' reads the result of {producer.OP_TYPE} '{producer.label}', "
+                    "whose shape is known only when it runs, and needs a static shape: dynamic shapes are not built yet "
+                    "(only the graph's outputs may take such a result)"
+                )
 
 
 def _op_types(ops: Sequence[Operation]) -> list[str]:

@@ -83,15 +83,7 @@ def test_outputs_match_onnxruntime_within_float16_tolerance(demo) -> None:
         assert relative_error(got[name], want[name]) < 5e-3, name
 
 
-NO_FLOAT32_CUBE = pytest.mark.xfail(
-    strict=True,
-    raises=ModelError,
-    reason="Ascend310P3 has no float32 cube mode, and lower-to-kernel tiles the float32 Conv2D/MatMul that "
-    "precision selection sends to AI CPU for AI Core: must_keep_origin_dtype cannot compile a cube op there yet",
-)
-
-
-@pytest.mark.parametrize("soc", [pytest.param("Ascend310P3", marks=NO_FLOAT32_CUBE), "Ascend910B1"])
+@pytest.mark.parametrize("soc", ["Ascend310P3", "Ascend910B1"])  # on 310P3 the float32 cube ops run on AI CPU
 @pytest.mark.parametrize("model", DEMO_MODELS, ids=lambda d: d.name)
 def test_keeping_the_origin_dtype_matches_onnxruntime_closely(model, soc: str) -> None:
     compiled = compile_demo(model, soc, precision_mode="must_keep_origin_dtype")

@@ -8,12 +8,15 @@
     verify    -> an independent proof that no two live tensors share bytes and
                  that every read follows its write
 
-`build(module, ...)` runs them in that order and returns the `Model` (`ge.om`). It never
+`build(module, ...)` runs them in that order and returns the `Model` (`ge.om`),
+whose `build` entry counts its kernels (`aicpu_kernels` of them on the AI CPU) and
+tasks and says how many AI CPU tasks may run at once (`aicpu_parallel`). It never
 imports passes or the simulator: the model is data the simulator reads.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,7 +37,10 @@ from ge.backend.verify import verify
 from ge.om import MemoryPlan, Model, Region, TensorDesc
 from ge.core import soc as socs
 from ge.core.errors import ModelError
+from ge.core.options import AICPU_ENGINE
 from ge.core.weights import store_of
+
+log = logging.getLogger("ge")
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,9 @@ class BuildOptions:
     reuse_memory: bool = True
     options: Mapping[str, object] = field(default_factory=dict)
     """The compile options as given, recorded in the model."""
+    aicpu_parallel: int | None = None
+    """AI CPU tasks that may run at once (stream_max_parallel_num's DNN_VM_AICPU count);
+    None: as many as the SoC has AI CPU cores, which is also the most it may be."""
 
 
 def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | None = None) -> Model:
@@ -80,6 +89,15 @@ def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | 
     text = kernels_text(module)
     timed("kernels", t)
     kernel_count = sum(1 for n in sched.nodes if n.kernel is not None)
+    aicpu_count = sum(1 for n in sched.nodes if n.op_type is not None)
+    aicpu_parallel = device.aicpu.cores
+    if settings.aicpu_parallel is not None:
+        if settings.aicpu_parallel > device.aicpu.cores:
+            log.warning(
+                "stream_max_parallel_num: %s:%d is more than %s's %d AI CPU cores; %d AI CPU tasks run at once",
+                AICPU_ENGINE, settings.aicpu_parallel, device.name, device.aicpu.cores, device.aicpu.cores,
+            )
+        aicpu_parallel = min(settings.aicpu_parallel, device.aicpu.cores)
     return Model(
         soc_version=settings.soc_version,
         options=dict(settings.options),
@@ -91,7 +109,7 @@ def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | 
         kernels=text,
         tasks=tuple(task_list),
         weights=blob,
-        build={"kernels": kernel_count, "tasks": len(task_list)},
+        build={"kernels": kernel_count, "aicpu_kernels": aicpu_count, "aicpu_parallel": aicpu_parallel, "tasks": len(task_list)},
     )
 
 

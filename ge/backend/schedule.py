@@ -20,7 +20,10 @@ It walks one `ascend_graph.graph` in block order (a topological order) and makes
 
 A tensor's byte size is the product of its type's shape (the physical shape once
 formats are chosen) times the element size; dynamic dims cannot be planned and
-are refused with the value's op named.
+are refused with the value's op named, except those of an AI CPU kernel's
+data-dependent results (`ascend_graph.DataDependentOp`), which get their upper
+bound's bytes, and a graph output of one is described by that bound (the run gives
+its actual shape).
 """
 
 from __future__ import annotations
@@ -88,6 +91,8 @@ class Node:
     workspace: list[Slice] = field(default_factory=list)
     kernel: str | None = None
     block_dim: int = 1
+    op_type: str | None = None
+    """For an AI CPU kernel (core type AiCpu), the op type its KERNEL_EX task runs; else None."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,8 @@ class _Builder:
         self.buffers: list[Buffer] = []
         self.slices: dict[SSAValue, Slice] = {}
         self.weights: dict[Attribute, Slice] = {}
+        self.bounded: dict[SSAValue, TensorType] = {}
+        """Data-dependent results, by the upper-bound type the build allocates."""
 
     def node(self, kind: NodeKind, name: str, op: Operation | None = None) -> Node:
         node = Node(len(self.nodes), kind, name, op)
@@ -231,17 +238,23 @@ class _Builder:
     def kernel(self, op: Operation) -> None:
         node = self.node(NodeKind.KERNEL, label(op), op)
         workspace = 0
+        kernel = None
         if isinstance(op, ak.LaunchOp):
             kernel = self.kernels.get(op.kernel.root_reference.data)
             if kernel is None:
                 raise ModelError(f"launch '{op.label}' calls {op.kernel}, which the module does not define")
             node.kernel, node.block_dim = kernel.sym_name.data, kernel.int_prop("block_dim")
             workspace = kernel.int_prop("workspace")
+            if kernel.core_type.data == ak.AICPU:
+                node.op_type = kernel.op_types.data[0].data
         for value in op.operands:
             self.read(node, value)
+        bounds = _bounds(kernel) if isinstance(op, ak.LaunchOp) and kernel is not None else {}
         for i, result in enumerate(op.results):
             name = f"{node.name}:{i}" if len(op.results) > 1 else node.name
-            s = self.buffer(name, nbytes(result.type, f"{op.name} '{node.name}'"), Region.FEATURE_MAP, node.index)
+            if i in bounds:
+                self.bounded[result] = bounds[i]
+            s = self.buffer(name, nbytes(self.bounded.get(result, result.type), f"{op.name} '{node.name}'"), Region.FEATURE_MAP, node.index)
             node.outputs.append(s)
             self.slices[result] = s
         if workspace:
@@ -256,8 +269,17 @@ class _Builder:
             if buffer.region is Region.FEATURE_MAP:
                 buffer.region = Region.OUTPUT
             self.read(copy_out, value)
-            ports.append(Port(name.data, value.type, s))  # type: ignore[arg-type]
+            ports.append(Port(name.data, self.bounded.get(value, value.type), s))  # type: ignore[arg-type]
         return ports
+
+
+def _bounds(kernel: ak.KernelOp) -> dict[int, TensorType]:
+    """The upper-bound types of the kernel's outputs whose shapes its run decides, by output index."""
+    out: dict[int, TensorType] = {}
+    for i, v in enumerate(kernel.yield_op.values):
+        if ag.data_dependent(v):
+            out[i] = ag.tensor(ag.dtype_of(v.type), ag.upper_bound(v))
+    return out
 
 
 def schedule_of(module: ModuleOp) -> Schedule:

@@ -6,6 +6,7 @@ its own tasks, then the EVENT_RECORDs of the events it produces. So:
 
     MEMCPY_ASYNC  H2D, one per graph input, into the input region (stream 0)
     KERNEL        kernel, block_dim, argument addresses: inputs, outputs, workspace
+    KERNEL_EX     an AI CPU kernel: kernel, op type, argument addresses: inputs, outputs
     EVENT_RECORD / EVENT_WAIT   event id; a wait consumes its record
     MEMCPY_ASYNC  D2H, one per graph output, out of its buffer (stream 0)
     MODEL_END_GRAPH             last, on stream 0, after every stream has finished
@@ -24,7 +25,7 @@ from ge.backend.schedule import Node, NodeKind, Schedule, Slice
 from ge.backend.streams import Streams
 from ge.core.errors import ModelError
 from ge.om.memory import MemoryPlan
-from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask, Task
+from ge.om.tasks import AicpuTask, Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask, Task
 
 
 def generate(schedule: Schedule, streams: Streams, plan: MemoryPlan) -> list[Task]:
@@ -57,6 +58,9 @@ def _node_tasks(node: Node, stream: int, plan: MemoryPlan) -> list[Task]:
     if node.kernel is None:
         op = node.op.name if node.op is not None else "op"
         raise ModelError(f"{op} '{node.name}' is not lowered to a kernel; run lower-to-kernel before task generation")
+    if node.op_type is not None:
+        inputs, outputs = tuple(_arg(s, plan) for s in node.inputs), tuple(_arg(s, plan) for s in node.outputs)
+        return [AicpuTask.of(stream, node.kernel, node.name, node.op_type, inputs, outputs)]
     return [
         KernelTask(
             stream,

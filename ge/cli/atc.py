@@ -395,9 +395,9 @@ def block_dims(compiled) -> str:
     from collections import Counter
 
     from ge.core import soc
-    from ge.om.tasks import KernelTask
+    from ge.om.tasks import AicpuTask, KernelTask
 
-    launches = [t for t in compiled.tasks if isinstance(t, KernelTask)]
+    launches = [t for t in compiled.tasks if isinstance(t, KernelTask) and not isinstance(t, AicpuTask)]
     counts = Counter(t.block_dim for t in launches)
     text = "block_dim: " + ", ".join(f"{dim} on {n} kernel task{'s' * (n > 1)}" for dim, n in sorted(counts.items(), reverse=True))
     if compiled.options.get("virtual_type") != 1:
@@ -433,7 +433,7 @@ def report(model: Path, output: Path, compiled, saved: float) -> None:
     console.print(f"[bold]{model}[/] -> [bold]{output}[/] for {compiled.soc_version}")
     console.print(phases)
     console.print(
-        f"kernels: {compiled.build['kernels']}, tasks: {compiled.build['tasks']}, "
+        f"kernels: {compiled.build['kernels']} ({compiled.build['aicpu_kernels']} on AI CPU), tasks: {compiled.build['tasks']}, "
         f"streams: {compiled.streams}, event ids: {compiled.events}"
     )
     console.print(block_dims(compiled))

@@ -312,7 +312,8 @@ def report(model: Path, result: Result, wall: float, written: list[str], files: 
         f"cube {p.cube_tflops():.2f} TFLOPS ({p.cube_peak_fraction():.1%} of the chip's peak over the latency)"
     )
     console.print(f"kernels take {p.roofline_ratio():.1f} x their roofline bound (cube, vector or GM bandwidth at the chip's peak)")
-    table = Table(title=f"top ops by time ({len(p.kernels())} kernel tasks)", title_justify="left")
+    aicpu = len(p.aicpu_kernels())
+    table = Table(title=f"top ops by time ({len(p.kernels()) + aicpu} kernel tasks, {aicpu} on AI CPU)", title_justify="left")
     for column in ("op", "type", "launches", "time us", "share", "bound", "x bound"):
         table.add_column(column, justify="right" if column in ("launches", "time us", "share", "x bound") else "left")
     for name, op_type, us, launches, bound, over in p.top_ops(TOP_OPS):

@@ -153,7 +153,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("export_compile_stat", int, 1, "fusion_result.json: 0 never, 1 at the normal end of the compile, 2 right after the graph is optimised.", choices=(0, 1, 2), tools=(ATC, RUN)),
     Option("disable_reuse_memory", int, 0, "1 gives every feature-map tensor its own memory (to rule out a reuse bug); 0 reuses memory by lifetime.", choices=(0, 1)),
     Option("enable_single_stream", bool, False, "true runs every task on one stream; false runs independent branches on parallel streams."),
-    Option("stream_max_parallel_num", str, None, "'AIcoreEngine:N': at most N parallel AI Core streams (default 4).", tools=(ATC, RUN)),
+    Option("stream_max_parallel_num", str, None, "'AIcoreEngine:N,DNN_VM_AICPU:M': at most N parallel AI Core streams (default 4), at most M AI CPU tasks at once (default and most: the SoC's AI CPU cores).", tools=(ATC, RUN)),
     Option("precision_mode", str, None, "The precision policy (default force_fp16); excludes precision_mode_v2.", choices=PRECISION_MODES, tools=(ATC, RUN)),
     Option("precision_mode_v2", str, None, "The precision policy, v2 names; excludes precision_mode.", choices=tuple(PRECISION_MODES_V2), tools=(ATC, RUN)),
     Option("modify_mixlist", str, None, "A JSON file moving op types between the mixed-precision black, white and gray lists.", tools=(ATC, RUN)),
@@ -198,7 +198,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("distribute", object, None, "A ParameterServerStrategy.", tools=(RUN,), no_effect="one simulated device, no parameter servers"),
     Option("memory_config", object, None, "A MemoryConfig.", tools=(RUN,), no_effect="device memory is the model's plan, laid out at load"),
     Option("external_weight", bool, False, "Session.compile writes each Const's weight once to $ASCEND_WORK_PATH (else .)/tmp_weight_<pid>_<sessionid>/weight_<hash>, shared by the session's models and removed when it closes.", tools=(RUN,)),
-    Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="there is no AI CPU engine"),
+    Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="dynamic-shape graphs are not built; in a static graph, AI CPU and AI Core tasks on different streams already run in parallel"),
     Option("compile_dynamic_mode", bool, False, "Generalise every input shape to -1.", tools=(RUN,), no_effect="a model is compiled for its input shapes (input_shape)"),
     Option("mix_compile_mode", bool, False, "Run some ops in the host framework.", tools=(RUN,), no_effect="every op runs on the device; there is no host framework"),
     Option("enable_exception_dump", int, 2, "Dump a failing kernel's arguments (.npy) and tiling (JSON): 1 to the current directory, 2 to extra-info/data-dump/<device id> under $ASCEND_WORK_PATH or the current directory, $NPU_COLLECT_PATH over both; 0 off.", choices=(0, 1, 2), tools=(RUN,)),
@@ -280,15 +280,16 @@ def warn_no_effect(flags: dict[str, object], tool: str = ATC) -> dict[str, objec
 
 AICORE_ENGINE = "AIcoreEngine"
 AICPU_ENGINE = "DNN_VM_AICPU"
-"""GE's engine names: stream_max_parallel_num keys, and `_engine` on an op."""
+"""GE's engine names: stream_max_parallel_num keys, and `_engine` on an op (the same
+string as `dialects.kernel_boundary.AICPU_ENGINE`: this module imports no xDSL)."""
 DEFAULT_AICORE_STREAMS = 4
 """AI Core streams when stream_max_parallel_num does not say: GE spreads independent
 branches over streams by default; four covers the branches of ResNet and BERT."""
 
 
 def parse_stream_max_parallel_num(value: str) -> dict[str, int]:
-    """`AIcoreEngine:4,DNN_VM_AICPU:10` -> {engine: parallel streams}; we have no AI CPU
-    engine, so its count is accepted (and warned about by the compile) but has no effect."""
+    """`AIcoreEngine:4,DNN_VM_AICPU:10` -> {engine: count}: the AI Core's parallel streams,
+    the AI CPU tasks that may run at once."""
     engines: dict[str, int] = {}
     for item in value.split(","):
         engine, _, count = item.strip().partition(":")
@@ -366,6 +367,14 @@ class CompileOptions:
         if self.stream_max_parallel_num is None:
             return DEFAULT_AICORE_STREAMS
         return parse_stream_max_parallel_num(self.stream_max_parallel_num).get(AICORE_ENGINE, DEFAULT_AICORE_STREAMS)
+
+    @property
+    def aicpu_parallel(self) -> int | None:
+        """The AI CPU tasks that may run at once, if stream_max_parallel_num says (the
+        build caps it at the SoC's AI CPU cores)."""
+        if self.stream_max_parallel_num is None:
+            return None
+        return parse_stream_max_parallel_num(self.stream_max_parallel_num).get(AICPU_ENGINE)
 
     @classmethod
     def from_flags(cls, **flags: Any) -> CompileOptions:

@@ -1731,6 +1731,84 @@ def _top_k_v2(op: ag.TopKV2Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [np.take_along_axis(x, indices, axis=axis), indices.astype(np.int64)]
 
 
+# ---- data-dependent shapes (AI CPU engine)
+
+
+@_kernel(ag.NonZeroOp)
+def _non_zero(op: ag.NonZeroOp, args: list[np.ndarray]) -> np.ndarray:
+    x = args[0]
+    return np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)
+
+
+@_kernel(ag.CompressOp)
+def _compress(op: ag.CompressOp, args: list[np.ndarray]) -> np.ndarray:
+    x, condition = args
+    if not op.props.has("axis"):
+        return np.compress(condition, x.reshape(-1))
+    return np.compress(condition, x, axis=shapes.norm_axis(op.props.int("axis"), x.ndim))
+
+
+@_kernel(ag.UniqueOp)
+def _unique(op: ag.UniqueOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    """np.unique gives the sorted order; unsorted is the order of first occurrence,
+    the inverse indices renumbered to it."""
+    x = args[0]
+    axis = shapes.norm_axis(op.props.int("axis"), x.ndim) if op.props.has("axis") else None
+    source = x.reshape(-1) if axis is None else x
+    y, first, inverse, counts = np.unique(source, return_index=True, return_inverse=True, return_counts=True, axis=axis)
+    inverse = inverse.reshape(-1)
+    if not op.props.bool("sorted"):
+        order = np.argsort(first, kind="stable")
+        y, first, counts = np.take(y, order, axis=0 if axis is None else axis), first[order], counts[order]
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        inverse = rank[inverse]
+    return [y, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)]
+
+
+def _corners(boxes: np.ndarray, center: bool) -> tuple[np.ndarray, ...]:
+    """(y1, x1, y2, x2) with y1 <= y2 and x1 <= x2, from corners in either order or from
+    [x_center, y_center, width, height]."""
+    b = boxes.astype(np.float64)
+    if center:
+        cx, cy, w, h = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+        return cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2
+    return (np.minimum(b[..., 0], b[..., 2]), np.minimum(b[..., 1], b[..., 3]),
+            np.maximum(b[..., 0], b[..., 2]), np.maximum(b[..., 1], b[..., 3]))
+
+
+@_kernel(ag.NonMaxSuppressionOp)
+def _non_max_suppression(op: ag.NonMaxSuppressionOp, args: list[np.ndarray]) -> np.ndarray:
+    """Per batch and class: the candidates above score_threshold in descending score (ties:
+    the lower index first), each kept unless its IoU with a kept box exceeds iou_threshold
+    (a box of no area overlaps nothing), up to max_output_boxes_per_class."""
+    boxes, scores = args
+    y1, x1, y2, x2 = _corners(boxes, op.props.bool("center_point_box"))
+    area = (y2 - y1) * (x2 - x1)
+    most = op.props.int("max_output_boxes_per_class")
+    iou_threshold = op.props.float("iou_threshold")
+    rows: list[tuple[int, int, int]] = []
+    for b in range(boxes.shape[0]):
+        for c in range(scores.shape[1]):
+            s = scores[b, c].astype(np.float64)
+            candidates = np.arange(s.size) if not op.props.has("score_threshold") else np.nonzero(s > op.props.float("score_threshold"))[0]
+            kept: list[int] = []
+            for i in candidates[np.argsort(-s[candidates], kind="stable")]:
+                if len(kept) >= most:
+                    break
+                k = np.array(kept, dtype=np.int64)
+                inter = np.clip(np.minimum(y2[b, i], y2[b, k]) - np.maximum(y1[b, i], y1[b, k]), 0, None) * np.clip(
+                    np.minimum(x2[b, i], x2[b, k]) - np.maximum(x1[b, i], x1[b, k]), 0, None
+                )
+                union = area[b, i] + area[b, k] - inter
+                valid = (area[b, i] > 0) & (area[b, k] > 0) & (union > 0)
+                iou = np.where(valid, inter / np.where(union > 0, union, 1.0), 0.0)
+                if not np.any(iou > iou_threshold):
+                    kept.append(int(i))
+            rows += [(b, c, i) for i in kept]
+    return np.array(rows, dtype=np.int64).reshape(-1, 3)
+
+
 # ------------------------------------------------------------------------- kernels
 
 

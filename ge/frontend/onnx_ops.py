@@ -1917,3 +1917,48 @@ def _one_hot(n: Node) -> Outputs:
     if not -rank - 1 <= axis <= rank:
         raise n.error(f"axis {axis} is outside [{-rank - 1}, {rank}] for indices of rank {rank}")
     return [n.emit(ag.OneHotOp, [indices, values], {"depth": int_attr(int(depth)), "axis": int_attr(axis)})]
+
+
+# ---- data-dependent shapes (AI CPU engine)
+# Ops whose result shapes depend on input values: the dims known only when they run are
+# DYN. GE runs them on the AI CPU engine (the op information has no AI Core kernel).
+
+
+@converts(NonZero=13)
+def _non_zero(n: Node) -> Outputs:
+    return [n.emit(ag.NonZeroOp, [n.x(0)])]
+
+
+@converts(Compress=11)
+def _compress(n: Node) -> Outputs:
+    axis = n.attr("axis")
+    props = {} if axis is None else {"axis": int_attr(axis)}
+    return [n.emit(ag.CompressOp, [n.x(0), n.x(1)], props)]
+
+
+@converts(Unique=11)
+def _unique(n: Node) -> Outputs:
+    props: dict[str, Attribute] = {"sorted": bool_attr(n.attr("sorted", 1) != 0)}
+    if n.attr("axis") is not None:
+        props["axis"] = int_attr(n.attr("axis"))
+    return n.emit_all(ag.UniqueOp, [n.x(0)], props)
+
+
+@converts(NonMaxSuppression=11)
+def _non_max_suppression(n: Node) -> Outputs:
+    """The three scalar inputs must be constants: they bound the result (its upper bound
+    is batch x classes x min(boxes, max_output_boxes_per_class) rows)."""
+    center = n.attr("center_point_box", 0)
+    if center not in (0, 1):
+        raise n.error(f"center_point_box is {center}; allowed: 0 (corners) or 1 (center, width, height)")
+    most = n.scalar_input(2, "max_output_boxes_per_class")
+    iou = n.scalar_input(3, "iou_threshold")
+    score = n.scalar_input(4, "score_threshold")
+    props: dict[str, Attribute] = {
+        "center_point_box": bool_attr(center == 1),
+        "max_output_boxes_per_class": int_attr(0 if most is None else int(most)),
+        "iou_threshold": float_attr(0.0 if iou is None else float(iou)),
+    }
+    if score is not None:
+        props["score_threshold"] = float_attr(float(score))
+    return [n.emit(ag.NonMaxSuppressionOp, [n.x(0), n.x(1)], props)]

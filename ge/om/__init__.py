@@ -9,6 +9,7 @@ from ge.om.memory import ALIGNMENT, REGION_ORDER, MemoryPlan, Placement, Region
 from ge.om.model import FORMAT_VERSION, Model, OmError, TensorDesc, read, write
 from ge.om.tasks import (
     TASK_KINDS,
+    AicpuTask,
     Arg,
     Direction,
     EventRecordTask,
@@ -20,7 +21,7 @@ from ge.om.tasks import (
 )
 
 __all__ = [
-    "ALIGNMENT", "FORMAT_VERSION", "REGION_ORDER", "TASK_KINDS", "Arg", "Direction", "EventRecordTask", "EventWaitTask",
+    "ALIGNMENT", "FORMAT_VERSION", "REGION_ORDER", "TASK_KINDS", "AicpuTask", "Arg", "Direction", "EventRecordTask", "EventWaitTask",
     "KernelTask", "MemcpyTask", "MemoryPlan", "Model", "ModelEndGraphTask", "OmError", "Placement", "Region", "Task",
     "TensorDesc", "read", "write",
 ]

@@ -40,7 +40,8 @@ TENSORS = 1 << 20
 PORTS = 4096
 """Graph inputs, and graph outputs: a handful in a real model."""
 ARGS = 4096
-"""Arguments of one KERNEL task (inputs, outputs and workspace, each)."""
+"""Arguments of one KERNEL task (inputs, outputs and workspace, each), or of one KERNEL_EX
+task (inputs and outputs, each)."""
 STREAMS = 1024
 """Streams: at most 3 for a real model (the build's default max_streams is far lower)."""
 EVENTS = 1 << 16
@@ -51,7 +52,7 @@ BLOCK_DIM = 65535
 """CANN's limit on a kernel launch's block_dim (a 16-bit count); the simulator's work
 per launch scales with it (see `ge.sim.runtime.RUN_BLOCKS` for its bound per run)."""
 TEXT_CHARS = 4096
-"""A name, format or SoC version."""
+"""A name, format, SoC version, or the op type of a KERNEL_EX task (never empty)."""
 
 ITEMSIZE = {
     "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2,

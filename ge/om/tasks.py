@@ -2,6 +2,8 @@
 
     MEMCPY_ASYNC     H2D or D2H: a copy between a graph input/output and the device
     KERNEL           kernel, block_dim, argument addresses: inputs, outputs, workspace
+    KERNEL_EX        an AI CPU kernel (GE's AI CPU task kind): kernel, the op type the
+                     AI CPU kernel library runs, argument addresses: inputs, outputs
     EVENT_RECORD / EVENT_WAIT   event id; a wait consumes its record
     MODEL_END_GRAPH  last, on stream 0, after every stream has finished
 
@@ -104,6 +106,42 @@ class KernelTask(Task):
 
 
 @dataclass(frozen=True)
+class AicpuTask(KernelTask):
+    """A launch of an AI CPU kernel (GE's KERNEL_EX). It is a kernel launch (so what reads
+    any launch's arguments reads it too), of one block and no workspace, plus the op type
+    the AI CPU kernel library runs (CANN's kernel name in libcpu_kernels.so)."""
+
+    KIND: ClassVar[str] = "KERNEL_EX"
+    op_type: str = ""
+
+    @classmethod
+    def of(cls, stream: int, kernel: str, name: str, op_type: str, inputs: tuple[Arg, ...], outputs: tuple[Arg, ...]) -> AicpuTask:
+        return cls(stream, kernel, name, 1, inputs, outputs, (), op_type)
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.KIND, "stream": self.stream, "kernel": self.kernel, "name": self.name, "op_type": self.op_type,
+                "inputs": [a.to_json() for a in self.inputs], "outputs": [a.to_json() for a in self.outputs]}
+
+    @classmethod
+    def _decode(cls, data: Mapping, where: str) -> Task:
+        args = {
+            k: tuple(Arg.from_json(a, f"{where}.{k}[{i}]") for i, a in enumerate(items(field(data, k, where), f"{where}.{k}", limits.ARGS)))
+            for k in ("inputs", "outputs")
+        }
+        op_type = text(field(data, "op_type", where), f"{where}.op_type")
+        if not op_type:
+            raise Malformed(f"{where}.op_type is empty; it names the op the AI CPU kernel runs")
+        return cls.of(
+            integer(field(data, "stream", where), f"{where}.stream"),
+            text(field(data, "kernel", where), f"{where}.kernel"),
+            text(field(data, "name", where), f"{where}.name"),
+            op_type,
+            args["inputs"],
+            args["outputs"],
+        )
+
+
+@dataclass(frozen=True)
 class EventRecordTask(Task):
     KIND: ClassVar[str] = "EVENT_RECORD"
     event: int
@@ -147,5 +185,5 @@ class ModelEndGraphTask(Task):
 
 
 TASK_KINDS: dict[str, type[Task]] = {
-    cls.KIND: cls for cls in (KernelTask, EventRecordTask, EventWaitTask, MemcpyTask, ModelEndGraphTask)
+    cls.KIND: cls for cls in (KernelTask, AicpuTask, EventRecordTask, EventWaitTask, MemcpyTask, ModelEndGraphTask)
 }

@@ -1,6 +1,6 @@
 """A run's profile: every task's times, per-op figures, and the files `ge run --profile` writes.
 
-- `op_summary.csv`: a row per KERNEL task (as msprof's op summary): op name, type,
+- `op_summary.csv`: a row per KERNEL and KERNEL_EX task (as msprof's op summary): op name, type,
   stream, block_dim, start and duration in cycles and microseconds, the block's
   cycles, waves, per-pipe busy ratios (each pipe's busy cycles over the block's),
   cube, vector and memory utilisation (cube blocks at one a cycle, vector cycles,
@@ -15,11 +15,15 @@
   element), `compulsory_bytes` (its arguments, each read or written once),
   `roofline_us` and `roofline_unit` (the time the busiest of cube, vector and GM
   bandwidth needs at the chip's peak), and `x_bound`, its time over that (>= 1).
+  An AI CPU task (KERNEL_EX) has core_type `AiCpu` (msprof's task type AI_CPU), no
+  pipe figures, the bound `aicpu`, and its own time as its roofline: the AI CPU
+  cost model is all the simulator knows of it.
 - `trace.json`: Chrome trace events (open in Perfetto or chrome://tracing): a
   "Host" process (model launch and synchronise), a "Streams" process with a track
   per stream (kernels, copies, events), and a process per core with its blocks;
   with the pipe level, each core also has a track per pipe with every instruction
-  (a steady-state stretch of a loop as one span with its busy ratio).
+  (a steady-state stretch of a loop as one span with its busy ratio). AI CPU tasks
+  run on "AI CPU" cores, with their engine (DNN_VM_AICPU) in their arguments.
   Times are whole nanoseconds written as microseconds (`_ts_dur`): slices that
   follow each other on a track touch but never overlap, whatever reads them.
 
@@ -41,10 +45,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dialects.ascend_kernel import PIPES
+from dialects.kernel_boundary import AICPU_ENGINE
+from ge.om.tasks import AicpuTask
 from ge.sim import timing
 from ge.core.files import published
 from ge.core.soc import SocProfile
 
+AICPU_KIND = AicpuTask.KIND
 RATIO_COLUMNS = {"M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1": "mte1_ratio", "MTE2": "mte2_ratio", "MTE3": "mte3_ratio", "FIX": "fixpipe_ratio"}
 """The per-pipe busy ratios, named as msprof names them."""
 CSV_COLUMNS = (
@@ -172,7 +179,16 @@ class Profile:
         return self.batch / (self.latency_us * 1e-6)
 
     def kernels(self) -> list[TaskRecord]:
+        """The AI Core kernel tasks (KERNEL)."""
         return [r for r in self.records if r.kind == "KERNEL"]
+
+    def aicpu_kernels(self) -> list[TaskRecord]:
+        """The AI CPU kernel tasks (KERNEL_EX)."""
+        return [r for r in self.records if r.kind == AICPU_KIND]
+
+    def launches(self) -> list[TaskRecord]:
+        """Every kernel task, AI Core or AI CPU, in the order they ran."""
+        return [r for r in self.records if r.kind in ("KERNEL", AICPU_KIND)]
 
     def utilisation(self) -> dict[str, float]:
         """The chip's cube, vector and GM bandwidth use over the device time (0 to 1)."""
@@ -208,8 +224,15 @@ class Profile:
 
     def rows(self) -> list[OpRow]:
         if self._rows is None:
-            self._rows = [self._row(r) for r in self.kernels()]
+            self._rows = [self._aicpu_row(r) if r.kind == AICPU_KIND else self._row(r) for r in self.launches()]
         return self._rows
+
+    @staticmethod
+    def _aicpu_row(r: TaskRecord) -> OpRow:
+        """An AI CPU task: no pipes, bound by the AI CPU, its time its own bound."""
+        ratios = dict.fromkeys(RATIO_COLUMNS.values(), 0.0)
+        roofline = Roofline(0.0, float(r.nbytes), r.duration, "aicpu")
+        return OpRow(r, 1, r.duration, ratios, 0.0, 0.0, 0.0, float(r.nbytes), "aicpu", roofline)
 
     def _row(self, r: TaskRecord) -> OpRow:
         t = r.block_timing
@@ -318,12 +341,14 @@ class Profile:
             args = {"task": r.index}
             if r.kind == "KERNEL":
                 args.update(kernel=r.kernel, op_type=r.op_type, block_dim=r.block_dim)
+            elif r.kind == AICPU_KIND:
+                args.update(kernel=r.kernel, op_type=r.op_type, engine=AICPU_ENGINE)
             elif r.nbytes:
                 args["bytes"] = r.nbytes
             span(1, r.stream, r.name, base + r.start / clock, base + r.end / clock, r.kind, args)
-        pids = {"AiCore": 100, "VectorCore": 1000}
-        titles = {"AiCore": "AI Core", "VectorCore": "Vector Core"}
-        used = {(r.core_type, b.core) for r in self.kernels() for b in r.blocks}
+        pids = {"AiCore": 100, "VectorCore": 1000, "AiCpu": 2000}
+        titles = {"AiCore": "AI Core", "VectorCore": "Vector Core", "AiCpu": "AI CPU"}
+        used = {(r.core_type, b.core) for r in self.launches() for b in r.blocks}
         first = first_cores or {}
         for kind, core in sorted(used):
             pid = pids[kind] + core
@@ -332,11 +357,11 @@ class Profile:
             if self.pipes:
                 for i, p in enumerate(PIPES):
                     meta(pid, "", i + 1, p)
-        for r in self.kernels():
+        for r in self.launches():
             for n, b in enumerate(r.blocks):
                 pid = pids[r.core_type] + b.core
                 span(pid, 0, r.name, base + b.start / clock, base + b.end / clock, "block", {"kernel": r.kernel, "block": n, "phase": b.phase})
-            if self.pipes:
+            if self.pipes and r.kind == "KERNEL":
                 self._pipe_spans(r, pids[r.core_type], span)
         return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"soc": self.soc.name, "clock_mhz": clock}}
 
@@ -377,6 +402,7 @@ class Profile:
             "utilisation": self.utilisation(),
             "cube_peak_fraction": self.cube_peak_fraction(),
             "kernels": len(self.kernels()),
+            "aicpu_kernels": len(self.aicpu_kernels()),
             "tasks": len(self.records),
             "roofline_ratio": self.roofline_ratio(),
         }

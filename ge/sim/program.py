@@ -32,6 +32,7 @@ is the cycles a vector instruction takes at the unit's peak, one 256-byte repeat
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +69,8 @@ _VEC = re.compile(r'^"(\w+)" "(\w+)"\(.*\) x (\d+)(?: \{.*\})? : ')
 _SCALAR = re.compile(r"^(\d+) instrs(?: \{.*\})?$")
 _FLAG = re.compile(r'^"(\w+)" -> "(\w+)", (\d+)(?: \{.*\})?$')
 _BARRIER = re.compile(r'^"(\w+)"(?: \{.*\})?$')
+_ARG_DIMS = re.compile(r'#ascend_kernel\.arg<"(?:input|output)", [^,]+, array<i64(?:: ([\d, ]*))?>')
+"""The shape of one argument in a kernel's header (a scalar's array has no dims)."""
 _LOOP = re.compile(r"^(\d+) times (?:attributes \{.*\} )?\{$")
 
 
@@ -82,6 +85,9 @@ class Header:
     impl_mode: str
     soc: str
     workspace: int
+    elements: int = 0
+    """The elements of its arguments, inputs and outputs (what an AI CPU kernel's time scales
+    with); an output of data-dependent shape, unknown until it runs, counts none."""
 
 
 @dataclass
@@ -150,6 +156,7 @@ def _header(name: str, attrs: str) -> Header:
         return match.group(1)
 
     op_types = tuple(re.findall(r'"([^"]*)"', find(r"op_types = \[([^\]]*)\]")))
+    elements = sum(math.prod(_dim(name, d) for d in dims.split(",") if d.strip()) for dims in _ARG_DIMS.findall(outer))
     return Header(
         name,
         op_types,
@@ -158,7 +165,16 @@ def _header(name: str, attrs: str) -> Header:
         find(r'impl_mode = "(\w+)"'),
         find(r'soc = "(\w+)"'),
         int(find(r"workspace = (\d+) : i64")),
+        elements,
     )
+
+
+def _dim(kernel: str, text: str) -> int:
+    """A dim of an argument's shape; a `.om` is read, not trusted: at most 19 digits."""
+    text = text.strip()
+    if len(text) > 19:
+        raise ModelError(f"kernel @{kernel}: an argument's dim has {len(text)} digits; a dim has at most 19")
+    return int(text)
 
 
 def decode(lines: Sequence[str], soc: str, name: str = "program") -> tuple:

@@ -16,12 +16,19 @@ size, the weight blob at the weight region's base. A run then:
    - KERNEL reads its inputs through its argument addresses when it starts,
      computes (`ge.sim.kernels`), and writes its outputs when its last block ends;
      its blocks run on the cores (`ge.sim.timing`);
+   - KERNEL_EX (an AI CPU kernel) computes the same way and runs on one AI CPU core
+     (`aicpu_cycles`: the SoC's AI CPU launch, then its arguments' bytes and elements
+     at one core's rates), of the `aicpu_parallel` the model allows at once (at most
+     the run's AI CPU cores: a slice of the chip, with aicore_num or on a virtual
+     instance, has its share of them, as of the vector cores);
    - EVENT_RECORD marks its event; EVENT_WAIT holds its stream until the event is
      recorded, and consumes the record. As on the device, an event id is one flag:
      a wait takes whichever record of its id is pending, so a task list that lets
      a later wait run before an earlier one of the same id pairs them wrongly (and
      `ge.backend.verify`, which pairs them in list order, cannot see it);
-   - MEMCPY_ASYNC D2H copies a graph output out of its buffer;
+   - MEMCPY_ASYNC D2H copies a graph output out of its buffer (an output of
+     data-dependent shape: as much of its upper-bound buffer as the shape its AI
+     CPU kernel reported holds);
    - MODEL_END_GRAPH ends the model.
 3. returns the outputs in their logical layout, with every task's times.
 
@@ -68,11 +75,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from ml_dtypes import bfloat16
 
+from dialects.ascend_kernel import AICPU
 from ge.core import soc as socs
 from ge.core.kernel_cache import DebugConfig, read_debug_config
 from ge.om import Model, Region, TensorDesc
 from ge.om.limits import BLOCK_DIM
-from ge.om.tasks import Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
+from ge.om.tasks import AicpuTask, Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
 from ge.core.errors import InputError, ModelError, OptionError, RunTimeout
 from ge.core.files import FileError
 from ge.core.limits import check_host_allocation
@@ -116,6 +124,8 @@ class _State:
     """The run's dumps and overflow checks (with numerics only)."""
     writes: list = field(default_factory=list)
     """Pending writes: (time, order, address, bytes), applied in time order."""
+    shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """The actual shapes of data-dependent outputs (AI CPU kernels'), by address."""
     order: int = 0
 
     def write_at(self, time: float, addr: int, data: np.ndarray) -> None:
@@ -144,6 +154,8 @@ class Runtime:
                 f"{self.soc.device_memory_bytes:,} bytes of {self.soc.name}"
             )
         self.cores = self._cores()
+        share = max(1, self.soc.aicpu.cores * self.cores["AiCore"] // self.soc.ai_cores)  # a slice's share, as of vector cores
+        self.aicpu_parallel = min(_aicpu_parallel(model, self.soc.aicpu.cores), share)
         self.kernels = program.split_kernels(model.kernels)
         self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
         self.compiled_oom = _compiled_oom(model)
@@ -175,7 +187,13 @@ class Runtime:
             if isinstance(task, KernelTask):
                 if task.kernel not in self.kernels:
                     raise ModelError(f"task {i} ('{task.name}') launches kernel @{task.kernel}, which the model does not hold")
-                tiled = self.kernels[task.kernel].header.block_dim
+                header = self.kernels[task.kernel].header
+                if (header.core_type == AICPU) != isinstance(task, AicpuTask):
+                    raise ModelError(
+                        f"task {i} ('{task.name}'): a {task.KIND} task launches @{task.kernel}, a {header.core_type} kernel; "
+                        f"AI CPU kernels are launched by KERNEL_EX tasks and only they"
+                    )
+                tiled = header.block_dim
                 if not 1 <= task.block_dim <= BLOCK_DIM or task.block_dim != tiled:
                     raise ModelError(
                         f"task {i} ('{task.name}') launches @{task.kernel} on {task.block_dim} blocks; "
@@ -276,7 +294,9 @@ class Runtime:
     def _check_blocks(self) -> None:
         """Refuse a run that would place more than `RUN_BLOCKS` blocks, before placing any."""
         blocks = sum(
-            task.block_dim * len(self.block_timing(task.kernel).phases) for task in self.model.tasks if isinstance(task, KernelTask)
+            task.block_dim * len(self.block_timing(task.kernel).phases)
+            for task in self.model.tasks
+            if isinstance(task, KernelTask) and not isinstance(task, AicpuTask)
         )
         if blocks > RUN_BLOCKS:
             raise ModelError(f"the task list places {blocks:,} blocks on the cores in one run; the simulator runs at most {RUN_BLOCKS:,}")
@@ -315,7 +335,33 @@ class Runtime:
         )
         return placed.end
 
-    def _execute(self, task: KernelTask, index: int, memory: np.ndarray | None) -> list[tuple[int, np.ndarray]]:
+    def _aicpu(
+        self, task: AicpuTask, index: int, now: float, stream: int, state: _State, cores: timing.Cores,
+        records: list[TaskRecord], limits: Timeouts,
+    ) -> float:
+        """An AI CPU kernel: on the AI CPU core free first, timed by the SoC's AI CPU cost model."""
+        header = self.kernels[task.kernel].header
+        nbytes = sum(a.size for a in (*task.inputs, *task.outputs))
+        cycles = aicpu_cycles(self.soc, nbytes, header.elements)
+        (placed,) = cores.place(AICPU, now, 1, cycles, 0)
+        limits.kernel(index, task.name, placed.end - now)
+        writes = self._execute(task, index, state.memory, state.shapes)
+        if state.memory is not None:
+            if state.watch is not None:
+                state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
+            for addr, data in writes:
+                state.write_at(placed.end, addr, data)
+        records.append(
+            TaskRecord(
+                index, task.KIND, stream, task.name, now, placed.end, op_type=task.op_type, kernel=task.kernel,
+                core_type=AICPU, block_dim=1, blocks=(placed,), nbytes=nbytes,
+            )
+        )
+        return placed.end
+
+    def _execute(
+        self, task: KernelTask, index: int, memory: np.ndarray | None, shapes: dict[int, tuple[int, ...]] | None = None
+    ) -> list[tuple[int, np.ndarray]]:
         """The kernel's oom check when it has one, then its numerics (with a device memory);
         a fault dumps the kernel's data when enable_exception_dump asks, and says where."""
         try:
@@ -327,7 +373,7 @@ class Runtime:
             if memory is None:
                 return []
             with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN is the watch's to report, once, by op
-                return self.numerics.run(task.kernel, task.name, memory, task.inputs, task.outputs)
+                return self.numerics.run(task.kernel, task.name, memory, task.inputs, task.outputs, shapes)
         except ModelError as e:
             if not self.config.enable_exception_dump:
                 raise
@@ -374,7 +420,9 @@ class Runtime:
         end = now + _copy_us(task.arg.size) * clock
         records.append(TaskRecord(index, task.KIND, stream, f"D2H '{desc.name}'", now, end, nbytes=task.arg.size))
         if state.memory is not None:
-            outputs[desc.name] = np.array(layout.load(state.memory, task.arg.addr))
+            actual = state.shapes.get(task.arg.addr)
+            value = layout.load(state.memory, task.arg.addr)
+            outputs[desc.name] = np.array(value if actual is None else value.reshape(-1)[: math.prod(actual)].reshape(actual))
         return end
 
     def _input_arg(self, port: int) -> Arg:
@@ -419,6 +467,7 @@ class Execution:
         self.copies = runtime._fused()
         self.copied: set[int] = set()
         self.cores = timing.Cores({k: n for k, n in runtime.cores.items() if n})
+        self.aicpu = timing.Cores({AICPU: runtime.aicpu_parallel})
         self.ended = False
 
     def next_time(self) -> float | None:
@@ -452,6 +501,8 @@ class Execution:
                 if event == task.event:
                     del self.waiting[other]
             records.append(TaskRecord(index, task.KIND, s, f"record event {task.event}", now, end))
+        elif isinstance(task, AicpuTask):
+            end = runtime._aicpu(task, index, now, s, state, self.aicpu, records, self.limits)
         elif isinstance(task, KernelTask):
             end = runtime._kernel(task, index, now, s, state, self.cores, self.ledger, records, self.trace, self.limits)
         elif isinstance(task, MemcpyTask):
@@ -551,6 +602,22 @@ def input_specs(model: Model) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
 def _layout(desc: TensorDesc) -> Layout:
     dtype = np.dtype(bfloat16) if desc.dtype == "bfloat16" else np.dtype(desc.dtype)
     return Layout(dtype, tuple(desc.shape), desc.format, desc.origin_format, tuple(desc.origin_shape))
+
+
+def aicpu_cycles(soc: socs.SocProfile, nbytes: int, elements: int) -> float:
+    """An AI CPU kernel's time in AI core cycles: the engine's launch, then its arguments'
+    bytes and elements at one AI CPU core's rates (`SocProfile.aicpu`)."""
+    a = soc.aicpu
+    return (a.launch_us + nbytes / a.bytes_per_us + elements / a.elements_per_us) * soc.clock_mhz
+
+
+def _aicpu_parallel(model: Model, cores: int) -> int:
+    """The AI CPU tasks the model runs at once: `Model.build["aicpu_parallel"]` (stream_max_parallel_num's
+    DNN_VM_AICPU count, checked as read), else every AI CPU core of the SoC."""
+    value = model.build.get("aicpu_parallel", cores)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= cores:
+        raise ModelError(f"the model's build entry 'aicpu_parallel' is {str(value)[:80]}; it must be an integer from 1 to the SoC's {cores} AI CPU cores")
+    return value
 
 
 def _compiled_oom(model: Model) -> frozenset[str]:

@@ -118,9 +118,11 @@ def _gathered(ops: Sequence[Operation]) -> dict[SSAValue, SSAValue]:
 
 
 def vector_space(ops: Sequence[Operation]) -> Space:
+    """The scope's rows. A reduction over an empty axis has rows of no element: it
+    reads nothing and writes its identity, tiled as rows of one element."""
     tables = _gathered(ops)
     total = max(numel(v) for op in ops for v in (*op.operands, *op.results) if v not in tables)
-    row = max(row_length(op) for op in ops)
+    row = max(1, *(row_length(op) for op in ops))
     return Space(max(1, total // row), row, total)
 
 

@@ -8,7 +8,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation
 
 from dialects import ascend_graph as ag
-from dialects.kernel_boundary import SCOPE_ATTR, is_no_task, op_type
+from dialects.kernel_boundary import SCOPE_ATTR, is_aicpu, is_no_task, op_type
 from ge.core import soc as socs
 from passes.fusion import Band, FusionCounts, fusion_pass
 from passes.ub_fusion.scopes import (
@@ -39,7 +39,7 @@ class MatmulTransdataFusionPass(UbFusionPass):
         next_id = next_scope(module)
         for graph in ScopeGraph.of(module):
             for op in graph.ops:
-                if op_type(op) not in MATMUL_TYPES | BATCH_MATMUL_TYPES or is_no_task(op):
+                if op_type(op) not in MATMUL_TYPES | BATCH_MATMUL_TYPES or is_no_task(op) or is_aicpu(op):
                     continue
                 scope = graph.group.get(op)
                 members = list(scope.ops) if scope is not None else [op]

@@ -13,7 +13,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dialects import ascend_graph as ag
 from dialects.formats import element_bits, nbytes
-from dialects.kernel_boundary import SCOPE_ATTR, is_no_task, op_type, scope_of
+from dialects.kernel_boundary import SCOPE_ATTR, is_aicpu, is_no_task, op_type, scope_of
 from dialects.shapes import DYN
 from ge.core import soc as socs
 from ge.core.options import DEFAULT_SOC_VERSION, check_fields, option_field
@@ -35,20 +35,21 @@ DOUBLE_IN_FORMATS = frozenset({"NCHW", "NHWC", "HWCN"})
 
 
 def is_cube(op: Operation) -> bool:
-    return op_type(op) in CUBE_TYPES
+    """A cube op on the AI Core (an AI CPU op is never part of a UB scope)."""
+    return op_type(op) in CUBE_TYPES and not is_aicpu(op)
 
 
 def is_elementwise(op: Operation) -> bool:
-    """A vector op computing each output element from the same element of its
-    (broadcast) inputs."""
-    if isinstance(op, ag.IdentityOp):
+    """A vector op on the AI Core computing each output element from the same element
+    of its (broadcast) inputs."""
+    if isinstance(op, ag.IdentityOp) or is_aicpu(op):
         return False
     return isinstance(op, ag.UnaryOp | ag.BinaryOp | ag.CastOp | ag.SelectOp | ag.ExpandOp)
 
 
 def is_row_reduction(op: Operation) -> bool:
-    """A reduction that keeps its axes, so that its result broadcasts back."""
-    return isinstance(op, ag.ReduceOp) and op.props.bool("keep_dims")
+    """An AI Core reduction that keeps its axes, so that its result broadcasts back."""
+    return isinstance(op, ag.ReduceOp) and op.props.bool("keep_dims") and not is_aicpu(op)
 
 
 # ------------------------------------------------------------------- the graph
@@ -368,8 +369,8 @@ class UbFusionPass(FusionPass):
 
 
 def unscoped(graph: ScopeGraph, op: Operation) -> bool:
-    """Not in a scope yet and not `_no_task`."""
-    return op not in graph.group and not is_no_task(op)
+    """Not in a scope yet, not `_no_task`, and on the AI Core (AI CPU ops stay alone)."""
+    return op not in graph.group and not is_no_task(op) and not is_aicpu(op)
 
 
 def single_user_of(op: Operation) -> Operation | None:

@@ -52,6 +52,13 @@ The values are this project's model of the parts, not copied from CANN:
   and the wider unsigned types only on AI CPU. MatrixDeterminant has only an AI CPU
   kernel (CANN's is one). Bitcast lists every pair of distinct dtypes of one width:
   it is a view, which launches nothing on either engine.
+- AI CPU kernels are templated over the integer types: every AI CPU column of int64
+  in the arithmetic, comparison, reduction and data-movement ops also exists for
+  uint16, uint32 and uint64 (AI Core has none of them), ReduceMaxD and ReduceMinD
+  also reduce bool, and the AI CPU Cast converts between every two of its dtypes
+  (float64 and the unsigned types included). NonZero, Compress,
+  UniqueWithCountsExt2 and NonMaxSuppressionV6, whose result shapes depend on
+  their input values, have AI CPU kernels only.
 - bfloat16 exists only on Ascend910B1. BatchNorm keeps float32 scale, offset,
   mean and variance beside a float16 input, as CANN's BNInfer does.
 - Two assumptions give the fallback rules something to act on: on Ascend310, Pow

@@ -6,8 +6,9 @@
 
 Each file holds one part's AI core counts, clock, buffer sizes, GM rate, cube
 shapes, vector rate, event ids, alignments, FIX pipe, the aicore_num values a
-virtual instance may have and its device memory, plus a `source` object saying
-where each number comes from. Device memory (one chip, as its usual card ships it):
+virtual instance may have, its device memory and its AI CPU engine (`AicpuProfile`:
+the cost model of KERNEL_EX tasks), plus a `source` object saying where each number
+comes from. Device memory (one chip, as its usual card ships it):
 
     Ascend310     8 GiB LPDDR4X   Atlas 200 module / Atlas 300I (model 3000), per chip
     Ascend310P3  24 GiB LPDDR4X   Atlas 300I Pro
@@ -47,6 +48,18 @@ class CubeShape:
 
 
 @dataclass(frozen=True)
+class AicpuProfile:
+    """The part's AI CPU engine, as the simulator times a KERNEL_EX task: `launch_us`
+    to schedule it, then on one AI CPU core its arguments' bytes at `bytes_per_us` and
+    its elements (inputs and outputs) at `elements_per_us`; `cores` such tasks run at once."""
+
+    cores: int
+    launch_us: float
+    elements_per_us: float
+    bytes_per_us: float
+
+
+@dataclass(frozen=True)
 class SocProfile:
     """One Ascend part. Sizes are bytes, rates per cycle and per core."""
 
@@ -75,6 +88,7 @@ class SocProfile:
     device_memory_bytes: int
     """The device memory (DDR or HBM) of one chip as its usual card ships it: the
     most a model's memory plan may need, at compile time and when loaded."""
+    aicpu: AicpuProfile
     source: tuple[tuple[str, str], ...]
     """Where each number comes from, by field."""
 
@@ -127,5 +141,6 @@ def _profile(doc: dict) -> SocProfile:
         fix_pipe=doc["fix_pipe"],
         virtual_aicore_nums=tuple(doc["virtual_aicore_nums"]),
         device_memory_bytes=doc["device_memory_bytes"],
+        aicpu=AicpuProfile(**doc["aicpu"]),
         source=tuple(doc["source"].items()),
     )

@@ -7,6 +7,11 @@ hold in the dtype and format its type declares: a convolution whose input and
 filter are in NC1HWC0 and FRACTAL_Z as the cube's product on those layouts
 (`cube`), every other op with the reference interpreter's kernel
 (`ge.core.reference.evaluate_op`).
+
+An output of data-dependent shape (an AI CPU kernel's NonZero, Unique, Compress or
+NonMaxSuppression) has the layout of its upper bound (`ascend_graph.upper_bound`),
+the bytes its argument covers: its values are written from the start of it, zeros
+after, and its actual shape is reported to the runtime.
 """
 
 from __future__ import annotations
@@ -77,13 +82,17 @@ class Numerics:
         if name not in self._layouts:
             kernel = self.kernel(name)
             ins = [Layout.of_type(_tensor(a.type)) for a in kernel.compute.block.args]
-            outs = [Layout.of_type(_tensor(v.type)) for v in kernel.yield_op.values]
+            outs = [Layout.of_type(_bounded(v, name)) for v in kernel.yield_op.values]
             self._layouts[name] = (ins, outs)
         return self._layouts[name]
 
-    def run(self, name: str, label: str, memory: np.ndarray, inputs: Sequence[Arg], outputs: Sequence[Arg]) -> list[tuple[int, np.ndarray]]:
+    def run(
+        self, name: str, label: str, memory: np.ndarray, inputs: Sequence[Arg], outputs: Sequence[Arg],
+        shapes: dict[int, tuple[int, ...]] | None = None,
+    ) -> list[tuple[int, np.ndarray]]:
         """Read the kernel's inputs from `memory`, compute, and return the writes
-        (address, bytes) of its outputs, for the runtime to apply when it ends."""
+        (address, bytes) of its outputs, for the runtime to apply when it ends; the
+        actual shapes of data-dependent outputs go to `shapes` by address."""
         ins, outs = self.layouts(name)
         where = f"kernel @{name} ('{label}')"
         if len(inputs) != len(ins) or len(outputs) != len(outs):
@@ -93,10 +102,21 @@ class Numerics:
         for i, (layout, arg) in enumerate(zip(ins, inputs)):
             layout.check(arg.size, f"{where} input {i}")
         results = self._evaluate(self.kernel(name), ins, [a.addr for a in inputs], memory)
+        dynamic = {i for i, v in enumerate(self.kernel(name).yield_op.values) if ag.data_dependent(v)}
         writes = []
         for i, (layout, arg, value) in enumerate(zip(outs, outputs, results)):
             layout.check(arg.size, f"{where} output {i}")
-            writes.append((arg.addr, layout.store(value)))
+            if i not in dynamic:
+                writes.append((arg.addr, layout.store(value)))
+                continue
+            data = np.zeros(layout.nbytes, np.uint8)
+            actual = np.ascontiguousarray(value, layout.dtype).reshape(-1).view(np.uint8)
+            if actual.size > data.size:
+                raise ModelError(f"{where} output {i}: {list(np.shape(value))} is beyond its upper bound {list(layout.shape)}")
+            data[: actual.size] = actual
+            writes.append((arg.addr, data))
+            if shapes is not None:
+                shapes[arg.addr] = tuple(np.shape(value))
         return writes
 
     def _evaluate(self, kernel: KernelOp, layouts: list[Layout], addrs: list[int], memory: np.ndarray) -> list[np.ndarray]:
@@ -150,6 +170,17 @@ class Numerics:
             value.flags.writeable = False
             self._kept[key] = value
         return self._kept[key]
+
+
+def _bounded(value: SSAValue, kernel: str) -> TensorType:
+    """The value's type, or for a data-dependent one the type of its upper bound."""
+    t = _tensor(value.type)
+    if not ag.data_dependent(value):
+        return t
+    try:
+        return ag.tensor(t.element_type, ag.upper_bound(value))
+    except ValueError as e:
+        raise ModelError(f"kernel @{kernel}: {e}") from e
 
 
 def _tensor(t: object) -> TensorType:
