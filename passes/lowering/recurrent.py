@@ -1,0 +1,223 @@
+"""Recurrent layers (DynamicRNN, DynamicGRUV2, RNN): one kernel whose program is the time loop.
+
+Blocks split the hidden units (16 at a time, each with its columns of every gate),
+so a block computes its share of every step's gates and of h_t, and the next step
+needs every block's h_t: each step ends in `sync_all`. The program:
+
+1. prologue: the initial state (init_h, init_c, or zeros) into UB, h copied to the
+   workspace, where every step's product reads h_{t-1}; the peepholes and the
+   hidden bias into UB, once;
+2. the input projection x @ W (+ the input bias) of all T steps at once, a cube
+   matmul [T * B, I] x [I, G * hb] into the workspace (it does not depend on h);
+3. T steps, each: the cube product h_{t-1} @ R [B, H] x [H, G * hb] into the
+   workspace; MTE2 reads it and the step's rows of x @ W into UB; the vector unit
+   adds them and runs the gate activations (each a recipe of `passes.lowering.
+   recipes`, in float32 for 16-bit dtypes); MTE3 writes h_t to y and to the
+   workspace; `sync_all`. A GRU without reset_after makes two products per step:
+   h_{t-1} @ [Rz, Rr], then (r h_{t-1}) @ Rh once every block has written its r h.
+4. epilogue: output_h (and output_c) from UB.
+
+So the steps cost T times one step, which the profile shows. The operands stay ND
+(format selection leaves recurrent ops in their origin format): on parts with a
+FIX pipe MTE2 converts them to NZ on the way into L1, as for a matmul; elsewhere
+they are priced as the fractal layout GE's kernels read there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+
+from xdsl.ir import SSAValue
+
+from dialects import ascend_graph as ag
+from dialects.ascend_kernel import LoopOp, ScalarOp, SyncAllOp
+from ge.core.errors import ModelError
+from ge.core.soc import SocProfile
+from passes.lowering.cube import Epilogue, EpiValue, Gemm, cube_program, tile_gemm
+from passes.lowering.program import (
+    FRACTAL,
+    SETUP_INSTRS,
+    Ops,
+    Plan,
+    Program,
+    aligned,
+    body,
+    copy,
+    element_bytes,
+    sync,
+    vec,
+)
+from passes.lowering.recipes import BINARY, RECIPES, UNARY, dtype_name
+
+_ACTIVATIONS: dict[str, list[tuple[str, str]]] = {
+    "Relu": [(i, t) for i, t, _ in RECIPES[ag.ReluOp]],
+    "Tanh": [(i, t) for i, t, _ in RECIPES[ag.TanhOp]],
+    "Sigmoid": [(i, t) for i, t, _ in RECIPES[ag.SigmoidOp]],
+    "Softsign": [(i, t) for i, t, _ in RECIPES[ag.SoftsignOp]],
+    "Softplus": [(i, t) for i, t, _ in RECIPES[ag.SoftplusOp]],
+    "Affine": [("VMULS", BINARY), ("VADDS", BINARY)],
+    "LeakyRelu": [(i, t) for i, t, _ in RECIPES[ag.LeakyReluOp]],
+    "ThresholdedRelu": [("VCMPVS", BINARY), ("VSEL", BINARY)],
+    "ScaledTanh": [("VMULS", BINARY), *((i, t) for i, t, _ in RECIPES[ag.TanhOp]), ("VMULS", BINARY)],
+    "HardSigmoid": [(i, t) for i, t, _ in RECIPES[ag.HardSigmoidOp]],
+    "Elu": [(i, t) for i, t, _ in RECIPES[ag.EluOp]],
+}
+"""The vector instructions of each gate activation (the op's recipe where it has one)."""
+
+
+def _hidden(op: ag.RecurrentOp) -> int:
+    return ag.shape_of(op.results[1].type)[2]
+
+
+def recurrent_plan(
+    profile: SocProfile, ops: Sequence[ag.AscendOp], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], cores: int
+) -> Plan:
+    """The plan of a recurrent op's kernel (see the module docstring)."""
+    op = ops[0]
+    assert isinstance(op, ag.RecurrentOp)
+    if len(ops) > 1:
+        raise ModelError(f"{op.OP_TYPE} '{op.label}': a recurrent kernel holds its op alone, not {len(ops)} ops")
+    x = op.operands[0]
+    steps, batch, _ = ag.shape_of(x.type)
+    hidden, gates = _hidden(op), op.GATES
+    din = ag.dtype_of(x.type)
+    in_b = element_bytes(x)
+    wide = max(in_b, 4)  # the vector unit computes 16-bit dtypes in float32
+    units = -(-hidden // FRACTAL)
+    block_dim = min(cores, units)
+    hb = min(hidden, -(-units // block_dim) * FRACTAL)  # a block's hidden units
+    fix = profile.fix_pipe
+    two_products = isinstance(op, ag.DynamicGRUV2Op) and not op.props.bool("reset_after")
+    w_in = op.operands[1]
+    w_hidden = op.operands[2] if isinstance(op, ag.DynamicGRUV2Op) else w_in
+    bias_in = op.bias_input if isinstance(op, ag.DynamicGRUV2Op) else op.b
+    inputs_k = ag.shape_of(x.type)[2]
+
+    def gemm(m: int, k: int, n: int) -> Gemm:
+        return Gemm(1, m, k, n, din, din, a_nd=fix, b_nd=fix, out_nd=fix)
+
+    gemms = {"xw": gemm(steps * batch, inputs_k, gates * hb), "hr": gemm(batch, hidden, (2 if two_products else gates) * hb)}
+    if two_products:
+        gemms["hn"] = gemm(batch, hidden, hb)
+
+    def epilogue(stored: Hashable, bias: SSAValue | None) -> Epilogue:
+        if fix:
+            return Epilogue("fix", stored, (), [], [], [stored], bias)
+        values = [EpiValue(stored, "tile", in_b, True)]
+        if bias is not None:
+            values.append(EpiValue(bias, "col", element_bytes(bias), True))
+        return Epilogue("vector", stored, (), values, [bias] if bias is not None else [], [stored], bias)
+
+    epilogues = {name: epilogue(name, bias_in if name == "xw" else None) for name in gemms}
+    state = batch * hb
+    params = [v for v in (getattr(op, k, None) for k in ("wci", "wcf", "wco", "bias_hidden")) if v is not None]
+    ub_values: dict[str, int] = {
+        "xw": batch * gates * hb * wide, "hr": batch * gates * hb * wide, "gates": batch * gates * hb * wide,
+        "h": state * wide, "c": state * wide if isinstance(op, ag.DynamicRNNOp) else 0, "out": state * in_b,
+        **{f"param{i}": gates * hb * wide for i in range(len(params))},
+    }
+    vector_ub = sum(aligned(profile, "UB", n) for n in ub_values.values() if n)
+    if vector_ub > profile.ub_bytes:
+        raise ModelError(
+            f"{op.OP_TYPE} '{op.label}': a step's {batch} x {gates} x {hb} gates need {vector_ub} bytes of UB, "
+            f"more than {profile.name}'s {profile.ub_bytes}"
+        )
+    tilings = {
+        name: tile_gemm(profile, g, 1, lambda m, n, e=epilogues[name]: vector_ub + e.ub_bytes(profile, m, n), epilogues[name].bias is not None and fix)
+        for name, g in gemms.items()
+    }
+    workspace = (steps * batch * gates * hidden + batch * gates * hidden + 2 * batch * hidden) * in_b
+    tiling = {"steps": steps, "batch": batch, "hidden": hidden, "gates": gates, "block_hidden": hb, "vector_ub": vector_ub}
+    for name, g in gemms.items():
+        tiling.update(tilings[name].params(g, f"{name}_"))
+    compute = "FP32" if in_b <= 4 else dtype_name(din)
+    d = dtype_name(din)
+
+    def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
+        assert ws is not None
+        where: dict[Hashable, SSAValue] = {**gm, "xw": ws, "hr": ws, "hn": ws}
+        prog = Program(profile)
+        ub = {key: prog.alloc("UB", n) for key, n in ub_values.items() if n}
+        drain = "FIX" if fix else "MTE3"
+
+        def matmul(name: str, a: SSAValue, b: SSAValue) -> Ops:
+            """A cube phase with its own L1/L0 buffers, its UB after the steps' buffers."""
+            inner = Program(profile)
+            inner.top = dict(prog.top)
+            ops_ = cube_program(inner, gemms[name], tilings[name], epilogues[name], where, a, b, None)
+            return [LoopOp(1, [*inner.allocs, *ops_]), *sync(drain, "MTE2", 3)]
+
+        def vector(instrs: Sequence[tuple[str, str, int]]) -> Ops:
+            out: Ops = []
+            for instr, template, elements in instrs:
+                out += vec(instr, template.format(d=compute), elements, [ub["gates"], ub["h"]], wide)
+            return out
+
+        def activation(k: int, elements: int) -> list[tuple[str, str, int]]:
+            clip = [("VMAXS", BINARY, elements), ("VMINS", BINARY, elements)] if op.props.has("cell_clip") else []
+            return clip + [(i, t, elements) for i, t in _ACTIVATIONS[op.activations.data[k].data]]
+
+        def widen(elements: int) -> Ops:
+            return vec("VCONV", f"{d}_FP32", elements, [ub["gates"]], 4) if compute == "FP32" and in_b < 4 else []
+
+        def narrow(elements: int) -> Ops:
+            return vec("VCONV", f"FP32_{d}", elements, [ub["out"], ub["h"]], 4) if compute == "FP32" and in_b < 4 else []
+
+        prologue: Ops = [ScalarOp(SETUP_INSTRS)]
+        loads = [copy(profile, gm[v], ub["h" if v is op.init_h else "c"], state * in_b) for v in (op.init_h, getattr(op, "init_c", None)) if v is not None]
+        loads += [copy(profile, gm[v], ub[f"param{i}"], ag.shape_of(v.type)[0] * in_b * hb // hidden) for i, v in enumerate(params)]
+        prologue += loads + sync("MTE2", "V", 3) if loads else []
+        prologue += vec("VECTORDUP", UNARY.format(d=compute), state, [ub["h"]], wide) if op.init_h is None else widen(state)
+        prologue += [*narrow(state), *sync("V", "MTE3", 3), copy(profile, ub["out"], ws, state * in_b), SyncAllOp()]
+        prologue += matmul("xw", gm[x], gm[w_in])
+
+        def step() -> Ops:
+            ops_: Ops = matmul("hr", ws, gm[w_hidden])
+            cols = (2 if two_products else gates) * hb
+            ops_ += [copy(profile, ws, ub["xw"], batch * gates * hb * in_b), copy(profile, ws, ub["hr"], batch * cols * in_b)]
+            ops_ += [*sync("MTE2", "V", 3), *widen(batch * gates * hb), *widen(batch * cols)]
+            ops_ += vector(_gates(op, state, activation))
+            if two_products:  # r h_{t-1} to every block, then its product with Rh
+                ops_ += [*narrow(state), *sync("V", "MTE3", 3), copy(profile, ub["out"], ws, state * in_b), SyncAllOp()]
+                ops_ += matmul("hn", ws, gm[w_hidden])
+                ops_ += [copy(profile, ws, ub["hr"], state * in_b), *sync("MTE2", "V", 3), *widen(state)]
+                ops_ += vector([("VADD", BINARY, state), *activation(1, state), *_update(state)])
+            ops_ += [*narrow(state), *sync("V", "MTE3", 3), copy(profile, ub["out"], ws, state * in_b)]
+            if op.results[0] in gm:
+                ops_.append(copy(profile, ub["out"], gm[op.results[0]], state * in_b))
+            return body([*ops_, SyncAllOp()])
+
+        epilogue_: Ops = []
+        finals = [(r, ub["out"] if r is op.results[1] else ub["c"]) for r in op.results[1:] if r in gm]
+        if finals:
+            epilogue_ += [*sync("V", "MTE3", 3), *(copy(profile, buf, gm[r], state * in_b) for r, buf in finals)]
+        return [*prog.allocs, *prologue, LoopOp(steps, step()), *epilogue_]
+
+    return Plan(block_dim, "AiCore", tiling, workspace, program)
+
+
+def _update(state: int) -> list[tuple[str, str, int]]:
+    """h_t = (1 - z) n + z h_{t-1} = n + z (h_{t-1} - n)."""
+    return [("VSUB", BINARY, state), ("VMUL", BINARY, state), ("VADD", BINARY, state)]
+
+
+def _gates(op: ag.RecurrentOp, state: int, activation: Callable[[int, int], list[tuple[str, str, int]]]) -> list[tuple[str, str, int]]:
+    """The vector instructions of one step's gates, from the summed products to h_t
+    (for a GRU without reset_after: up to r h_{t-1}, the rest after the second product)."""
+    if isinstance(op, ag.RNNOp):
+        return [("VADD", BINARY, state), *activation(0, state)]
+    if isinstance(op, ag.DynamicGRUV2Op):
+        both = 2 * state
+        out = [("VADD", BINARY, both)]
+        if op.bias_hidden is not None:
+            out.append(("VADD", BINARY, 3 * state))
+        out += activation(0, both)
+        if not op.props.bool("reset_after"):
+            return out + [("VMUL", BINARY, state)]
+        return out + [("VMUL", BINARY, state), ("VADD", BINARY, state), *activation(1, state), *_update(state)]
+    assert isinstance(op, ag.DynamicRNNOp)
+    peep = [("VMUL", BINARY, state), ("VADD", BINARY, state)] if op.wci is not None else []
+    out = [("VADD", BINARY, 4 * state), *peep, *activation(0, state)]
+    out += [("VMULS", BINARY, state), ("VADDS", BINARY, state)] if op.props.bool("input_forget") else [*peep, *activation(0, state)]
+    out += [*activation(1, state), ("VMUL", BINARY, state), ("VMUL", BINARY, state), ("VADD", BINARY, state)]
+    return out + [*peep, *activation(0, state), *activation(2, state), ("VMUL", BINARY, state)]
