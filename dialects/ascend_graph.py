@@ -2050,7 +2050,8 @@ class RecurrentOp(CubeOp):
     entry's steps from its last valid one back to 0. `activations` names the gate
     activations in ONNX's spelling, `activation_alpha`/`activation_beta` hold one
     value per activation (0 where it takes none); `cell_clip`, when present, clips
-    every activation's input to [-cell_clip, cell_clip]. The optional operands are
+    the gates' inputs to [-cell_clip, cell_clip] (as onnxruntime does, not LSTM's c_t
+    on its way into h's activation). The optional operands are
     told apart by `operandSegmentSizes`.
     """
 
@@ -2105,7 +2106,9 @@ class RecurrentOp(CubeOp):
 
     @classmethod
     def common(cls, types: Mapping[str, Attribute], props: Props, weights: Sequence[str]) -> tuple[Attribute, int, int, int, int]:
-        """The checks every recurrent op makes: (dtype, T, B, I, H), H from the columns of `weights[-1]`."""
+        """The checks every recurrent op makes: (result dtype, T, B, I, H), H from the
+        columns of `weights[-1]`. The result dtype is the `dtype` property (the cube
+        writing float32 from float16 inputs), else the operands'."""
         x = shape_of(types["x"])
         if len(x) != 3:
             raise ShapeError(f"x {shapes.fmt(x)} must be 3-D [T, B, I] (time major)")
@@ -2113,6 +2116,7 @@ class RecurrentOp(CubeOp):
         dtype = _same([types[k] for k in floats], "the float")
         if not is_float(dtype):
             raise ShapeError(f"needs floating-point operands, got {dtype}")
+        out = props.type("dtype") if props.has("dtype") else dtype
         t, b, i = x
         cols = shape_of(types[weights[-1]])
         if len(cols) != 2 or cols[1] == DYN or cols[1] % cls.GATES:
@@ -2135,7 +2139,7 @@ class RecurrentOp(CubeOp):
                 raise ShapeError(f"{key} needs one value per activation ({len(names)})")
         if props.has("cell_clip") and not props.float("cell_clip") > 0:
             raise ShapeError(f"cell_clip {props.float('cell_clip')} must be positive")
-        return dtype, t, b, i, h
+        return out, t, b, i, h
 
     @staticmethod
     def check(types: Mapping[str, Attribute], key: str, want: Shape) -> None:

@@ -13,7 +13,9 @@ from ge.core.errors import OptionError
 from ge.core.opinfo import OpInfoError
 
 SOCS = ("Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1")
-CUBE = ("Conv2D", "MatMulV2", "BatchMatMulV2", "GEMM", "FullyConnection", "MultiHeadAttention")
+CUBE = (
+    "Conv2D", "MatMulV2", "BatchMatMulV2", "GEMM", "FullyConnection", "MultiHeadAttention", "DynamicRNN", "DynamicGRUV2", "RNN",
+)
 BLOCK = (
     "SoftmaxV2", "LogSoftmaxV2", "LayerNorm", "InstanceNorm", "ReduceMeanD", "ReduceSumD", "ReduceProdD",
     "Exp", "Log", "Pow", "Softplus",

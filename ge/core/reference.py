@@ -1333,16 +1333,18 @@ class _Cell:
         self.lengths = np.full(self.batch, self.steps) if lengths is None else np.clip(lengths.astype(np.int64), 0, self.steps)
         self.reverse = op.props.str("direction") == "REDIRECTIONAL"
         p = op.props
-        compute = _vec(np.zeros(0, self.dtype)).dtype.type
+        self.compute = _vec(np.zeros(0, self.dtype)).dtype
+        compute = self.compute.type
         self.functions = [
             (_RECURRENT_ACTIVATIONS[a.data], compute(alpha), compute(beta))
             for a, alpha, beta in zip(op.activations, p.ints("activation_alpha"), p.ints("activation_beta"))
         ]
         self.clip = compute(p.float("cell_clip")) if p.has("cell_clip") else None
 
-    def act(self, k: int, x: np.ndarray) -> np.ndarray:
+    def act(self, k: int, x: np.ndarray, clipped: bool = True) -> np.ndarray:
+        """Activation k; cell_clip clips the gates' inputs (`clipped`), not LSTM's c_t before h."""
         fn, alpha, beta = self.functions[k]
-        return fn(x if self.clip is None else np.clip(x, -self.clip, self.clip), alpha, beta)
+        return fn(x if self.clip is None or not clipped else np.clip(x, -self.clip, self.clip), alpha, beta)
 
     def project(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
         """A cube product (the bias in the accumulator), rounded to the dtype as it
@@ -1351,13 +1353,14 @@ class _Cell:
         return _vec((y if bias is None else y + _acc(bias)).astype(self.dtype))
 
     def state(self, key: str, hidden: int) -> np.ndarray:
+        """A state as the vector unit keeps it (the cube reads h rounded to the inputs' dtype)."""
         given = self.named.get(key)
-        return _vec(np.zeros((self.batch, hidden), self.dtype)) if given is None else _vec(given[0])
+        return np.zeros((self.batch, hidden), self.compute) if given is None else _vec(given[0])
 
     def run(self, hidden: int, step: Callable[[np.ndarray, np.ndarray, np.ndarray], None]) -> np.ndarray:
         """Every step s: the time index of each batch entry and whether it is within
         its sequence; `step(t, valid, rows)` advances the states. Returns y."""
-        y = np.zeros((self.steps, self.batch, hidden), self.dtype)
+        y = np.zeros((self.steps, self.batch, hidden), self.compute)
         rows = np.arange(self.batch)
         for s in range(self.steps):
             valid = s < self.lengths
@@ -1368,15 +1371,13 @@ class _Cell:
             y[t[valid], rows[valid]] = h[valid]
         return y
 
-    def rounded(self, h: np.ndarray) -> np.ndarray:
-        """h as it is stored for the next step's product: in the op's dtype."""
-        return _vec(h.astype(self.dtype))
 
 
 @_kernel(ag.DynamicRNNOp)
 def _dynamic_rnn(op: ag.DynamicRNNOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    """LSTM, gates ijfo; c stays in float32 (or float64) between steps, h is rounded
-    to the dtype (the next step's cube input)."""
+    """LSTM, gates ijfo. The states stay in float32 (float64) between steps; the next
+    step's product reads h rounded to the inputs' dtype, and the results are rounded
+    once to the result dtype."""
     cell = _Cell(op, args)
     n = cell.named
     w = n["w"]
@@ -1395,7 +1396,7 @@ def _dynamic_rnn(op: ag.DynamicRNNOp, args: list[np.ndarray]) -> list[np.ndarray
         f = 1 - i if coupled else cell.act(0, gf if peep[1] is None else gf + peep[1] * c)
         c_new = f * c + i * cell.act(1, gj)
         o = cell.act(0, go if peep[2] is None else go + peep[2] * c_new)
-        h_new = cell.rounded(o * cell.act(2, c_new))
+        h_new = o * cell.act(2, c_new, clipped=False)
         keep = valid[:, None]
         h, c = np.where(keep, h_new, h), np.where(keep, c_new, c)
         return h
@@ -1429,7 +1430,7 @@ def _dynamic_gru_v2(op: ag.DynamicGRUV2Op, args: list[np.ndarray]) -> list[np.nd
         else:
             hidden_bias = None if bias is None else bias[2 * size:]
             candidate = x[:, 2 * size:] + cell.project((r * h).astype(cell.dtype), r_w[:, 2 * size:], hidden_bias)
-        h_new = cell.rounded((1 - z) * cell.act(1, candidate) + z * h)
+        h_new = (1 - z) * cell.act(1, candidate) + z * h
         h = np.where(valid[:, None], h_new, h)
         return h
 
@@ -1449,7 +1450,7 @@ def _rnn(op: ag.RNNOp, args: list[np.ndarray]) -> list[np.ndarray]:
 
     def step(t: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> np.ndarray:
         nonlocal h
-        h_new = cell.rounded(cell.act(0, xw[t, rows] + cell.project(h.astype(cell.dtype), w[inputs:])))
+        h_new = cell.act(0, xw[t, rows] + cell.project(h.astype(cell.dtype), w[inputs:]))
         h = np.where(valid[:, None], h_new, h)
         return h
 

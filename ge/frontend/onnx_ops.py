@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, StringAttr, TensorType, f32, f64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    StringAttr,
+    TensorType,
+    f32,
+    f64,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from dialects import ascend_graph as ag

@@ -82,6 +82,7 @@ def recurrent_plan(
     hidden, gates = _hidden(op), op.GATES
     din = ag.dtype_of(x.type)
     in_b = element_bytes(x)
+    out_b = element_bytes(op.results[0])  # the inputs' dtype, or float32 (the cube's float16 in, float32 out)
     wide = max(in_b, 4)  # the vector unit computes 16-bit dtypes in float32
     units = -(-hidden // FRACTAL)
     block_dim = min(cores, units)
@@ -113,7 +114,7 @@ def recurrent_plan(
     params = [v for v in (getattr(op, k, None) for k in ("wci", "wcf", "wco", "bias_hidden")) if v is not None]
     ub_values: dict[str, int] = {
         "xw": batch * gates * hb * wide, "hr": batch * gates * hb * wide, "gates": batch * gates * hb * wide,
-        "h": state * wide, "c": state * wide if isinstance(op, ag.DynamicRNNOp) else 0, "out": state * in_b,
+        "h": state * wide, "c": state * wide if isinstance(op, ag.DynamicRNNOp) else 0, "out": state * max(in_b, out_b),
         **{f"param{i}": gates * hb * wide for i in range(len(params))},
     }
     vector_ub = sum(aligned(profile, "UB", n) for n in ub_values.values() if n)
@@ -154,7 +155,9 @@ def recurrent_plan(
             return out
 
         def activation(k: int, elements: int) -> list[tuple[str, str, int]]:
-            clip = [("VMAXS", BINARY, elements), ("VMINS", BINARY, elements)] if op.props.has("cell_clip") else []
+            """Activation k, after a clip of its input (every gate's; not LSTM's c_t before h)."""
+            clipped = op.props.has("cell_clip") and not (isinstance(op, ag.DynamicRNNOp) and k == 2)
+            clip = [("VMAXS", BINARY, elements), ("VMINS", BINARY, elements)] if clipped else []
             return clip + [(i, t, elements) for i, t in _ACTIVATIONS[op.activations.data[k].data]]
 
         def widen(elements: int) -> Ops:
@@ -184,13 +187,13 @@ def recurrent_plan(
                 ops_ += vector([("VADD", BINARY, state), *activation(1, state), *_update(state)])
             ops_ += [*narrow(state), *sync("V", "MTE3", 3), copy(profile, ub["out"], ws, state * in_b)]
             if op.results[0] in gm:
-                ops_.append(copy(profile, ub["out"], gm[op.results[0]], state * in_b))
+                ops_.append(copy(profile, ub["out"], gm[op.results[0]], state * out_b))
             return body([*ops_, SyncAllOp()])
 
         epilogue_: Ops = []
         finals = [(r, ub["out"] if r is op.results[1] else ub["c"]) for r in op.results[1:] if r in gm]
         if finals:
-            epilogue_ += [*sync("V", "MTE3", 3), *(copy(profile, buf, gm[r], state * in_b) for r, buf in finals)]
+            epilogue_ += [*sync("V", "MTE3", 3), *(copy(profile, buf, gm[r], state * out_b) for r, buf in finals)]
         return [*prog.allocs, *prologue, LoopOp(steps, step()), *epilogue_]
 
     return Plan(block_dim, "AiCore", tiling, workspace, program)
