@@ -10,11 +10,14 @@ needs every block's h_t: each step ends in `sync_all`. The program:
 2. the input projection x @ W (+ the input bias) of all T steps at once, a cube
    matmul [T * B, I] x [I, G * hb] into the workspace (it does not depend on h);
 3. T steps, each: the cube product h_{t-1} @ R [B, H] x [H, G * hb] into the
-   workspace; MTE2 reads it and the step's rows of x @ W into UB; the vector unit
-   adds them and runs the gate activations (each a recipe of `passes.lowering.
-   recipes`, in float32 for 16-bit dtypes); MTE3 writes h_t to y and to the
-   workspace; `sync_all`. A GRU without reset_after makes two products per step:
-   h_{t-1} @ [Rz, Rr], then (r h_{t-1}) @ Rh once every block has written its r h.
+   workspace; then per tile of batch entries (as many as fit the UB beside the
+   states): MTE2 reads the tile's products and its rows of x @ W into UB, the
+   vector unit adds them and runs the gate activations (each a recipe of
+   `passes.lowering.recipes`, in float32 for 16-bit dtypes), MTE3 writes h_t to y
+   and to the workspace; `sync_all`. A GRU without reset_after makes two products
+   per step: h_{t-1} @ [Rz, Rr], then (r h_{t-1}) @ Rh once every block has
+   written its r h. R is read from GM at every step (L1 holds the tiles of one
+   product at a time), which makes large layers memory-bound.
 4. epilogue: output_h (and output_c) from UB.
 
 So the steps cost T times one step, which the profile shows. The operands stay ND
@@ -44,6 +47,8 @@ from passes.lowering.program import (
     body,
     copy,
     element_bytes,
+    sequence,
+    split,
     sync,
     vec,
 )
@@ -112,33 +117,46 @@ def recurrent_plan(
     epilogues = {name: epilogue(name, bias_in if name == "xw" else None) for name in gemms}
     state = batch * hb
     params = [v for v in (getattr(op, k, None) for k in ("wci", "wcf", "wco", "bias_hidden")) if v is not None]
-    ub_values: dict[str, int] = {
-        "xw": batch * gates * hb * wide, "hr": batch * gates * hb * wide, "gates": batch * gates * hb * wide,
-        "h": state * wide, "c": state * wide if isinstance(op, ag.DynamicRNNOp) else 0, "out": state * max(in_b, out_b),
+    kept: dict[str, int] = {
+        "h": state * wide, "c": state * wide if isinstance(op, ag.DynamicRNNOp) else 0,
         **{f"param{i}": gates * hb * wide for i in range(len(params))},
     }
-    vector_ub = sum(aligned(profile, "UB", n) for n in ub_values.values() if n)
-    if vector_ub > profile.ub_bytes:
+
+    def chunk(rows: int) -> dict[str, int]:
+        """The UB a tile of `rows` batch entries needs."""
+        per = rows * gates * hb * wide
+        return {"xw": per, "hr": per, "gates": per, "out": rows * hb * max(in_b, out_b)}
+
+    def ub_of(rows: int) -> int:
+        return sum(aligned(profile, "UB", n) for n in (*kept.values(), *chunk(rows).values()) if n)
+
+    room = profile.ub_bytes if fix else profile.ub_bytes // 2  # half for the cube's epilogue where V drains L0C
+    if ub_of(1) > room:
         raise ModelError(
-            f"{op.OP_TYPE} '{op.label}': a step's {batch} x {gates} x {hb} gates need {vector_ub} bytes of UB, "
-            f"more than {profile.name}'s {profile.ub_bytes}"
+            f"{op.OP_TYPE} '{op.label}': the states of {batch} x {hb} hidden units and one row of gates need "
+            f"{ub_of(1)} bytes of UB, more than {profile.name}'s {room} for them"
         )
+    rows = max(r for r in range(1, batch + 1) if ub_of(r) <= room)
+    vector_ub = ub_of(rows)
     tilings = {
         name: tile_gemm(profile, g, 1, lambda m, n, e=epilogues[name]: vector_ub + e.ub_bytes(profile, m, n), epilogues[name].bias is not None and fix)
         for name, g in gemms.items()
     }
     workspace = (steps * batch * gates * hidden + batch * gates * hidden + 2 * batch * hidden) * in_b
-    tiling = {"steps": steps, "batch": batch, "hidden": hidden, "gates": gates, "block_hidden": hb, "vector_ub": vector_ub}
+    tiling = {
+        "steps": steps, "batch": batch, "hidden": hidden, "gates": gates, "block_hidden": hb, "tile_rows": rows, "vector_ub": vector_ub,
+    }
     for name, g in gemms.items():
         tiling.update(tilings[name].params(g, f"{name}_"))
     compute = "FP32" if in_b <= 4 else dtype_name(din)
     d = dtype_name(din)
+    cols = (2 if two_products else gates) * hb
 
     def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
         assert ws is not None
         where: dict[Hashable, SSAValue] = {**gm, "xw": ws, "hr": ws, "hn": ws}
         prog = Program(profile)
-        ub = {key: prog.alloc("UB", n) for key, n in ub_values.items() if n}
+        ub = {key: prog.alloc("UB", n) for key, n in (*kept.items(), *chunk(rows).items()) if n}
         drain = "FIX" if fix else "MTE3"
 
         def matmul(name: str, a: SSAValue, b: SSAValue) -> Ops:
@@ -166,32 +184,43 @@ def recurrent_plan(
         def narrow(elements: int) -> Ops:
             return vec("VCONV", f"FP32_{d}", elements, [ub["out"], ub["h"]], 4) if compute == "FP32" and in_b < 4 else []
 
+        def store(n: int, to_y: bool) -> Ops:
+            """n values of h (or r h) to the workspace, and to y; the tile's buffers free after."""
+            ops_ = [*narrow(n), *sync("V", "MTE3", 3), copy(profile, ub["out"], ws, n * in_b)]
+            if to_y and op.results[0] in gm:
+                ops_.append(copy(profile, ub["out"], gm[op.results[0]], n * out_b))
+            return ops_ + sync("MTE3", "MTE2", 3)
+
         prologue: Ops = [ScalarOp(SETUP_INSTRS)]
         loads = [copy(profile, gm[v], ub["h" if v is op.init_h else "c"], state * in_b) for v in (op.init_h, getattr(op, "init_c", None)) if v is not None]
         loads += [copy(profile, gm[v], ub[f"param{i}"], ag.shape_of(v.type)[0] * in_b * hb // hidden) for i, v in enumerate(params)]
         prologue += loads + sync("MTE2", "V", 3) if loads else []
         prologue += vec("VECTORDUP", UNARY.format(d=compute), state, [ub["h"]], wide) if op.init_h is None else widen(state)
-        prologue += [*narrow(state), *sync("V", "MTE3", 3), copy(profile, ub["out"], ws, state * in_b), SyncAllOp()]
+        prologue += [*narrow(state), *sync("V", "MTE3", 3), copy(profile, ub["h"], ws, state * in_b), SyncAllOp()]
         prologue += matmul("xw", gm[x], gm[w_in])
 
+        def gates_tile(r: int) -> Ops:
+            """One tile of batch entries: the products in, the gates, h (or r h) out."""
+            ops_ = [copy(profile, ws, ub["xw"], r * gates * hb * in_b), copy(profile, ws, ub["hr"], r * cols * in_b)]
+            ops_ += [*sync("MTE2", "V", 3), *widen(r * gates * hb), *widen(r * cols)]
+            ops_ += vector(_gates(op, r * hb, activation))
+            return body(ops_ + store(r * hb, not two_products))
+
+        def candidate_tile(r: int) -> Ops:
+            """GRU without reset_after, after (r h_{t-1}) @ Rh: the hidden gate and h_t."""
+            ops_ = [copy(profile, ws, ub["xw"], r * gates * hb * in_b), copy(profile, ws, ub["hr"], r * 2 * hb * in_b)]
+            ops_ += [copy(profile, ws, ub["gates"], r * hb * in_b), *sync("MTE2", "V", 3), *widen(r * (gates + 3) * hb)]
+            ops_ += vector([("VADD", BINARY, r * hb), *activation(1, r * hb), *_update(r * hb)])
+            return body(ops_ + store(r * hb, True))
+
         def step() -> Ops:
-            ops_: Ops = matmul("hr", ws, gm[w_hidden])
-            cols = (2 if two_products else gates) * hb
-            ops_ += [copy(profile, ws, ub["xw"], batch * gates * hb * in_b), copy(profile, ws, ub["hr"], batch * cols * in_b)]
-            ops_ += [*sync("MTE2", "V", 3), *widen(batch * gates * hb), *widen(batch * cols)]
-            ops_ += vector(_gates(op, state, activation))
-            if two_products:  # r h_{t-1} to every block, then its product with Rh
-                ops_ += [*narrow(state), *sync("V", "MTE3", 3), copy(profile, ub["out"], ws, state * in_b), SyncAllOp()]
-                ops_ += matmul("hn", ws, gm[w_hidden])
-                ops_ += [copy(profile, ws, ub["hr"], state * in_b), *sync("MTE2", "V", 3), *widen(state)]
-                ops_ += vector([("VADD", BINARY, state), *activation(1, state), *_update(state)])
-            ops_ += [*narrow(state), *sync("V", "MTE3", 3), copy(profile, ub["out"], ws, state * in_b)]
-            if op.results[0] in gm:
-                ops_.append(copy(profile, ub["out"], gm[op.results[0]], state * out_b))
+            ops_: Ops = [*matmul("hr", ws, gm[w_hidden]), *sequence(*split(batch, rows), gates_tile)]
+            if two_products:  # r h_{t-1} from every block, then its product with Rh
+                ops_ += [SyncAllOp(), *matmul("hn", ws, gm[w_hidden]), *sequence(*split(batch, rows), candidate_tile)]
             return body([*ops_, SyncAllOp()])
 
         epilogue_: Ops = []
-        finals = [(r, ub["out"] if r is op.results[1] else ub["c"]) for r in op.results[1:] if r in gm]
+        finals = [(r, ub["h"] if r is op.results[1] else ub["c"]) for r in op.results[1:] if r in gm]
         if finals:
             epilogue_ += [*sync("V", "MTE3", 3), *(copy(profile, buf, gm[r], state * out_b) for r, buf in finals)]
         return [*prog.allocs, *prologue, LoopOp(steps, step()), *epilogue_]
