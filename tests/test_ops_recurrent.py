@@ -19,9 +19,11 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, StringAttr, f32
 
 import ge
 from dialects import ascend_graph as ag
+from dialects.shapes import ShapeError
 from ge.session import Session
 
 SOC = "Ascend910B1"
@@ -250,3 +252,35 @@ def test_the_program_loops_over_the_steps(tmp_path: Path) -> None:
     step = loop[: loop.index("ascend_kernel.sync_all")]
     assert "ascend_kernel.mmad" in step
     assert re.search(r'ascend_kernel\.vec "VEXP"', step)
+
+
+def _props(activations: list[str], **extra: object) -> dict:
+    zeros = DenseArrayBase.from_list(f32, [0.0] * len(activations))
+    return {
+        "direction": StringAttr("UNIDIRECTIONAL"), "activations": ArrayAttr([StringAttr(a) for a in activations]),
+        "activation_alpha": zeros, "activation_beta": zeros, **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    ("cls", "shapes_", "props", "message"),
+    [
+        (ag.DynamicRNNOp, [(5, 3, 8), (11, 16)], {"input_forget": ag.bool_attr(False)}, "w has shape [11, 16], expected [12, 16]"),
+        (ag.DynamicRNNOp, [(5, 3, 8), (12, 16), None, None, None, None, (4,)], {"input_forget": ag.bool_attr(False)},
+         "the peepholes are wci, wcf and wco together, got wci"),
+        (ag.DynamicGRUV2Op, [(5, 3, 8), (8, 12), (4, 12), None, None, None, (1, 2, 4)], {"reset_after": ag.bool_attr(True)},
+         "init_h has shape [1, 2, 4], expected [1, 3, 4]"),
+        (ag.RNNOp, [(5, 3), (12, 4)], {}, "x [5, 3] must be 3-D [T, B, I] (time major)"),
+    ],
+)
+def test_shape_rules_name_the_operand(cls: type, shapes_: list, props: dict, message: str) -> None:
+    activations = {ag.DynamicRNNOp: ["Sigmoid", "Tanh", "Tanh"], ag.DynamicGRUV2Op: ["Sigmoid", "Tanh"], ag.RNNOp: ["Tanh"]}[cls]
+    values = [None if s is None else ag.DataOp(i, ag.tensor(f32, s), f"in{i}").out for i, s in enumerate(shapes_)]
+    with pytest.raises(ShapeError, match=re.escape(message)):
+        cls(values, _props(activations, **props), "layer")
+
+
+def test_the_dialect_refuses_an_activation_it_has_no_kernel_for() -> None:
+    x, w = ag.DataOp(0, ag.tensor(f32, (5, 3, 8)), "x").out, ag.DataOp(1, ag.tensor(f32, (12, 4)), "w").out
+    with pytest.raises(ShapeError, match="activation 'Gelu' is not one of Relu, Tanh"):
+        ag.RNNOp([x, w], _props(["Gelu"]), "layer")

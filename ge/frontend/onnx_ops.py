@@ -1080,6 +1080,7 @@ def _gate_matrix(n: Node, part: SSAValue, gates: int, order: Sequence[int] | Non
 
 
 def _gate_order(n: Node, value: SSAValue, gates: int, order: Sequence[int] | None, axis: int, tag: str) -> SSAValue:
+    """`value` with its `gates` blocks along `axis` in `order` (a Gather, folded for a weight)."""
     if order is None:
         return value
     size = shape(value)[axis] // gates
@@ -1091,6 +1092,29 @@ def _stacked(n: Node, parts: Sequence[SSAValue], axis: int, perm: Sequence[int] 
     """The directions' results joined along `axis`, then batch-major when `perm` is given."""
     joined = parts[0] if len(parts) == 1 else n.emit(ag.ConcatOp, list(parts), {"concat_dim": int_attr(axis)}, tag)
     return joined if perm is None else n.emit(ag.TransposeOp, [joined], {"perm": ints(perm)}, f"{tag}/batch_major")
+
+
+def _cell_weights(
+    n: Node, w: SSAValue | None, r: SSAValue | None, b: SSAValue | None, gates: int, where: str
+) -> list[SSAValue | None]:
+    """One direction's weight operands from its W [1, G*H, I], R [1, G*H, H] and B
+    [1, 2*G*H]: DynamicGRUV2's weight_input, weight_hidden, bias_input, bias_hidden;
+    DynamicRNN's and RNN's w (W and R stacked) and b (the biases summed), LSTM's
+    gates in GE's order."""
+    assert w is not None and r is not None
+    order = _LSTM_GATES if n.op_type == "LSTM" else None
+    w_in, w_h = _gate_matrix(n, w, gates, order, f"{where}/W"), _gate_matrix(n, r, gates, order, f"{where}/R")
+    biases: list[SSAValue | None] = [None, None]
+    if b is not None:
+        flat = n.emit(ag.ReshapeOp, [b], {"shape": ints([shape(b)[-1]])}, f"{where}/B/reshape")
+        biases = list(n.emit_all(ag.SplitOp, [flat], {"split_dim": int_attr(0), "num_split": int_attr(2)}, f"{where}/B/split"))
+    if n.op_type == "GRU":
+        return [w_in, w_h, *biases]
+    stacked = n.emit(ag.ConcatOp, [w_in, w_h], {"concat_dim": int_attr(0)}, f"{where}/w")
+    if biases[0] is None or biases[1] is None:
+        return [stacked, None]
+    summed = n.emit(ag.AddOp, [biases[0], biases[1]], tag=f"{where}/b")
+    return [stacked, _gate_order(n, summed, gates, order, 0, f"{where}/b")]
 
 
 @converts(LSTM=22, GRU=22, RNN=22)
@@ -1148,23 +1172,9 @@ def _recurrent(n: Node) -> Outputs:
         }
         if clip is not None:
             props["cell_clip"] = float_attr(clip)
-        order = _LSTM_GATES if n.op_type == "LSTM" else None
-        w_in = _gate_matrix(n, ws[d], gates, order, f"{where}/W")
-        w_h = _gate_matrix(n, rs[d], gates, order, f"{where}/R")
-        biases: list[SSAValue | None] = [None, None]
-        if bs[d] is not None:
-            flat = n.emit(ag.ReshapeOp, [bs[d]], {"shape": ints([2 * gates * hidden])}, f"{where}/B/reshape")
-            biases = list(n.emit_all(ag.SplitOp, [flat], {"split_dim": int_attr(0), "num_split": int_attr(2)}, f"{where}/B/split"))
-        common = [lengths, hs[d]]
+        operands = [x, *_cell_weights(n, ws[d], rs[d], bs[d], gates, where), lengths, hs[d]]
         if n.op_type == "GRU":
             props["reset_after"] = bool_attr(n.attr("linear_before_reset", 0))
-            operands = [x, w_in, w_h, *biases, *common]
-        else:
-            stacked = n.emit(ag.ConcatOp, [w_in, w_h], {"concat_dim": int_attr(0)}, f"{where}/w")
-            bias = None
-            if biases[0] is not None and biases[1] is not None:
-                bias = _gate_order(n, n.emit(ag.AddOp, [biases[0], biases[1]], tag=f"{where}/b"), gates, order, 0, f"{where}/b")
-            operands = [x, stacked, bias, *common]
         if n.op_type == "LSTM":
             props["input_forget"] = bool_attr(n.attr("input_forget", 0))
             peepholes: list[SSAValue | None] = [None, None, None]
