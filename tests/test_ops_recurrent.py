@@ -18,6 +18,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+import torch
 from onnx import TensorProto, helper
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, StringAttr, f32
 
@@ -177,8 +178,6 @@ def test_hidden_size_must_match_the_weights() -> None:
 
 
 # ------------------------------------------------------------------- torch exports
-
-torch = pytest.importorskip("torch")
 
 
 def _torch_model(kind: str, tmp_path: Path, steps: int = T) -> tuple[Path, dict[str, np.ndarray]]:
