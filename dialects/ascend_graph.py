@@ -2045,8 +2045,9 @@ class RecurrentOp(CubeOp):
     on the vector unit.
 
     x is [T, B, I] (time major); h is [1, B, H] like init_h and output_h, the state
-    after the last step of each batch entry; y [T, B, H] holds every step's h, and 0
-    past a batch entry's `seq_length` (int32 [B]; absent: T). REDIRECTIONAL runs each
+    after the last step of each batch entry (0 for an entry of no steps, as
+    onnxruntime gives); y [T, B, H] holds every step's h, and 0 past a batch entry's
+    `seq_length` (int32 [B]; absent: T). REDIRECTIONAL runs each
     entry's steps from its last valid one back to 0. `activations` names the gate
     activations in ONNX's spelling, `activation_alpha`/`activation_beta` hold one
     value per activation (0 where it takes none); `cell_clip`, when present, clips

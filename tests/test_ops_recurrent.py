@@ -110,7 +110,7 @@ CASES = {
     "lstm_forward_11": ("LSTM", 11, {}, {}),
     "lstm_reverse_layout_14": ("LSTM", 14, {"direction": "reverse", "layout": 1}, {"initial": True, "lengths": [4, 2, 3]}),
     "lstm_bidirectional_peepholes_clip_22": (
-        "LSTM", 22, {"direction": "bidirectional", "clip": 1.5}, {"initial": True, "peepholes": True, "lengths": [1, 4, 3]},
+        "LSTM", 22, {"direction": "bidirectional", "clip": 1.5}, {"initial": True, "peepholes": True, "lengths": [0, 4, 3]},
     ),
     "lstm_input_forget_activations_14": (
         "LSTM", 14,
@@ -119,10 +119,10 @@ CASES = {
     ),
     "gru_forward_no_bias_11": ("GRU", 11, {}, {"bias": False}),
     "gru_bidirectional_linear_before_reset_layout_14": (
-        "GRU", 14, {"direction": "bidirectional", "linear_before_reset": 1, "layout": 1}, {"initial": True, "lengths": [3, 4, 1]},
+        "GRU", 14, {"direction": "bidirectional", "linear_before_reset": 1, "layout": 1}, {"initial": True, "lengths": [3, 0, 1]},
     ),
     "gru_reverse_clip_activations_22": (
-        "GRU", 22, {"direction": "reverse", "clip": 0.8, "activations": ["Sigmoid", "Relu"]}, {"initial": True},
+        "GRU", 22, {"direction": "reverse", "clip": 0.8, "activations": ["Sigmoid", "Relu"]}, {"initial": True, "lengths": [1, 1, 3]},
     ),
     "rnn_forward_11": ("RNN", 11, {}, {}),
     "rnn_bidirectional_layout_14": (

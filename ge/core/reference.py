@@ -1357,6 +1357,10 @@ class _Cell:
         given = self.named.get(key)
         return np.zeros((self.batch, hidden), self.compute) if given is None else _vec(given[0])
 
+    def final(self, state: np.ndarray) -> np.ndarray:
+        """A final state [1, B, H]: 0 for an entry of no steps (seq_length 0), as onnxruntime gives."""
+        return np.where(self.lengths[:, None] > 0, state, 0)[None]
+
     def run(self, hidden: int, step: Callable[[np.ndarray, np.ndarray, np.ndarray], None]) -> np.ndarray:
         """Every step s: the time index of each batch entry and whether it is within
         its sequence; `step(t, valid, rows)` advances the states. Returns y."""
@@ -1402,7 +1406,7 @@ def _dynamic_rnn(op: ag.DynamicRNNOp, args: list[np.ndarray]) -> list[np.ndarray
         return h
 
     y = cell.run(size, step)
-    return [y, h[None], c[None]]
+    return [y, cell.final(h), cell.final(c)]
 
 
 @_kernel(ag.DynamicGRUV2Op)
@@ -1435,7 +1439,7 @@ def _dynamic_gru_v2(op: ag.DynamicGRUV2Op, args: list[np.ndarray]) -> list[np.nd
         return h
 
     y = cell.run(size, step)
-    return [y, h[None]]
+    return [y, cell.final(h)]
 
 
 @_kernel(ag.RNNOp)
@@ -1455,4 +1459,4 @@ def _rnn(op: ag.RNNOp, args: list[np.ndarray]) -> list[np.ndarray]:
         return h
 
     y = cell.run(size, step)
-    return [y, h[None]]
+    return [y, cell.final(h)]
