@@ -1034,6 +1034,9 @@ _ACTIVATION_DEFAULTS: dict[str, tuple[float, float]] = {
 _LSTM_GATES = (0, 3, 2, 1)
 """ONNX's LSTM gates i, o, f, c in GE's order i, j (= c), f, o."""
 _DIRECTIONS = {"forward": ("UNIDIRECTIONAL",), "reverse": ("REDIRECTIONAL",), "bidirectional": ("UNIDIRECTIONAL", "REDIRECTIONAL")}
+"""ONNX's direction -> GE's direction of each op."""
+_TAGS = {"UNIDIRECTIONAL": "forward", "REDIRECTIONAL": "reverse"}
+"""The name tag of each direction's ops (the op of a one-direction layer takes the node's name)."""
 
 
 def _recurrent_activations(n: Node, per: int, count: int, defaults: tuple[str, ...]) -> list[tuple[list[str], list[float], list[float]]]:
@@ -1161,8 +1164,8 @@ def _recurrent(n: Node) -> Outputs:
     clip = n.attr("clip")
     results: list[list[SSAValue]] = []
     for d, spelling in enumerate(spelled):
-        tag = None if count == 1 else spelling.lower()
-        where = spelling.lower()
+        where = _TAGS[spelling]
+        tag = None if count == 1 else where
         names, alphas, betas = activations[d]
         props: dict[str, Attribute] = {
             "direction": StringAttr(spelling),
@@ -1187,7 +1190,7 @@ def _recurrent(n: Node) -> Outputs:
     batch_major = (2, 0, 1, 3) if layout else None
     outputs: list[SSAValue | None] = [None]
     if n.used(0):
-        ys = [n.emit(ag.UnsqueezeOp, [res[0]], {"axes": ints([1])}, f"{s.lower()}/Y") for res, s in zip(results, spelled)]
+        ys = [n.emit(ag.UnsqueezeOp, [res[0]], {"axes": ints([1])}, f"{_TAGS[s]}/Y") for res, s in zip(results, spelled)]
         outputs[0] = _stacked(n, ys, 1, batch_major, "Y")
     for i, key in ((1, "Y_h"), (2, "Y_c")):
         if i >= len(results[0]):
