@@ -2046,14 +2046,14 @@ class RecurrentOp(CubeOp):
 
     x is [T, B, I] (time major); h is [1, B, H] like init_h and output_h, the state
     after the last step of each batch entry (0 for an entry of no steps, as
-    onnxruntime gives); y [T, B, H] holds every step's h, and 0 past a batch entry's
-    `seq_length` (int32 [B]; absent: T). REDIRECTIONAL runs each
-    entry's steps from its last valid one back to 0. `activations` names the gate
+    onnxruntime gives); y [T, B, H] holds every step's h, and 0 past a batch
+    entry's `seq_length` (int32 [B]; absent: T). REDIRECTIONAL runs each entry's
+    steps from its last valid one back to 0. `activations` names the gate
     activations in ONNX's spelling, `activation_alpha`/`activation_beta` hold one
-    value per activation (0 where it takes none); `cell_clip`, when present, clips
-    the gates' inputs to [-cell_clip, cell_clip] (as onnxruntime does, not LSTM's c_t
-    on its way into h's activation). The optional operands are
-    told apart by `operandSegmentSizes`.
+    value per activation (0 where it takes none); `cell_clip`, when present,
+    clips the gates' inputs to [-cell_clip, cell_clip] (as onnxruntime does: not
+    LSTM's c_t on its way into h's activation). The optional operands are told
+    apart by `operandSegmentSizes`.
     """
 
     irdl_options = (ParsePropInAttrDict(), AttrSizedOperandSegments(as_property=True))
@@ -2144,6 +2144,7 @@ class RecurrentOp(CubeOp):
 
     @staticmethod
     def check(types: Mapping[str, Attribute], key: str, want: Shape) -> None:
+        """Operand `key`, when present, has the shape `want`."""
         if key in types and not shapes.compatible(shape_of(types[key]), want):
             raise ShapeError(f"{key} has shape {shapes.fmt(shape_of(types[key]))}, expected {shapes.fmt(want)}")
 
