@@ -283,3 +283,20 @@ def test_the_dialect_refuses_an_activation_it_has_no_kernel_for() -> None:
     x, w = ag.DataOp(0, ag.tensor(f32, (5, 3, 8)), "x").out, ag.DataOp(1, ag.tensor(f32, (12, 4)), "w").out
     with pytest.raises(ShapeError, match="activation 'Gelu' is not one of Relu, Tanh"):
         ag.RNNOp([x, w], _props(["Gelu"]), "layer")
+
+
+@pytest.mark.parametrize(("hidden", "soc", "resident"), [(H, SOC, 1), (1024, "Ascend310", 0)])
+def test_r_stays_in_l1_when_it_fits(hidden: int, soc: str, resident: int, tmp_path: Path) -> None:
+    """A block's R (H x its gates' columns) stays in L1 through the steps where it fits;
+    a 1024-wide RNN on the Ascend310's two cores (512 columns a block, 1 MB of float16)
+    loads it again every step. Both compute the layer."""
+    torch.manual_seed(0)
+    x = torch.randn(3, B, I)
+    path = tmp_path / "rnn.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(torch.nn.RNN(I, hidden).eval(), (x,), str(path), input_names=["x"], output_names=["y", "h"], dynamo=False)
+    model = ge.compile(path, {"soc_version": soc})
+    assert re.findall(r"r_resident = (\d)", model.kernels) == [str(resident)]
+    feeds = {"x": x.numpy()}
+    _close(Session().run(model, feeds).outputs, _ort_file(path, feeds), 2e-3)

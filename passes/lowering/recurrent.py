@@ -16,8 +16,10 @@ needs every block's h_t: each step ends in `sync_all`. The program:
    `passes.lowering.recipes`, in float32 for 16-bit dtypes), MTE3 writes h_t to y
    and to the workspace; `sync_all`. A GRU without reset_after makes two products
    per step: h_{t-1} @ [Rz, Rr], then (r h_{t-1}) @ Rh once every block has
-   written its r h. R is read from GM at every step (L1 holds the tiles of one
-   product at a time), which makes large layers memory-bound.
+   written its r h. R's block stays in L1 through the steps when it fits beside
+   h_{t-1} (loaded once before the loop, each step then loads only h_{t-1} and
+   runs its L0 tiles without double buffering); otherwise every step's product is
+   a cube phase that loads R again, which makes large layers memory-bound.
 4. epilogue: output_h (and output_c) from UB.
 
 So the steps cost T times one step, which the profile shows. The operands stay ND
@@ -33,11 +35,12 @@ from collections.abc import Callable, Hashable, Sequence
 from xdsl.ir import SSAValue
 
 from dialects import ascend_graph as ag
-from dialects.ascend_kernel import LoopOp, ScalarOp, SyncAllOp
+from dialects.ascend_kernel import LoopOp, MmadOp, ScalarOp, SyncAllOp
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
 from passes.lowering.cube import Epilogue, EpiValue, Gemm, cube_program, tile_gemm
 from passes.lowering.program import (
+    ACC_BYTES,
     FRACTAL,
     SETUP_INSTRS,
     Ops,
@@ -68,6 +71,10 @@ _ACTIVATIONS: dict[str, list[tuple[str, str]]] = {
     "Elu": [(i, t) for i, t, _ in RECIPES[ag.EluOp]],
 }
 """The vector instructions of each gate activation (the op's recipe where it has one)."""
+
+
+def _align(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
 
 
 def _hidden(op: ag.RecurrentOp) -> int:
@@ -151,6 +158,13 @@ def recurrent_plan(
     compute = "FP32" if in_b <= 4 else dtype_name(din)
     d = dtype_name(din)
     cols = (2 if two_products else gates) * hb
+    products = [name for name in gemms if name != "xw"]
+    kc = tilings["hr"].kc
+    r_bytes = _align(hidden, kc) * _align(gates * hb, FRACTAL) * in_b
+    a_bytes = max(gemms[n].a_l1_bytes(_align(gemms[n].m, FRACTAL), gemms[n].k, kc) for n in products)
+    resident = aligned(profile, "L1", r_bytes) + aligned(profile, "L1", a_bytes) <= profile.l1_bytes
+    tiling["r_resident"] = int(resident)
+    mode = "nd2nz" if fix else "normal"
 
     def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
         assert ws is not None
@@ -199,6 +213,42 @@ def recurrent_plan(
         prologue += [*narrow(state), *sync("V", "MTE3", 3), copy(profile, ub["h"], ws, state * in_b), SyncAllOp()]
         prologue += matmul("xw", gm[x], gm[w_in])
 
+        res = Program(profile)  # the buffers of the time loop: R's block in L1, the step products' tiles
+        res.top = dict(prog.top)
+        load_r: Ops = []
+        if resident:
+            l1_r, l1_a = res.alloc("L1", r_bytes), res.alloc("L1", a_bytes)
+            l0a = res.alloc("L0A", max(tilings[n].m0 * tilings[n].k0 * in_b for n in products))
+            l0b = res.alloc("L0B", max(tilings[n].k0 * tilings[n].n0 * in_b for n in products))
+            l0c = res.alloc("L0C", max(tilings[n].m0 * tilings[n].n0 * ACC_BYTES for n in products))
+            staging = None if fix else res.alloc("UB", max(tilings[n].m0 * tilings[n].n0 * in_b for n in products))
+            load_r += [copy(profile, gm[w_hidden], l1_r, gemms["hr"].b_gm_bytes(hidden, gates * hb, kc), mode), *sync("MTE2", "MTE1", 3)]
+
+        def product(name: str) -> Ops:
+            """The step's product of h_{t-1} (or r h_{t-1}) and R into the workspace: with R
+            resident in L1, A in, then per L0 tile its K steps and its drain; else a
+            cube phase loading R too."""
+            if not resident:
+                return matmul(name, ws, gm[w_hidden])
+            g, t = gemms[name], tilings[name]
+
+            def m_tile(n: int, m: int) -> Ops:
+                def k_step(k: int) -> Ops:
+                    ops_ = [copy(profile, l1_a, l0a, _align(m, FRACTAL) * k * in_b), copy(profile, l1_r, l0b, k * n * in_b)]
+                    ops_ += [*sync("MTE1", "M", 3), MmadOp(l0a, l0b, l0c, _align(m, FRACTAL), _align(k, kc), n, din)]
+                    return body(ops_ + sync("M", "MTE1", 3))
+
+                ops_ = [*sequence(*split(g.k, t.k0), k_step), *sync("M", "FIX" if fix else "V", 3)]
+                if fix:
+                    return body(ops_ + [copy(profile, l0c, ws, m * n * in_b, "nz2nd"), *sync("FIX", "M", 3)])
+                assert staging is not None
+                ops_ += [copy(profile, l0c, staging, m * n * in_b), *sync("V", "MTE3", 3), copy(profile, staging, ws, m * n * in_b)]
+                return body(ops_ + sync("MTE3", "M", 3))
+
+            ops_ = [copy(profile, ws, l1_a, g.a_gm_bytes(g.m, g.k, kc), mode), *sync("MTE2", "MTE1", 3)]
+            ops_ += sequence(*split(g.n, t.n0), lambda n: sequence(*split(g.m, t.m0), lambda m: m_tile(n, m)))
+            return ops_ + sync(drain, "MTE2", 3)
+
         def gates_tile(r: int) -> Ops:
             """One tile of batch entries: the products in, the gates, h (or r h) out."""
             ops_ = [copy(profile, ws, ub["xw"], r * gates * hb * in_b), copy(profile, ws, ub["hr"], r * cols * in_b)]
@@ -214,16 +264,18 @@ def recurrent_plan(
             return body(ops_ + store(r * hb, True))
 
         def step() -> Ops:
-            ops_: Ops = [*matmul("hr", ws, gm[w_hidden]), *sequence(*split(batch, rows), gates_tile)]
+            ops_: Ops = [*product("hr"), *sequence(*split(batch, rows), gates_tile)]
             if two_products:  # r h_{t-1} from every block, then its product with Rh
-                ops_ += [SyncAllOp(), *matmul("hn", ws, gm[w_hidden]), *sequence(*split(batch, rows), candidate_tile)]
+                ops_ += [SyncAllOp(), *product("hn"), *sequence(*split(batch, rows), candidate_tile)]
             return body([*ops_, SyncAllOp()])
 
         epilogue_: Ops = []
         finals = [(r, ub["h"] if r is op.results[1] else ub["c"]) for r in op.results[1:] if r in gm]
         if finals:
             epilogue_ += [*sync("V", "MTE3", 3), *(copy(profile, buf, gm[r], state * out_b) for r, buf in finals)]
-        return [*prog.allocs, *prologue, LoopOp(steps, step()), *epilogue_]
+        loop = LoopOp(steps, step())
+        time_loop = [LoopOp(1, [*res.allocs, *load_r, loop])] if resident else [loop]
+        return [*prog.allocs, *prologue, *time_loop, *epilogue_]
 
     return Plan(block_dim, "AiCore", tiling, workspace, program)
 
