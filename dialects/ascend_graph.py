@@ -3610,6 +3610,255 @@ class NonMaxSuppressionOp(DataDependentOp):
         return [(batch * classes * min(boxes, self.props.int("max_output_boxes_per_class")), 3)]
 
 
+# ---- recurrent layers (LSTM, GRU, RNN)
+
+
+RECURRENT_DIRECTIONS = ("UNIDIRECTIONAL", "REDIRECTIONAL")
+"""GE's spelling of a recurrent op's direction: forward, or from the last step back."""
+RECURRENT_ACTIVATIONS: dict[str, int] = {
+    "Relu": 0, "Tanh": 0, "Sigmoid": 0, "Softsign": 0, "Softplus": 0,
+    "Affine": 2, "LeakyRelu": 1, "ThresholdedRelu": 1, "ScaledTanh": 2, "HardSigmoid": 2, "Elu": 1,
+}
+"""The activations a recurrent op's gates may use (ONNX's list), with how many of
+alpha and beta each takes."""
+
+
+def _recurrent_format(required: Sequence[str], optional: Sequence[str], results: Sequence[str]) -> str:
+    """The assembly format of a recurrent op: each optional operand after its keyword."""
+    operands = " `,` ".join(f"${k}" for k in required) + "".join(f" (`{k}` ${k}^)?" for k in optional)
+    types = " `,` ".join(f"type(${k})" for k in required) + "".join(f" (`{k}` type(${k})^)?" for k in optional)
+    outs = " `,` ".join(f"type(${k})" for k in results)
+    return f"{operands} attr-dict `:` `(` {types} `)` `->` `(` {outs} `)`"
+
+
+class RecurrentOp(CubeOp):
+    """A recurrent layer over a whole sequence in one direction: per time step t, the
+    gates are x_t @ W + h_{t-1} @ R (+ biases) on the cube and the gate activations
+    on the vector unit.
+
+    x is [T, B, I] (time major); h is [1, B, H] like init_h and output_h, the state
+    after the last step of each batch entry (0 for an entry of no steps, as
+    onnxruntime gives); y [T, B, H] holds every step's h, and 0 past a batch
+    entry's `seq_length` (int32 [B]; absent: T). REDIRECTIONAL runs each entry's
+    steps from its last valid one back to 0. `activations` names the gate
+    activations in ONNX's spelling, `activation_alpha`/`activation_beta` hold one
+    value per activation (0 where it takes none); `cell_clip`, when present,
+    clips the gates' inputs to [-cell_clip, cell_clip] (as onnxruntime does: not
+    LSTM's c_t on its way into h's activation). The optional operands are told
+    apart by `operandSegmentSizes`.
+    """
+
+    irdl_options = (ParsePropInAttrDict(), AttrSizedOperandSegments(as_property=True))
+    GATES: ClassVar[int]
+    """The gates' blocks of columns in the weights."""
+    ACTIVATIONS: ClassVar[int]
+    """How many activations the cell takes."""
+    direction = prop_def(StringAttr)
+    activations = prop_def(ArrayAttr[StringAttr])
+    activation_alpha = prop_def(DenseArrayBase)
+    activation_beta = prop_def(DenseArrayBase)
+    cell_clip = opt_prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        operands: Sequence[SSAValue | Operation | None],
+        props: Mapping[str, Attribute] | None = None,
+        name: str | None = None,
+        result_types: Sequence[Attribute] | None = None,
+    ):
+        """`operands` in definition order, None (or left off at the end) for an absent optional one."""
+        defs = type(self).get_irdl_definition().operands
+        if len(operands) > len(defs):
+            raise ShapeError(f"takes at most {len(defs)} operands, got {len(operands)}")
+        slots = [None if v is None else SSAValue.get(v) for v in operands] + [None] * (len(defs) - len(operands))
+        for (key, d), v in zip(defs, slots):
+            if v is None and not isinstance(d, VariadicDef):
+                raise ShapeError(f"operand {key} is required")
+        properties = dict(props or {})
+        if name is not None:
+            properties["name"] = StringAttr(name)
+        if result_types is None:
+            named = {key: v.type for (key, _), v in zip(defs, slots) if v is not None}
+            result_types = self.infer_named(named, Props(properties))
+        grouped = [([v] if v is not None else []) if isinstance(d, VariadicDef) else v for (_, d), v in zip(defs, slots)]
+        IRDLOperation.__init__(self, operands=grouped, properties=properties, result_types=result_types)
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        defs = cls.get_irdl_definition().operands
+        sizes = props.ints("operandSegmentSizes", [1] * len(defs))
+        if len(sizes) != len(defs) or sum(sizes) != len(operand_types) or max(sizes, default=0) > 1:
+            raise ShapeError(f"operandSegmentSizes {list(sizes)} do not describe {len(operand_types)} operands")
+        present = iter(operand_types)
+        return cls.infer_named({key: next(present) for (key, _), n in zip(defs, sizes) if n}, props)
+
+    @classmethod
+    def infer_named(cls, types: Mapping[str, Attribute], props: Props) -> list[Attribute]:
+        raise NotImplementedError(cls.__name__)
+
+    @classmethod
+    def common(cls, types: Mapping[str, Attribute], props: Props, weights: Sequence[str]) -> tuple[Attribute, int, int, int, int]:
+        """The checks every recurrent op makes: (result dtype, T, B, I, H), H from the
+        columns of `weights[-1]`. The result dtype is the `dtype` property (the cube
+        writing float32 from float16 inputs), else the operands'."""
+        x = shape_of(types["x"])
+        if len(x) != 3:
+            raise ShapeError(f"x {shapes.fmt(x)} must be 3-D [T, B, I] (time major)")
+        floats = [k for k in types if k != "seq_length"]
+        dtype = _same([types[k] for k in floats], "the float")
+        if not is_float(dtype):
+            raise ShapeError(f"needs floating-point operands, got {dtype}")
+        out = props.type("dtype") if props.has("dtype") else dtype
+        t, b, i = x
+        cols = shape_of(types[weights[-1]])
+        if len(cols) != 2 or cols[1] == DYN or cols[1] % cls.GATES:
+            raise ShapeError(f"{weights[-1]} {shapes.fmt(cols)} must be 2-D with {cls.GATES} x hidden_size columns")
+        h = cols[1] // cls.GATES
+        cls.check(types, "seq_length", (b,))
+        cls.check(types, "init_h", (1, b, h))
+        if "seq_length" in types and dtype_of(types["seq_length"]) != IntegerType(32):
+            raise ShapeError(f"seq_length must be int32, got {dtype_of(types['seq_length'])}")
+        if props.str("direction") not in RECURRENT_DIRECTIONS:
+            raise ShapeError(f"direction {props.str('direction')!r} is not {' or '.join(RECURRENT_DIRECTIONS)}")
+        names = [a.data for a in props.type("activations")] if props.has("activations") else []  # type: ignore[attr-defined]
+        if len(names) != cls.ACTIVATIONS:
+            raise ShapeError(f"needs {cls.ACTIVATIONS} activations, got {names}")
+        unknown = [a for a in names if a not in RECURRENT_ACTIVATIONS]
+        if unknown:
+            raise ShapeError(f"activation {unknown[0]!r} is not one of {', '.join(RECURRENT_ACTIVATIONS)}")
+        for key in ("activation_alpha", "activation_beta"):
+            if len(props.ints(key)) != len(names):
+                raise ShapeError(f"{key} needs one value per activation ({len(names)})")
+        if props.has("cell_clip") and not props.float("cell_clip") > 0:
+            raise ShapeError(f"cell_clip {props.float('cell_clip')} must be positive")
+        return out, t, b, i, h
+
+    @staticmethod
+    def check(types: Mapping[str, Attribute], key: str, want: Shape) -> None:
+        """Operand `key`, when present, has the shape `want`."""
+        if key in types and not shapes.compatible(shape_of(types[key]), want):
+            raise ShapeError(f"{key} has shape {shapes.fmt(shape_of(types[key]))}, expected {shapes.fmt(want)}")
+
+
+@irdl_op_definition
+class DynamicRNNOp(RecurrentOp):
+    """An LSTM layer in one direction (CANN `DynamicRNN`, cell_type LSTM, gate_order
+    ijfo: input, cell candidate j, forget, output).
+
+    w is [I + H, 4H]: x_t's rows, then h_{t-1}'s; b [4H] is the sum of both biases.
+    With the peepholes wci, wcf, wco [H]: i = f(.. + wci c_{t-1}), f = f(.. + wcf
+    c_{t-1}), o = f(.. + wco c_t); `input_forget` couples the gates (f = 1 - i).
+    c_t = f c_{t-1} + i g(j), h_t = o h(c_t), with activations (f, g, h). GE's
+    DynamicRNN also returns every step's c and gates for training; inference needs
+    the final states only, output_h and output_c [1, B, H].
+    """
+
+    name = "ascend_graph.dynamic_rnn"
+    OP_TYPE: ClassVar[str] = "DynamicRNN"
+    GATES: ClassVar[int] = 4
+    ACTIVATIONS: ClassVar[int] = 3
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    b = opt_operand_def(TensorType)
+    seq_length = opt_operand_def(TensorType)
+    init_h = opt_operand_def(TensorType)
+    init_c = opt_operand_def(TensorType)
+    wci = opt_operand_def(TensorType)
+    wcf = opt_operand_def(TensorType)
+    wco = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    output_h = result_def(TensorType)
+    output_c = result_def(TensorType)
+    input_forget = prop_def(BoolAttr)
+
+    assembly_format = _recurrent_format(["x", "w"], ["b", "seq_length", "init_h", "init_c", "wci", "wcf", "wco"], ["y", "output_h", "output_c"])
+
+    @classmethod
+    def infer_named(cls, types, props):
+        dtype, t, b, i, h = cls.common(types, props, ["w"])
+        cls.check(types, "w", (DYN if i == DYN else i + h, 4 * h))
+        cls.check(types, "b", (4 * h,))
+        cls.check(types, "init_c", (1, b, h))
+        peepholes = [k for k in ("wci", "wcf", "wco") if k in types]
+        if peepholes and len(peepholes) != 3:
+            raise ShapeError(f"the peepholes are wci, wcf and wco together, got {', '.join(peepholes)}")
+        for key in peepholes:
+            cls.check(types, key, (h,))
+        return [tensor(dtype, (t, b, h)), tensor(dtype, (1, b, h)), tensor(dtype, (1, b, h))]
+
+
+@irdl_op_definition
+class DynamicGRUV2Op(RecurrentOp):
+    """A GRU layer in one direction (CANN `DynamicGRUV2`, gate_order zrh: update,
+    reset, hidden).
+
+    weight_input [I, 3H] and weight_hidden [H, 3H] multiply x_t and h_{t-1}, with
+    bias_input and bias_hidden [3H]. z = f(..), r = f(..); with `reset_after`
+    (ONNX's linear_before_reset) n = g(x_t Wh + bih + r (h_{t-1} Rh + bhh)), else
+    n = g(x_t Wh + bih + (r h_{t-1}) Rh + bhh); h_t = (1 - z) n + z h_{t-1}.
+    Activations (f, g).
+    """
+
+    name = "ascend_graph.dynamic_gru_v2"
+    OP_TYPE: ClassVar[str] = "DynamicGRUV2"
+    GATES: ClassVar[int] = 3
+    ACTIVATIONS: ClassVar[int] = 2
+    x = operand_def(TensorType)
+    weight_input = operand_def(TensorType)
+    weight_hidden = operand_def(TensorType)
+    bias_input = opt_operand_def(TensorType)
+    bias_hidden = opt_operand_def(TensorType)
+    seq_length = opt_operand_def(TensorType)
+    init_h = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    output_h = result_def(TensorType)
+    reset_after = prop_def(BoolAttr)
+
+    assembly_format = _recurrent_format(["x", "weight_input", "weight_hidden"], ["bias_input", "bias_hidden", "seq_length", "init_h"], ["y", "output_h"])
+
+    @classmethod
+    def infer_named(cls, types, props):
+        dtype, t, b, i, h = cls.common(types, props, ["weight_input", "weight_hidden"])
+        cls.check(types, "weight_input", (i, 3 * h))
+        cls.check(types, "weight_hidden", (h, 3 * h))
+        for key in ("bias_input", "bias_hidden"):
+            cls.check(types, key, (3 * h,))
+        return [tensor(dtype, (t, b, h)), tensor(dtype, (1, b, h))]
+
+
+@irdl_op_definition
+class RNNOp(RecurrentOp):
+    """A simple RNN layer in one direction (CANN `RNN`): h_t = f(x_t W_xh + h_{t-1}
+    W_hh + b), w [I + H, H] stacking W_xh and W_hh, b [H] the sum of both biases.
+
+    GE's name for a whole-sequence plain RNN: BasicRNNCell is one time step, and
+    DynamicRNN and DynamicRNNV2 take cell_type LSTM only. GE's RNN (Caffe's layer)
+    also has an output projection, which ONNX's RNN has not, so it is left out.
+    """
+
+    name = "ascend_graph.rnn"
+    OP_TYPE: ClassVar[str] = "RNN"
+    GATES: ClassVar[int] = 1
+    ACTIVATIONS: ClassVar[int] = 1
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    b = opt_operand_def(TensorType)
+    seq_length = opt_operand_def(TensorType)
+    init_h = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    output_h = result_def(TensorType)
+
+    assembly_format = _recurrent_format(["x", "w"], ["b", "seq_length", "init_h"], ["y", "output_h"])
+
+    @classmethod
+    def infer_named(cls, types, props):
+        dtype, t, b, i, h = cls.common(types, props, ["w"])
+        cls.check(types, "w", (DYN if i == DYN else i + h, h))
+        cls.check(types, "b", (h,))
+        return [tensor(dtype, (t, b, h)), tensor(dtype, (1, b, h))]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -3635,6 +3884,7 @@ AscendGraph = Dialect(
         FusedInferAttentionScoreOp, RotaryPositionEmbeddingOp, TopKV2Op,
         FloorModOp, ModOp, LeftShiftOp, RightShiftOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, InvertOp, IsNanOp, IsInfOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, ThresholdedReluOp, ShrinkOp, SwishOp, HardmaxOp, TrilOp, TriuOp, CumsumOp, CumprodOp, BitcastOp, OneHotOp, MatrixDeterminantOp,
         NonZeroOp, CompressOp, UniqueOp, NonMaxSuppressionOp,
+        DynamicRNNOp, DynamicGRUV2Op, RNNOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

@@ -15,7 +15,7 @@ from ge.core.opinfo import OpInfoError
 SOCS = ("Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1")
 CUBE = (
     "Conv2D", "Conv3D", "Conv2DTranspose", "Conv3DTranspose", "MatMulV2", "BatchMatMulV2", "GEMM", "FullyConnection",
-    "MultiHeadAttention", "FusedInferAttentionScore",
+    "MultiHeadAttention", "FusedInferAttentionScore", "DynamicRNN", "DynamicGRUV2", "RNN",
 )
 BLOCK = (
     "SoftmaxV2", "LogSoftmaxV2", "LayerNorm", "InstanceNorm", "ReduceMeanD", "ReduceSumD", "ReduceProdD",

@@ -2196,3 +2196,164 @@ def _one_hot(op: ag.OneHotOp, args: list[np.ndarray]) -> np.ndarray:
 def _matrix_determinant(op: ag.MatrixDeterminantOp, args: list[np.ndarray]) -> np.ndarray:
     """LU in float64, rounded once to the result dtype."""
     return np.linalg.det(args[0].astype(np.float64))
+
+
+# ---- recurrent layers (LSTM, GRU, RNN)
+
+_RECURRENT_ACTIVATIONS: dict[str, Callable[[np.ndarray, Any, Any], np.ndarray]] = {
+    "Relu": lambda x, a, b: np.maximum(x, 0),
+    "Tanh": lambda x, a, b: np.tanh(x),
+    "Sigmoid": lambda x, a, b: _sigmoid(x),
+    "Softsign": lambda x, a, b: x / (1 + np.abs(x)),
+    "Softplus": lambda x, a, b: np.logaddexp(0, x),
+    "Affine": lambda x, a, b: a * x + b,
+    "LeakyRelu": lambda x, a, b: np.where(x < 0, a * x, x),
+    "ThresholdedRelu": lambda x, a, b: np.where(x > a, x, 0),
+    "ScaledTanh": lambda x, a, b: a * np.tanh(b * x),
+    "HardSigmoid": lambda x, a, b: np.clip(a * x + b, 0, 1),
+    "Elu": lambda x, a, b: np.where(x > 0, x, a * np.expm1(x)),
+}
+
+
+class _Cell:
+    """What every recurrent op's step shares: the named operands, the gate
+    activations (their inputs clipped by cell_clip), and the time step each batch
+    entry is at."""
+
+    def __init__(self, op: ag.RecurrentOp, args: list[np.ndarray]):
+        names = [key for key, _ in type(op).get_irdl_definition().operands if getattr(op, key) is not None]
+        self.named = dict(zip(names, args))
+        x = self.named["x"]
+        self.dtype = x.dtype
+        self.steps, self.batch = x.shape[0], x.shape[1]
+        lengths = self.named.get("seq_length")
+        self.lengths = np.full(self.batch, self.steps) if lengths is None else np.clip(lengths.astype(np.int64), 0, self.steps)
+        self.reverse = op.props.str("direction") == "REDIRECTIONAL"
+        p = op.props
+        self.compute = _vec(np.zeros(0, self.dtype)).dtype
+        compute = self.compute.type
+        self.functions = [
+            (_RECURRENT_ACTIVATIONS[a.data], compute(alpha), compute(beta))
+            for a, alpha, beta in zip(op.activations, p.ints("activation_alpha"), p.ints("activation_beta"))
+        ]
+        self.clip = compute(p.float("cell_clip")) if p.has("cell_clip") else None
+
+    def act(self, k: int, x: np.ndarray, clipped: bool = True) -> np.ndarray:
+        """Activation k; cell_clip clips the gates' inputs (`clipped`), not LSTM's c_t before h."""
+        fn, alpha, beta = self.functions[k]
+        return fn(x if self.clip is None or not clipped else np.clip(x, -self.clip, self.clip), alpha, beta)
+
+    def project(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+        """A cube product (the bias in the accumulator), rounded to the dtype as it
+        leaves L0C, and widened again for the vector unit."""
+        y = _acc(x) @ _acc(w)
+        return _vec((y if bias is None else y + _acc(bias)).astype(self.dtype))
+
+    def state(self, key: str, hidden: int) -> np.ndarray:
+        """A state as the vector unit keeps it (the cube reads h rounded to the inputs' dtype)."""
+        given = self.named.get(key)
+        return np.zeros((self.batch, hidden), self.compute) if given is None else _vec(given[0])
+
+    def final(self, state: np.ndarray) -> np.ndarray:
+        """A final state [1, B, H]: 0 for an entry of no steps (seq_length 0), as onnxruntime gives."""
+        return np.where(self.lengths[:, None] > 0, state, 0)[None]
+
+    def run(self, hidden: int, step: Callable[[np.ndarray, np.ndarray, np.ndarray], None]) -> np.ndarray:
+        """Every step s: the time index of each batch entry and whether it is within
+        its sequence; `step(t, valid, rows)` advances the states. Returns y."""
+        y = np.zeros((self.steps, self.batch, hidden), self.compute)
+        rows = np.arange(self.batch)
+        for s in range(self.steps):
+            valid = s < self.lengths
+            if not valid.any():
+                break
+            t = np.where(valid, self.lengths - 1 - s if self.reverse else s, 0)
+            h = step(t, valid, rows)
+            y[t[valid], rows[valid]] = h[valid]
+        return y
+
+
+
+@_kernel(ag.DynamicRNNOp)
+def _dynamic_rnn(op: ag.DynamicRNNOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    """LSTM, gates ijfo. The states stay in float32 (float64) between steps; the next
+    step's product reads h rounded to the inputs' dtype, and the results are rounded
+    once to the result dtype."""
+    cell = _Cell(op, args)
+    n = cell.named
+    w = n["w"]
+    size = w.shape[1] // 4
+    inputs = w.shape[0] - size
+    xw = cell.project(n["x"], w[:inputs], n.get("b"))
+    h, c = cell.state("init_h", size), cell.state("init_c", size)
+    peep = [_vec(n[k]) if k in n else None for k in ("wci", "wcf", "wco")]
+    coupled = op.props.bool("input_forget")
+
+    def step(t: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        nonlocal h, c
+        gates = xw[t, rows] + cell.project(h.astype(cell.dtype), w[inputs:])
+        gi, gj, gf, go = (gates[:, k * size:(k + 1) * size] for k in range(4))
+        i = cell.act(0, gi if peep[0] is None else gi + peep[0] * c)
+        f = 1 - i if coupled else cell.act(0, gf if peep[1] is None else gf + peep[1] * c)
+        c_new = f * c + i * cell.act(1, gj)
+        o = cell.act(0, go if peep[2] is None else go + peep[2] * c_new)
+        h_new = o * cell.act(2, c_new, clipped=False)
+        keep = valid[:, None]
+        h, c = np.where(keep, h_new, h), np.where(keep, c_new, c)
+        return h
+
+    y = cell.run(size, step)
+    return [y, cell.final(h), cell.final(c)]
+
+
+@_kernel(ag.DynamicGRUV2Op)
+def _dynamic_gru_v2(op: ag.DynamicGRUV2Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    """GRU, gates zrh. Without reset_after, the hidden gate's product is of r h_{t-1},
+    a second product per step."""
+    cell = _Cell(op, args)
+    n = cell.named
+    r_w = n["weight_hidden"]
+    size = r_w.shape[0]
+    xw = cell.project(n["x"], n["weight_input"], n.get("bias_input"))
+    bias = n.get("bias_hidden")
+    h = cell.state("init_h", size)
+    after = op.props.bool("reset_after")
+
+    def step(t: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        nonlocal h
+        x = xw[t, rows]
+        stored = h.astype(cell.dtype)
+        hr = cell.project(stored, r_w if after else r_w[:, :2 * size], bias if after or bias is None else bias[:2 * size])
+        z = cell.act(0, x[:, :size] + hr[:, :size])
+        r = cell.act(0, x[:, size:2 * size] + hr[:, size:2 * size])
+        if after:
+            candidate = x[:, 2 * size:] + r * hr[:, 2 * size:]
+        else:
+            hidden_bias = None if bias is None else bias[2 * size:]
+            candidate = x[:, 2 * size:] + cell.project((r * h).astype(cell.dtype), r_w[:, 2 * size:], hidden_bias)
+        h_new = (1 - z) * cell.act(1, candidate) + z * h
+        h = np.where(valid[:, None], h_new, h)
+        return h
+
+    y = cell.run(size, step)
+    return [y, cell.final(h)]
+
+
+@_kernel(ag.RNNOp)
+def _rnn(op: ag.RNNOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    cell = _Cell(op, args)
+    n = cell.named
+    w = n["w"]
+    size = w.shape[1]
+    inputs = w.shape[0] - size
+    xw = cell.project(n["x"], w[:inputs], n.get("b"))
+    h = cell.state("init_h", size)
+
+    def step(t: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        nonlocal h
+        h_new = cell.act(0, xw[t, rows] + cell.project(h.astype(cell.dtype), w[inputs:]))
+        h = np.where(valid[:, None], h_new, h)
+        return h
+
+    y = cell.run(size, step)
+    return [y, cell.final(h)]

@@ -41,10 +41,12 @@ import numpy as np
 import onnx
 from onnx import helper
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseArrayBase,
     IntegerType,
     StringAttr,
     TensorType,
+    f32,
     f64,
     i1,
     i64,
@@ -1962,3 +1964,185 @@ def _non_max_suppression(n: Node) -> Outputs:
     if score is not None:
         props["score_threshold"] = float_attr(float(score))
     return [n.emit(ag.NonMaxSuppressionOp, [n.x(0), n.x(1)], props)]
+
+
+# ---- recurrent layers (LSTM, GRU, RNN)
+
+_CELLS: dict[str, tuple[type[ag.RecurrentOp], int, tuple[str, ...]]] = {
+    "LSTM": (ag.DynamicRNNOp, 4, ("Sigmoid", "Tanh", "Tanh")),
+    "GRU": (ag.DynamicGRUV2Op, 3, ("Sigmoid", "Tanh")),
+    "RNN": (ag.RNNOp, 1, ("Tanh",)),
+}
+"""Per ONNX op: our op (one per direction), its gates and its default activations."""
+_ACTIVATION_DEFAULTS: dict[str, tuple[float, float]] = {
+    "Affine": (1.0, 0.0), "LeakyRelu": (0.01, 0.0), "ThresholdedRelu": (1.0, 0.0), "ScaledTanh": (1.0, 1.0),
+    "HardSigmoid": (0.2, 0.5), "Elu": (1.0, 0.0),
+}
+"""alpha and beta of the activations taking them, where activation_alpha/beta give none."""
+_LSTM_GATES = (0, 3, 2, 1)
+"""ONNX's LSTM gates i, o, f, c in GE's order i, j (= c), f, o."""
+_DIRECTIONS = {"forward": ("UNIDIRECTIONAL",), "reverse": ("REDIRECTIONAL",), "bidirectional": ("UNIDIRECTIONAL", "REDIRECTIONAL")}
+"""ONNX's direction -> GE's direction of each op."""
+_TAGS = {"UNIDIRECTIONAL": "forward", "REDIRECTIONAL": "reverse"}
+"""The name tag of each direction's ops (the op of a one-direction layer takes the node's name)."""
+
+
+def _recurrent_activations(n: Node, per: int, count: int, defaults: tuple[str, ...]) -> list[tuple[list[str], list[float], list[float]]]:
+    """Per direction: the activations (ONNX names them case-insensitively) and their
+    alpha and beta. The given alphas and betas are consumed in order by the
+    activations that take them, as onnxruntime reads the lists."""
+    given = n.attr("activations")
+    names = list(given) if given else list(defaults) * count
+    if len(names) != per * count:
+        raise n.error(f"activations {names} need {per} per direction ({per * count})")
+    spelled = {a.lower(): a for a in ag.RECURRENT_ACTIVATIONS}
+    alphas, betas = iter(n.attr("activation_alpha", [])), iter(n.attr("activation_beta", []))
+    resolved: list[tuple[str, float, float]] = []
+    for name in names:
+        canonical = spelled.get(name.lower())
+        if canonical is None:
+            raise n.error(f"activation '{name}' is unsupported; supported: {', '.join(ag.RECURRENT_ACTIVATIONS)}")
+        takes = ag.RECURRENT_ACTIVATIONS[canonical]
+        alpha, beta = _ACTIVATION_DEFAULTS.get(canonical, (0.0, 0.0))
+        alpha = next(alphas, alpha) if takes >= 1 else alpha
+        beta = next(betas, beta) if takes >= 2 else beta
+        resolved.append((canonical, alpha, beta))
+    chunks = [resolved[d * per:(d + 1) * per] for d in range(count)]
+    return [([a for a, _, _ in c], [al for _, al, _ in c], [b for _, _, b in c]) for c in chunks]
+
+
+def _per_direction(n: Node, value: SSAValue | None, count: int, tag: str) -> list[SSAValue | None]:
+    """A [D, ...] input cut into D pieces [1, ...] (itself when D is 1)."""
+    if value is None:
+        return [None] * count
+    if shape(value)[0] not in (count, DYN):
+        raise n.error(f"{tag} has shape {fmt(shape(value))}; its first dim must be the {count} direction(s)")
+    if count == 1:
+        return [value]
+    return list(n.emit_all(ag.SplitOp, [value], {"split_dim": int_attr(0), "num_split": int_attr(count)}, f"{tag}/split"))
+
+
+def _gate_matrix(n: Node, part: SSAValue, gates: int, order: Sequence[int] | None, tag: str) -> SSAValue:
+    """[1, G*H, K] -> [K, G*H], its blocks of columns in `order` when given."""
+    _, rows, k = shape(part)
+    m = n.emit(ag.ReshapeOp, [part], {"shape": ints([rows, k])}, f"{tag}/reshape")
+    m = n.emit(ag.TransposeOp, [m], {"perm": ints([1, 0])}, f"{tag}/transpose")
+    return _gate_order(n, m, gates, order, 1, tag)
+
+
+def _gate_order(n: Node, value: SSAValue, gates: int, order: Sequence[int] | None, axis: int, tag: str) -> SSAValue:
+    """`value` with its `gates` blocks along `axis` in `order` (a Gather, folded for a weight)."""
+    if order is None:
+        return value
+    size = shape(value)[axis] // gates
+    index = np.concatenate([np.arange(g * size, (g + 1) * size) for g in order]).astype(np.int64)
+    return n.emit(ag.GatherOp, [value, n.const(index, f"{tag}/gates")], {"axis": int_attr(axis)}, f"{tag}/gate_order")
+
+
+def _stacked(n: Node, parts: Sequence[SSAValue], axis: int, perm: Sequence[int] | None, tag: str) -> SSAValue:
+    """The directions' results joined along `axis`, then batch-major when `perm` is given."""
+    joined = parts[0] if len(parts) == 1 else n.emit(ag.ConcatOp, list(parts), {"concat_dim": int_attr(axis)}, tag)
+    return joined if perm is None else n.emit(ag.TransposeOp, [joined], {"perm": ints(perm)}, f"{tag}/batch_major")
+
+
+def _cell_weights(
+    n: Node, w: SSAValue | None, r: SSAValue | None, b: SSAValue | None, gates: int, where: str
+) -> list[SSAValue | None]:
+    """One direction's weight operands from its W [1, G*H, I], R [1, G*H, H] and B
+    [1, 2*G*H]: DynamicGRUV2's weight_input, weight_hidden, bias_input, bias_hidden;
+    DynamicRNN's and RNN's w (W and R stacked) and b (the biases summed), LSTM's
+    gates in GE's order."""
+    assert w is not None and r is not None
+    order = _LSTM_GATES if n.op_type == "LSTM" else None
+    w_in, w_h = _gate_matrix(n, w, gates, order, f"{where}/W"), _gate_matrix(n, r, gates, order, f"{where}/R")
+    biases: list[SSAValue | None] = [None, None]
+    if b is not None:
+        flat = n.emit(ag.ReshapeOp, [b], {"shape": ints([shape(b)[-1]])}, f"{where}/B/reshape")
+        biases = list(n.emit_all(ag.SplitOp, [flat], {"split_dim": int_attr(0), "num_split": int_attr(2)}, f"{where}/B/split"))
+    if n.op_type == "GRU":
+        return [w_in, w_h, *biases]
+    stacked = n.emit(ag.ConcatOp, [w_in, w_h], {"concat_dim": int_attr(0)}, f"{where}/w")
+    if biases[0] is None or biases[1] is None:
+        return [stacked, None]
+    summed = n.emit(ag.AddOp, [biases[0], biases[1]], tag=f"{where}/b")
+    return [stacked, _gate_order(n, summed, gates, order, 0, f"{where}/b")]
+
+
+@converts(LSTM=22, GRU=22, RNN=22)
+def _recurrent(n: Node) -> Outputs:
+    """One DynamicRNN (LSTM), DynamicGRUV2 (GRU) or RNN op per direction, as GE's
+    parser splits a bidirectional layer: the weights per direction are transposed to
+    [K, G*H] (LSTM's gates reordered to GE's ijfo, W and R stacked, the two biases
+    summed), which constant folding does once; a batch-major layout (layout = 1) is
+    transposed to time major and back; the directions' results are joined."""
+    cls, gates, defaults = _CELLS[n.op_type]
+    x, w, r = n.x(0), n.x(1), n.x(2)
+    direction = n.attr("direction", "forward")
+    if direction not in _DIRECTIONS:
+        raise n.error(f"direction '{direction}' is not forward, reverse or bidirectional")
+    spelled = _DIRECTIONS[direction]
+    count = len(spelled)
+    layout = n.attr("layout", 0)
+    if layout not in (0, 1):
+        raise n.error(f"layout {layout} is not 0 (time major) or 1 (batch major)")
+    if len(shape(x)) != 3 or len(shape(w)) != 3 or len(shape(r)) != 3:
+        raise n.error(f"X {fmt(shape(x))}, W {fmt(shape(w))} and R {fmt(shape(r))} must be 3-D")
+    hidden = shape(r)[2]
+    if n.attr("hidden_size") is not None and n.attr("hidden_size") != hidden:
+        raise n.error(f"hidden_size {n.attr('hidden_size')} differs from R's {fmt(shape(r))}")
+    if shape(w)[1] != gates * hidden or shape(r)[1] != gates * hidden:
+        raise n.error(f"W {fmt(shape(w))} and R {fmt(shape(r))} need {gates} x hidden_size = {gates * hidden} rows")
+    lengths = n.opt(4)
+    if lengths is not None and dtypes.name(dtype(lengths)) != "int32":
+        raise n.error(f"sequence_lens must be int32, not {dtypes.name(dtype(lengths))}")
+    if n.op_type == "LSTM" and n.has(7) and shape(n.x(7))[-1:] != (3 * hidden,):
+        raise n.error(f"P {fmt(shape(n.x(7)))} needs 3 x hidden_size = {3 * hidden} columns")
+    per = len(defaults)
+    activations = _recurrent_activations(n, per, count, defaults)
+    if layout:
+        x = n.emit(ag.TransposeOp, [x], {"perm": ints([1, 0, 2])}, "time_major")
+        states = [n.emit(ag.TransposeOp, [n.x(i)], {"perm": ints([1, 0, 2])}, f"initial_{k}") if n.has(i) else None
+                  for i, k in ((5, "h"), (6, "c"))]
+    else:
+        states = [n.opt(5), n.opt(6) if n.op_type == "LSTM" else None]
+    ws, rs = _per_direction(n, w, count, "W"), _per_direction(n, r, count, "R")
+    bs = _per_direction(n, n.opt(3), count, "B")
+    hs, cs = _per_direction(n, states[0], count, "initial_h"), _per_direction(n, states[1], count, "initial_c")
+    ps = _per_direction(n, n.opt(7) if n.op_type == "LSTM" else None, count, "P")
+    clip = n.attr("clip")
+    results: list[list[SSAValue]] = []
+    for d, spelling in enumerate(spelled):
+        where = _TAGS[spelling]
+        tag = None if count == 1 else where
+        names, alphas, betas = activations[d]
+        props: dict[str, Attribute] = {
+            "direction": StringAttr(spelling),
+            "activations": ArrayAttr([StringAttr(a) for a in names]),
+            "activation_alpha": DenseArrayBase.from_list(f32, alphas),
+            "activation_beta": DenseArrayBase.from_list(f32, betas),
+        }
+        if clip is not None:
+            props["cell_clip"] = float_attr(clip)
+        operands = [x, *_cell_weights(n, ws[d], rs[d], bs[d], gates, where), lengths, hs[d]]
+        if n.op_type == "GRU":
+            props["reset_after"] = bool_attr(n.attr("linear_before_reset", 0))
+        if n.op_type == "LSTM":
+            props["input_forget"] = bool_attr(n.attr("input_forget", 0))
+            peepholes: list[SSAValue | None] = [None, None, None]
+            if ps[d] is not None:
+                flat = n.emit(ag.ReshapeOp, [ps[d]], {"shape": ints([3 * hidden])}, f"{where}/P/reshape")
+                p_i, p_o, p_f = n.emit_all(ag.SplitOp, [flat], {"split_dim": int_attr(0), "num_split": int_attr(3)}, f"{where}/P/split")
+                peepholes = [p_i, p_f, p_o]
+            operands += [cs[d], *peepholes]
+        results.append(n.importer.build(cls(operands, props, n.label(tag))))
+    batch_major = (2, 0, 1, 3) if layout else None
+    outputs: list[SSAValue | None] = [None]
+    if n.used(0):
+        ys = [n.emit(ag.UnsqueezeOp, [res[0]], {"axes": ints([1])}, f"{_TAGS[s]}/Y") for res, s in zip(results, spelled)]
+        outputs[0] = _stacked(n, ys, 1, batch_major, "Y")
+    for i, key in ((1, "Y_h"), (2, "Y_c")):
+        if i >= len(results[0]):
+            continue
+        state = [res[i] for res in results]
+        outputs.append(_stacked(n, state, 0, (1, 0, 2) if layout else None, key) if n.used(i) else None)
+    return outputs

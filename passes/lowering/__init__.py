@@ -47,6 +47,11 @@ loads the inputs, V runs each op's instruction sequence (`RECIPES`), MTE3 stores
 the outputs. A vector instruction covers at most 255 repeats of 256 bytes; longer
 work is a loop of such instructions.
 
+A recurrent layer (DynamicRNN, DynamicGRUV2, RNN) is one kernel whose program is
+the time loop: the input projection of every step, then per step the product of
+h_{t-1} on the cube and the gate activations on the vector unit, the blocks
+meeting at `sync_all` (`recurrent`).
+
 MultiHeadAttention is one kernel of four phases: the Q/K/V projections, the
 scores per head, softmax, and the probabilities times V, with the intermediate
 values in the workspace and `sync_all` between phases. FusedInferAttentionScore
@@ -85,6 +90,7 @@ from passes.lowering.cube import (
     tile_gemm,
 )
 from passes.lowering.program import SETUP_INSTRS, Ops, Plan, Program
+from passes.lowering.recurrent import recurrent_plan
 from passes.lowering.vector import scope_label, vector_plan
 
 # ----------------------------------------------------------- planning a scope
@@ -107,6 +113,8 @@ def plan(profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValu
         return attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
     if isinstance(cube, ag.FusedInferAttentionScoreOp):
         return fused_attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
+    if isinstance(cube, ag.RecurrentOp):
+        return recurrent_plan(profile, ops, inputs, outputs, virtual or profile.ai_cores)
     gemm, n_logical = gemm_of(profile, cube)
     e = epilogue_of(profile, cube, list(ops[1:]), outputs, n_logical)
     if e.nd_store:
