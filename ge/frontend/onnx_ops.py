@@ -20,8 +20,8 @@ onnx release adds is refused until it is reviewed here.
 
 Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
-not static. `Upsample` is not converted: it is deprecated since opset 10, so no
-model of the opsets we import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
+not static. `Upsample` is not converted: it is deprecated since opset 10, and a
+model of an older opset is upgraded to 11 before import, which makes it a Resize. `LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
 
