@@ -98,20 +98,20 @@ def window_out(
 def reshape(shape: Shape, target: Sequence[int]) -> Shape:
     """Resolve a target shape that may hold one -1 (inferred) dimension."""
     if target.count(-1) > 1:
-        raise ShapeError(f"target shape {list(target)} has more than one -1")
+        raise ShapeError(f"target shape {fmt(target)} has more than one -1")
     if any(d < -1 or d == 0 for d in target):
-        raise ShapeError(f"target shape {list(target)} has a dimension below 1")
+        raise ShapeError(f"target shape {fmt(target)} has a dimension below 1 (only -1 may be unknown)")
     if not is_static(shape):
         return tuple(DYN if d == -1 else d for d in target)
     total = numel(shape)
     known = numel([d for d in target if d != -1])
     if -1 in target:
         if known == 0 or total % known:
-            raise ShapeError(f"cannot reshape {fmt(shape)} to {list(target)}")
+            raise ShapeError(f"cannot reshape {fmt(shape)} to {fmt(target)}")
         return tuple(total // known if d == -1 else d for d in target)
     if known != total:
         raise ShapeError(
-            f"cannot reshape {fmt(shape)} ({total} elements) to {list(target)} "
+            f"cannot reshape {fmt(shape)} ({total} elements) to {fmt(target)} "
             f"({known} elements)"
         )
     return tuple(target)

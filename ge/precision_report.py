@@ -33,6 +33,7 @@ from dialects.ascend_graph import (
     dtype_of,
     shape_of,
 )
+from ge.compiler import require_static
 from ge.core import dtypes, inputs, ir, reference
 from ge.core.errors import InputError
 from ge.core.files import published
@@ -85,6 +86,7 @@ def build_report(
     )
     # Both imports of one file share a weight-store key, so each graph runs on its own store.
     compiled, compiled_store = load_onnx(str(model), input_shape=options.input_shape)
+    require_static(compiled, model)
     optimize(compiled, options)
     baseline, baseline_store = load_onnx(str(model), input_shape=options.input_shape)
     optimize(baseline, baseline_options)
@@ -116,7 +118,7 @@ def trace(
         want = dtypes.to_numpy(dtype_of(data.out.type))
         if value.dtype != want or not shapes.compatible(shape_of(data.out.type), value.shape):
             raise InputError(
-                f"input '{data.label}' is {value.dtype}{list(value.shape)}, expected {want}{list(shape_of(data.out.type))}"
+                f"input '{data.label}' is {value.dtype}{shapes.fmt(value.shape)}, expected {want}{shapes.fmt(shape_of(data.out.type))}"
             )
         values[data.out] = value
     layers: dict[str, np.ndarray] = {}

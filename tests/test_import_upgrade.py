@@ -18,7 +18,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ge
-from ge.core.errors import ModelError
+import ge.core.ir
+from ge.core.errors import InputError, ModelError
 from ge.frontend import load_onnx
 
 F = TensorProto.FLOAT
@@ -166,6 +167,7 @@ def test_opsets_below_7_are_refused():
         load_onnx(model)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opset", [7, 9, 10])
 def test_torch_exports_of_old_opsets_import(opset, tmp_path):
     torch = pytest.importorskip("torch")
@@ -192,3 +194,148 @@ def test_torch_exports_of_old_opsets_import(opset, tmp_path):
     module, _ = load_onnx(path)
     np.testing.assert_allclose(ge.reference.run(module, {"x": x})["y"], want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(compiled_run(path, {"x": x})["y"], want, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------ dynamic dims
+
+
+INT64_MIN = str(-(2**63))
+
+
+def dynamic_export(path) -> onnx.ModelProto:
+    """Embedding, Linear, a mask, heads split with reshape(b, s, 4, 4): batch and sequence dynamic."""
+    torch = pytest.importorskip("torch")
+
+    class Heads(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = torch.nn.Embedding(50, 16)
+            self.fc = torch.nn.Linear(16, 16)
+
+        def forward(self, ids, mask):
+            b, s = ids.shape
+            h = self.fc(self.emb(ids)) * mask.unsqueeze(-1)
+            h = h.reshape(b, s, 4, 4).transpose(1, 2)
+            return torch.softmax(h, -1).reshape(b, -1)
+
+    torch.manual_seed(0)
+    axes = {0: "batch", 1: "sequence"}
+    model = torch_export(
+        Heads(), (torch.zeros(2, 8, dtype=torch.long), torch.ones(2, 8)), 17,
+        input_names=["input_ids", "mask"], output_names=["y"],
+        dynamic_axes={"input_ids": axes, "mask": axes, "y": {0: "batch"}},
+    )
+    onnx.save(model, path)
+    return model
+
+
+@pytest.mark.slow
+def test_dynamic_dims_import_and_run_on_the_reference(tmp_path):
+    path = tmp_path / "dynamic.onnx"
+    model = dynamic_export(path)
+    module, _ = load_onnx(path)
+    text = ge.core.ir.to_text(module)
+    assert "tensor<?x?xi64>" in text and "ascend_graph.shape" in text and "ascend_graph.reshape_dynamic" in text
+    assert ge.core.ir.to_text(ge.core.ir.parse(text)) == text
+    for batch, length in [(1, 5), (3, 12)]:
+        feeds = {
+            "input_ids": RNG.integers(0, 50, (batch, length)).astype(np.int64),
+            "mask": (RNG.random((batch, length)) > 0.3).astype(np.float32),
+        }
+        got = ge.reference.run(module, feeds)["y"]
+        np.testing.assert_allclose(got, ort_run(model, feeds)["y"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_compile_refuses_dynamic_inputs_naming_the_input_shape(tmp_path):
+    path = tmp_path / "dynamic.onnx"
+    dynamic_export(path)
+    with pytest.raises(ge.OptionError) as info:
+        ge.compile(str(path), {"soc_version": "Ascend310P3"})
+    message = str(info.value)
+    assert "'input_ids' [batch, sequence], 'mask' [batch, sequence]" in message
+    assert '--input_shape="input_ids:<batch>,<sequence>;mask:<batch>,<sequence>"' in message
+    assert INT64_MIN not in message
+
+
+def test_the_refusal_fills_in_static_dims_and_the_given_input_shape_compiles(tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "b"], ["y"])], "partly",
+        [helper.make_tensor_value_info("x", F, ["n", 3, None]), helper.make_tensor_value_info("b", F, [1, 3, 1])],
+        [helper.make_tensor_value_info("y", F, ["n", 3, None])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "partly.onnx"
+    onnx.save(model, path)
+    with pytest.raises(ge.OptionError, match="dynamic dims") as info:
+        ge.compile(str(path), {"soc_version": "Ascend910B1"})
+    assert "'x' [n, 3, ?]" in str(info.value) and '--input_shape="x:<n>,3,<size>"' in str(info.value)
+    assert "'b'" not in str(info.value)
+    feeds = {"x": RNG.standard_normal((2, 3, 5)).astype(np.float32), "b": RNG.standard_normal((1, 3, 1)).astype(np.float32)}
+    got = compiled_run(path, feeds, input_shape="x:2,3,5")["y"]
+    np.testing.assert_allclose(got, ort_run(model, feeds)["y"], rtol=1e-5, atol=1e-6)
+    module, _ = load_onnx(path)
+    with pytest.raises(ge.OptionError, match=r"--input_shape=\"x:<size>,3,<size>\""):
+        ge.compile(module, {"soc_version": "Ascend910B1"})
+
+
+@pytest.mark.parametrize("start,end", [(0, None), (1, None), (0, 1), (-2, -1)])
+def test_shape_of_a_dynamic_input_is_an_op_or_a_constant(start, end):
+    attrs = {"start": start} | ({"end": end} if end is not None else {})
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["y"], **attrs)], "shape",
+        [helper.make_tensor_value_info("x", F, ["n", 3, 4])], [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)], ir_version=8)
+    module, _ = load_onnx(model)
+    kinds = {op.name for op in module.walk()}
+    assert ("ascend_graph.shape" in kinds) == (start == 0)
+    x = RNG.standard_normal((5, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(ge.reference.run(module, {"x": x})["y"], ort_run(model, {"x": x})["y"])
+
+
+@pytest.mark.parametrize("allowzero", [0, 1])
+def test_reshape_to_a_computed_target(allowzero):
+    """Reshape(x, Concat(Shape(x)[0:1], [0, -1])): ONNX's 0 and -1 resolved at run time."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], end=1),
+        helper.make_node("Concat", ["s", "tail"], ["t"], axis=0),
+        helper.make_node("Reshape", ["x", "t"], ["y"], allowzero=allowzero),
+    ]
+    tail = numpy_helper.from_array(np.array([2, -1] if allowzero else [0, -1], np.int64), "tail")
+    graph = helper.make_graph(
+        nodes, "reshape", [helper.make_tensor_value_info("x", F, ["n", 2, 6])],
+        [helper.make_tensor_value_info("y", F, None)], [tail],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)], ir_version=8)
+    module, _ = load_onnx(model)
+    x = RNG.standard_normal((3, 2, 6)).astype(np.float32)
+    got = ge.reference.run(module, {"x": x})["y"]
+    assert got.shape == (3, 2, 6)
+    np.testing.assert_array_equal(got, ort_run(model, {"x": x})["y"])
+
+
+def test_shape_rules_keep_dynamic_dims_dynamic():
+    """DYN is a number (INT64_MIN): arithmetic on it makes a wrong size, and messages print it."""
+    from xdsl.dialects.builtin import TensorType, f32
+
+    from dialects import ascend_graph as ag
+    from dialects.shapes import DYN, ShapeError, reshape
+
+    x = ag.DataOp(0, TensorType(f32, (DYN, DYN, 4, 6)), "x")
+    down = ag.DepthToSpaceOp([x], {"block_size": ag.int_attr(3), "mode": ag.StringAttr("DCR")}, "d2s")
+    assert down.y.type.get_shape() == (DYN, DYN, 12, 18)
+    up = ag.SpaceToDepthOp([x], {"block_size": ag.int_attr(2)}, "s2d")
+    assert up.y.type.get_shape() == (DYN, DYN, 2, 3)
+    with pytest.raises(ShapeError) as info:
+        reshape((2, 3), (DYN, 2))
+    assert INT64_MIN not in str(info.value) and "[?, 2]" in str(info.value)
+
+
+def test_generated_inputs_name_a_dynamic_shape_readably():
+    from dialects.shapes import DYN
+    from ge.core.inputs import generated
+
+    with pytest.raises(InputError) as info:
+        generated([("x", np.dtype(np.float32), (DYN, 3))], seed=0)
+    assert "[?, 3]" in str(info.value) and INT64_MIN not in str(info.value)

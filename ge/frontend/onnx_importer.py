@@ -928,6 +928,18 @@ def _input_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:
     return {i.name: value_info_type(i)[1] for i in graph.input if i.name not in constant}
 
 
+def dim_names(model: str | os.PathLike) -> dict[str, list[str]]:
+    """Each real input's `dim_param`s ("" for a dim without one), for messages."""
+    proto, _ = read_onnx(model)
+    graph = proto.graph
+    constant = {t.name for t in graph.initializer}
+    return {
+        i.name: [d.dim_param for d in i.type.tensor_type.shape.dim]
+        for i in graph.input
+        if i.name not in constant and i.type.HasField("tensor_type")
+    }
+
+
 @contextmanager
 def _utf8(where: str) -> Iterator[None]:
     """Protobuf decodes string fields when they are read: a bad one fails there."""

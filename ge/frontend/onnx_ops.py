@@ -18,9 +18,10 @@ int2, float8 and float4, which the importer refuses as element types). The other
 So every converter accepts the newest schema of onnx 1.22, and a schema a later
 onnx release adds is refused until it is reviewed here.
 
-Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) have no
+Ops that compute shapes (Size, ConstantOfShape, Range, EyeLike) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
-not static. `Upsample` is not converted: it is deprecated since opset 10, and a
+not static. Shape is evaluated when its input's dims are static, and is a Shape op
+otherwise; a Reshape to a computed target keeps it as an operand (CANN `Reshape`). `Upsample` is not converted: it is deprecated since opset 10, and a
 model of an older opset is upgraded to 11 before import, which makes it a Resize. `LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
@@ -654,12 +655,15 @@ def _reshape(n: Node) -> Outputs:
     """Resolve ONNX's 0 (copy the input's dim, unless allowzero) before our reshape.
 
     A copied dynamic dim becomes the target's -1 when the target has none; two
-    unknown dims cannot be expressed and are refused.
+    unknown dims cannot be expressed and are refused. A target the graph computes
+    (from a dynamic Shape) is the Reshape op's second operand, resolved at run time.
     """
     x = n.x(0)
     src = shape(x)
-    target = n.ints(1, "shape") or []
     allow_zero = n.since >= 14 and n.attr("allowzero", 0)
+    if n.has(1) and n.importer.constant_value(n.proto.input[1]) is None:
+        return [n.emit(ag.DynamicReshapeOp, [x, n.x(1)], {"allowzero": bool_attr(bool(allow_zero))})]
+    target = n.ints(1, "shape") or []
     if allow_zero and 0 in target:
         raise n.error(f"allowzero with a 0 in the target shape {target} (an empty tensor) is unsupported")
     resolved = []
@@ -924,12 +928,18 @@ def _space_to_depth(n: Node) -> Outputs:
 
 @converts(Shape=25)
 def _shape(n: Node) -> Outputs:
-    """The input's dims from `start` to `end` (python slicing, as ONNX clamps them)."""
-    src = shape(n.x(0))
-    dims = src[n.attr("start", 0): n.attr("end", len(src))]
-    if not is_static(dims):
-        raise n.error(f"the input's shape {fmt(src)} is dynamic, so Shape cannot be computed at import")
-    return [n.const(np.array(dims, np.int64))]
+    """The input's dims from `start` to `end` (python slicing, as ONNX clamps them): a
+    constant when they are static, else a Shape op (sliced when they are not all)."""
+    x = n.x(0)
+    src = shape(x)
+    picked = range(len(src))[n.attr("start", 0): n.attr("end", len(src))]
+    if is_static([src[i] for i in picked]):
+        return [n.const(np.array([src[i] for i in picked], np.int64))]
+    dims = n.emit(ag.ShapeOp, [x], tag=None if len(picked) == len(src) else "shape")
+    if len(picked) == len(src):
+        return [dims]
+    bounds = {"begin": ints([picked.start]), "end": ints([picked.stop]), "strides": ints([1])}
+    return [n.emit(ag.StridedSliceOp, [dims], bounds)]
 
 
 @converts(Size=25)
