@@ -339,3 +339,26 @@ def test_generated_inputs_name_a_dynamic_shape_readably():
     with pytest.raises(InputError) as info:
         generated([("x", np.dtype(np.float32), (DYN, 3))], seed=0)
     assert "[?, 3]" in str(info.value) and INT64_MIN not in str(info.value)
+
+
+def test_a_computed_target_not_from_a_shape_must_still_be_constant():
+    """A static graph stays static: a target given as a graph input is refused, as before."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "s"], ["y"], name="r")], "r",
+        [helper.make_tensor_value_info("x", F, ["n", 3]), helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", F, None)],
+    )
+    with pytest.raises(ModelError, match="input 1 .* must be a constant"):
+        load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+
+
+def test_dynamic_reshape_needs_a_target_of_known_length():
+    from xdsl.dialects.builtin import TensorType, f32, i64
+
+    from dialects import ascend_graph as ag
+    from dialects.shapes import DYN, ShapeError
+
+    x = ag.DataOp(0, TensorType(f32, (DYN, 3)), "x")
+    target = ag.DataOp(1, TensorType(i64, (DYN,)), "target")
+    with pytest.raises(ShapeError, match=r"1-D integer tensor of known length, not \[\?\]"):
+        ag.DynamicReshapeOp([x, target], {}, "r")

@@ -656,12 +656,13 @@ def _reshape(n: Node) -> Outputs:
 
     A copied dynamic dim becomes the target's -1 when the target has none; two
     unknown dims cannot be expressed and are refused. A target the graph computes
-    (from a dynamic Shape) is the Reshape op's second operand, resolved at run time.
+    from a dynamic Shape is the operand of a DynamicReshape, resolved at run time;
+    any other target must be a constant (a static graph stays static).
     """
     x = n.x(0)
     src = shape(x)
     allow_zero = n.since >= 14 and n.attr("allowzero", 0)
-    if n.has(1) and n.importer.constant_value(n.proto.input[1]) is None:
+    if n.has(1) and n.importer.constant_value(n.proto.input[1]) is None and _from_shape(n.x(1)):
         return [n.emit(ag.DynamicReshapeOp, [x, n.x(1)], {"allowzero": bool_attr(bool(allow_zero))})]
     target = n.ints(1, "shape") or []
     if allow_zero and 0 in target:
@@ -677,6 +678,19 @@ def _reshape(n: Node) -> Outputs:
     if resolved.count(-1) > 1:
         raise n.error(f"reshaping {fmt(src)} to {target} leaves more than one dim unknown")
     return [n.emit(ag.ReshapeOp, [x], {"shape": ints(resolved)})]
+
+
+def _from_shape(value: SSAValue) -> bool:
+    """Whether `value` is computed from a Shape op (the dims of a dynamic tensor)."""
+    stack, seen = [value], set()
+    while stack:
+        owner = stack.pop().owner
+        if isinstance(owner, ag.ShapeOp):
+            return True
+        if isinstance(owner, ag.AscendOp) and owner not in seen:
+            seen.add(owner)
+            stack.extend(owner.operands)
+    return False
 
 
 @converts(Flatten=25)
