@@ -21,8 +21,10 @@ onnx release adds is refused until it is reviewed here.
 Ops that compute shapes (Size, ConstantOfShape, Range, EyeLike) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
 not static. Shape is evaluated when its input's dims are static, and is a Shape op
-otherwise; a Reshape to a computed target keeps it as an operand (CANN `Reshape`). `Upsample` is not converted: it is deprecated since opset 10, and a
-model of an older opset is upgraded to 11 before import, which makes it a Resize. `LayerNormalization`'s `stash_type` (the precision of the mean and
+otherwise; a Reshape to a target computed from one is a DynamicReshape, its target
+an operand. `Upsample` is not converted: it is deprecated since opset 10, and a
+model of an older opset is upgraded to 11 before import, which makes it a Resize.
+`LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
 
