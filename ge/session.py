@@ -12,6 +12,10 @@ With NPURunConfig's options (see README, "NPURunConfig: the run options"):
     result = session.run(model, feeds)
     result.latency_us, result.total_us                  # per iteration, and the loop's
 
+A run whose outputs hold inf or NaN warns once with `ge.sim.dump.NonFiniteWarning`,
+naming the first op (in run order) that turned finite inputs into them and the
+precision options that keep it in float32 (`ge run` prints it as a warning line).
+
 A session keeps each model it has run loaded (its device memory layout, decoded
 kernels and block timings), so running a model again costs only the run.
 
