@@ -59,7 +59,9 @@ from xdsl.irdl import (
     var_result_def,
     operand_def,
 )
+from xdsl.parser import AttrParser
 from xdsl.pattern_rewriter import RewritePattern
+from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, HasFolder, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
@@ -91,6 +93,35 @@ class FormatAttr(ParametrizedAttribute):
         for label, value in (("format", self.format.data), ("origin format", self.origin_format.data)):
             if value not in FORMATS:
                 raise VerifyException(f"unknown {label} {value!r}; known: {', '.join(FORMATS)}")
+
+    def print_parameters(self, printer: Printer) -> None:
+        """As the generic form prints it, but a dynamic origin dim as `?` (not INT64_MIN)."""
+        with printer.in_angle_brackets():
+            printer.print_attribute(self.format)
+            printer.print_string(", ")
+            printer.print_attribute(self.origin_format)
+            printer.print_string(", array<i64")
+            dims = self.origin_shape.get_values()
+            if dims:
+                printer.print_string(": " + ", ".join("?" if d == DYN else str(d) for d in dims))
+            printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            format = parser.parse_str_literal(" (the device format)")
+            parser.parse_punctuation(",")
+            origin_format = parser.parse_str_literal(" (the origin format)")
+            parser.parse_punctuation(",")
+            parser.parse_keyword("array", " (the origin shape)")
+            with parser.in_angle_brackets():
+                parser.parse_keyword("i64", " (the origin shape's element type)")
+                dims: list[int] = []
+                if parser.parse_optional_punctuation(":") is not None:
+                    dims = parser.parse_comma_separated_list(
+                        parser.Delimiter.NONE, lambda: DYN if parser.parse_optional_punctuation("?") else parser.parse_integer()
+                    )
+        return [StringAttr(format), StringAttr(origin_format), DenseArrayBase.from_list(i64, dims)]
 
 
 @irdl_attr_definition
