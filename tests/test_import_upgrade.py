@@ -52,13 +52,14 @@ def torch_export(module, args: tuple, opset: int, **kwargs: object) -> onnx.Mode
 
 
 def conv_bn_upsample(opset: int) -> onnx.ModelProto:
-    """Conv -> BatchNormalization -> Relu -> Upsample(nearest, or linear) at `opset`."""
-    weight = numpy_helper.from_array(RNG.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "conv.weight")
+    """Conv -> BatchNormalization -> Relu -> Upsample(nearest) at `opset`; the filter is
+    large enough (1296 values) for the upgrade's light copy to leave its data out."""
+    weight = numpy_helper.from_array(RNG.standard_normal((48, 3, 3, 3)).astype(np.float32) * 0.3, "conv.weight")
     bn = [
-        numpy_helper.from_array(RNG.uniform(0.5, 1.5, 8).astype(np.float32), "bn.scale"),
-        numpy_helper.from_array(RNG.standard_normal(8).astype(np.float32), "bn.bias"),
-        numpy_helper.from_array(RNG.standard_normal(8).astype(np.float32) * 0.1, "bn.mean"),
-        numpy_helper.from_array(RNG.uniform(0.5, 2.0, 8).astype(np.float32), "bn.var"),
+        numpy_helper.from_array(RNG.uniform(0.5, 1.5, 48).astype(np.float32), "bn.scale"),
+        numpy_helper.from_array(RNG.standard_normal(48).astype(np.float32), "bn.bias"),
+        numpy_helper.from_array(RNG.standard_normal(48).astype(np.float32) * 0.1, "bn.mean"),
+        numpy_helper.from_array(RNG.uniform(0.5, 2.0, 48).astype(np.float32), "bn.var"),
     ]
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
     nodes = [
@@ -69,7 +70,7 @@ def conv_bn_upsample(opset: int) -> onnx.ModelProto:
     ]
     graph = helper.make_graph(
         nodes, "old", [helper.make_tensor_value_info("x", F, [1, 3, 8, 8])],
-        [helper.make_tensor_value_info("y", F, [1, 8, 16, 16])], [weight, *bn, scales],
+        [helper.make_tensor_value_info("y", F, [1, 48, 16, 16])], [weight, *bn, scales],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=5)
 
@@ -138,6 +139,19 @@ def test_large_weights_survive_the_light_copy():
     x = RNG.standard_normal((2, 64)).astype(np.float32)
     module, _ = load_onnx(model)
     np.testing.assert_allclose(ge.reference.run(module, {"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-5)
+
+
+def test_an_old_opset_model_with_external_weights_compiles(tmp_path):
+    """External data is loaded (and checked) before the upgrade; the compile reloads the
+    weights by name from the original file."""
+    model = conv_bn_upsample(9)
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    want = ort_run(model, {"x": x})["y"]
+    path = tmp_path / "external.onnx"
+    onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    module, _ = load_onnx(path)
+    np.testing.assert_allclose(ge.reference.run(module, {"x": x})["y"], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(compiled_run(path, {"x": x})["y"], want, rtol=1e-4, atol=1e-4)
 
 
 def test_a_failing_adapter_is_named():
