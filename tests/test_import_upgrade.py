@@ -262,7 +262,7 @@ def test_dynamic_dims_import_and_run_on_the_reference(tmp_path):
 
 
 @pytest.mark.slow
-def test_compile_refuses_dynamic_inputs_naming_the_input_shape(tmp_path):
+def test_compile_refuses_dynamic_inputs_naming_the_input_shape_and_compiles_with_it(tmp_path):
     path = tmp_path / "dynamic.onnx"
     dynamic_export(path)
     with pytest.raises(ge.OptionError) as info:
@@ -271,6 +271,9 @@ def test_compile_refuses_dynamic_inputs_naming_the_input_shape(tmp_path):
     assert "'input_ids' [batch, sequence], 'mask' [batch, sequence]" in message
     assert '--input_shape="input_ids:<batch>,<sequence>;mask:<batch>,<sequence>"' in message
     assert INT64_MIN not in message
+    feeds = {"input_ids": RNG.integers(0, 50, (3, 6)).astype(np.int64), "mask": np.ones((3, 6), np.float32)}
+    got = compiled_run(path, feeds, input_shape="input_ids:3,6;mask:3,6")["y"]
+    np.testing.assert_allclose(got, ort_run(onnx.load(path), feeds)["y"], rtol=1e-4, atol=1e-5)
 
 
 def test_the_refusal_fills_in_static_dims_and_the_given_input_shape_compiles(tmp_path):
