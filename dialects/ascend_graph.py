@@ -60,7 +60,9 @@ from xdsl.irdl import (
     var_result_def,
     operand_def,
 )
+from xdsl.parser import AttrParser
 from xdsl.pattern_rewriter import RewritePattern
+from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, HasFolder, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
@@ -92,6 +94,35 @@ class FormatAttr(ParametrizedAttribute):
         for label, value in (("format", self.format.data), ("origin format", self.origin_format.data)):
             if value not in FORMATS:
                 raise VerifyException(f"unknown {label} {value!r}; known: {', '.join(FORMATS)}")
+
+    def print_parameters(self, printer: Printer) -> None:
+        """As the generic form prints it, but a dynamic origin dim as `?` (not INT64_MIN)."""
+        with printer.in_angle_brackets():
+            printer.print_attribute(self.format)
+            printer.print_string(", ")
+            printer.print_attribute(self.origin_format)
+            printer.print_string(", array<i64")
+            dims = self.origin_shape.get_values()
+            if dims:
+                printer.print_string(": " + ", ".join("?" if d == DYN else str(d) for d in dims))
+            printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            format = parser.parse_str_literal(" (the device format)")
+            parser.parse_punctuation(",")
+            origin_format = parser.parse_str_literal(" (the origin format)")
+            parser.parse_punctuation(",")
+            parser.parse_keyword("array", " (the origin shape)")
+            with parser.in_angle_brackets():
+                parser.parse_keyword("i64", " (the origin shape's element type)")
+                dims: list[int] = []
+                if parser.parse_optional_punctuation(":") is not None:
+                    dims = parser.parse_comma_separated_list(
+                        parser.Delimiter.NONE, lambda: DYN if parser.parse_optional_punctuation("?") else parser.parse_integer()
+                    )
+        return [StringAttr(format), StringAttr(origin_format), DenseArrayBase.from_list(i64, dims)]
 
 
 @irdl_attr_definition
@@ -1327,7 +1358,7 @@ class Conv2DOp(CubeOp):
             raise ShapeError("strides, dilations and groups must be >= 1 and pads >= 0")
         if x[1] != DYN and x[1] != w[1] * groups:
             raise ShapeError(f"input channels {x[1]} != filter channels {w[1]} x groups {groups}")
-        if w[0] % groups:
+        if w[0] != DYN and w[0] % groups:
             raise ShapeError(f"output channels {w[0]} are not divisible by groups {groups}")
         if len(operand_types) > 2 and not shapes.compatible(shape_of(operand_types[2]), (w[0],)):
             raise ShapeError(f"bias shape {shapes.fmt(shape_of(operand_types[2]))} != [{w[0]}]")
@@ -2001,9 +2032,9 @@ class DepthToSpaceOp(AscendOp):
     def infer_result_types(cls, operand_types, props):
         n, c, h, w = shape_of(operand_types[0])
         b = props.int("block_size")
-        if c % (b * b):
+        if c != DYN and c % (b * b):
             raise ShapeError(f"channels {c} are not divisible by block_size^2 = {b * b}")
-        return [tensor(dtype_of(operand_types[0]), (n, c // (b * b), h * b, w * b))]
+        return [tensor(dtype_of(operand_types[0]), (n, _scaled(c, 1, b * b), _scaled(h, b), _scaled(w, b)))]
 
 
 @irdl_op_definition
@@ -2021,9 +2052,57 @@ class SpaceToDepthOp(AscendOp):
     def infer_result_types(cls, operand_types, props):
         n, c, h, w = shape_of(operand_types[0])
         b = props.int("block_size")
-        if h % b or w % b:
-            raise ShapeError(f"spatial dims {h}x{w} are not divisible by block_size {b}")
-        return [tensor(dtype_of(operand_types[0]), (n, c * b * b, h // b, w // b))]
+        if any(d != DYN and d % b for d in (h, w)):
+            raise ShapeError(f"spatial dims {shapes.fmt((h, w))[1:-1].replace(', ', 'x')} are not divisible by block_size {b}")
+        return [tensor(dtype_of(operand_types[0]), (n, _scaled(c, b * b), _scaled(h, 1, b), _scaled(w, 1, b)))]
+
+
+def _scaled(dim: int, times: int, per: int = 1) -> int:
+    """`dim * times // per`, a dynamic dim staying dynamic (DYN is a number: no arithmetic on it)."""
+    return DYN if dim == DYN else dim * times // per
+
+
+# ---- importer-upgrade: dynamic shapes
+
+
+@irdl_op_definition
+class ShapeOp(AscendOp):
+    """The dims of x as a 1-D int64 tensor (CANN `Shape`). Only a dynamic shape is an
+    op: the importer folds a static one into a constant."""
+
+    name = "ascend_graph.shape"
+    OP_TYPE: ClassVar[str] = "Shape"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        return [tensor(i64, (len(shape_of(operand_types[0])),))]
+
+
+@irdl_op_definition
+class DynamicReshapeOp(AscendOp):
+    """Reshape to the dims a 1-D integer tensor holds at run time: ONNX's 0 copies the
+    input's dim (unless `allowzero`) and one -1 takes what is left. Its length gives the
+    rank; every dim is unknown until then. CANN's `Reshape` takes its shape as an input
+    too, but our `Reshape` (`ReshapeOp`) holds a static one as a property, and an op
+    type names one operand list (op info, fusion patterns): hence a type of its own."""
+
+    name = "ascend_graph.reshape_dynamic"
+    OP_TYPE: ClassVar[str] = "DynamicReshape"
+    x = operand_def(TensorType)
+    shape = operand_def(TensorType)
+    y = result_def(TensorType)
+    allowzero = opt_prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        dims = shape_of(operand_types[1])
+        if not isinstance(dtype_of(operand_types[1]), IntegerType) or len(dims) != 1 or dims[0] == DYN:
+            raise ShapeError(f"the shape must be a 1-D integer tensor of known length, not {shapes.fmt(dims)}")
+        return [tensor(dtype_of(operand_types[0]), (DYN,) * dims[0])]
 
 
 # ---- indexing and signal ops (GatherNd, scatters, ReverseSequence, DFT, STFT)
@@ -3885,6 +3964,7 @@ AscendGraph = Dialect(
         FloorModOp, ModOp, LeftShiftOp, RightShiftOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, InvertOp, IsNanOp, IsInfOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, ThresholdedReluOp, ShrinkOp, SwishOp, HardmaxOp, TrilOp, TriuOp, CumsumOp, CumprodOp, BitcastOp, OneHotOp, MatrixDeterminantOp,
         NonZeroOp, CompressOp, UniqueOp, NonMaxSuppressionOp,
         DynamicRNNOp, DynamicGRUV2Op, RNNOp,
+        ShapeOp, DynamicReshapeOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

@@ -99,22 +99,22 @@ def reshape(shape: Shape, target: Sequence[int]) -> Shape:
     """Resolve a target shape that may hold one -1 (inferred) dimension; a 0 is a
     dimension of size 0 (an empty tensor), not ONNX's copy of the input's dim."""
     if target.count(-1) > 1:
-        raise ShapeError(f"target shape {list(target)} has more than one -1")
+        raise ShapeError(f"target shape {fmt(target)} has more than one -1")
     if any(d < -1 for d in target):
-        raise ShapeError(f"target shape {list(target)} has a dimension below -1")
+        raise ShapeError(f"target shape {fmt(target)} has a dimension below -1")
     if 0 in target and -1 in target:
-        raise ShapeError(f"target shape {list(target)} has both a 0 and a -1 (the -1 cannot be inferred)")
+        raise ShapeError(f"target shape {fmt(target)} has both a 0 and a -1 (the -1 cannot be inferred)")
     if not is_static(shape):
         return tuple(DYN if d == -1 else d for d in target)
     total = numel(shape)
     known = numel([d for d in target if d != -1])
     if -1 in target:
         if known == 0 or total % known:
-            raise ShapeError(f"cannot reshape {fmt(shape)} to {list(target)}")
+            raise ShapeError(f"cannot reshape {fmt(shape)} to {fmt(target)}")
         return tuple(total // known if d == -1 else d for d in target)
     if known != total:
         raise ShapeError(
-            f"cannot reshape {fmt(shape)} ({total} elements) to {list(target)} "
+            f"cannot reshape {fmt(shape)} ({total} elements) to {fmt(target)} "
             f"({known} elements)"
         )
     return tuple(target)

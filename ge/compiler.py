@@ -87,6 +87,7 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
         from ge.frontend import load_onnx
 
         module, _ = load_onnx(os.fspath(model), input_shape=options.input_shape)
+    require_static(module, None if isinstance(model, ModuleOp) else model)
     timings["import"] = time.perf_counter() - started
     compilation = pipeline.optimize(module, options)
     if not isinstance(model, ModuleOp) and log.isEnabledFor(logging.INFO):
@@ -110,6 +111,21 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
         report = cache.report()
     build = {**result.build, **_virtual_instance(options), **_debug(result, options), "timings": timings, "kernel_cache": report}
     return dataclasses.replace(result, build=build)
+
+
+def require_static(module: ModuleOp, model: str | os.PathLike | None = None) -> None:
+    """Refuse a graph with dynamic input dims: one error naming each and the
+    `--input_shape` to give, its placeholders named after the ONNX model's dims (`model`)."""
+    from dialects.ascend_graph import shape_of
+    from dialects.shapes import is_static
+    from ge.core.ir import graph_of
+    from ge.frontend.input_shape import input_shape_needed
+    from ge.frontend.onnx_importer import dim_names
+
+    inputs = {d.label: shape_of(d.out.type) for d in graph_of(module).inputs}
+    dynamic = {name: shape for name, shape in inputs.items() if not is_static(shape)}
+    if dynamic:
+        raise input_shape_needed(dynamic, dim_names(model) if model is not None else None)
 
 
 def _virtual_instance(options: CompileOptions) -> dict[str, object]:

@@ -9,7 +9,9 @@ chosen, the engine, the implementation mode, why (`_precision_reason`), and the
 error of the layer's first output against the same layer of the float32 graph,
 matched by ONNX node name: max |ours - fp32| and that divided by max |fp32| (the
 error relative to the layer's scale; a per-element ratio is meaningless where an
-output crosses zero). `ge precision-report` prints it.
+output crosses zero). It also lists the constants precision selection saturated
+(float32 values beyond the 16-bit dtype's range, now its largest finite value).
+`ge precision-report` prints it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from dialects.ascend_graph import (
     dtype_of,
     shape_of,
 )
+from ge.compiler import require_static
 from ge.core import dtypes, inputs, ir, reference
 from ge.core.errors import InputError
 from ge.core.files import published
@@ -40,7 +43,7 @@ from ge.core.options import CompileOptions
 from ge.core.weights import WeightStore
 from ge.frontend import load_onnx
 from ge.pipeline import optimize
-from passes.precision_selection import BOUNDARY, ENGINE, IMPL_MODE, REASON
+from passes.precision_selection import BOUNDARY, ENGINE, IMPL_MODE, REASON, Saturation
 
 CSV_COLUMNS = ("index", "name", "op_type", "dtype", "engine", "impl_mode", "reason", "max_abs_error", "max_rel_error")
 
@@ -68,6 +71,8 @@ class Report:
     rows: list[LayerRow]
     outputs: dict[str, tuple[float, float]]
     """Graph output name -> (max abs error, max rel error) against the float32 graph."""
+    saturated: list[Saturation] = dataclasses.field(default_factory=list)
+    """Every constant whose out-of-range values were saturated, in graph order."""
 
 
 def build_report(
@@ -85,6 +90,7 @@ def build_report(
     )
     # Both imports of one file share a weight-store key, so each graph runs on its own store.
     compiled, compiled_store = load_onnx(str(model), input_shape=options.input_shape)
+    require_static(compiled, model)
     optimize(compiled, options)
     baseline, baseline_store = load_onnx(str(model), input_shape=options.input_shape)
     optimize(baseline, baseline_options)
@@ -116,7 +122,7 @@ def trace(
         want = dtypes.to_numpy(dtype_of(data.out.type))
         if value.dtype != want or not shapes.compatible(shape_of(data.out.type), value.shape):
             raise InputError(
-                f"input '{data.label}' is {value.dtype}{list(value.shape)}, expected {want}{list(shape_of(data.out.type))}"
+                f"input '{data.label}' is {value.dtype}{shapes.fmt(value.shape)}, expected {want}{shapes.fmt(shape_of(data.out.type))}"
             )
         values[data.out] = value
     layers: dict[str, np.ndarray] = {}
@@ -172,7 +178,8 @@ def _compare(
     for name, want in reference_outputs.items():
         abs_err, rel_err = _errors(outputs.get(name), want)
         final[name] = (abs_err if abs_err is not None else float("nan"), rel_err if rel_err is not None else float("nan"))
-    return Report(rows, final)
+    saturated = [s for op in compiled.walk() if isinstance(op, ConstOp) and (s := Saturation.of(op)) is not None]
+    return Report(rows, final, saturated)
 
 
 def _errors(got: np.ndarray | None, want: np.ndarray | None) -> tuple[float | None, float | None]:

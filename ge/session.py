@@ -12,6 +12,10 @@ With NPURunConfig's options (see README, "NPURunConfig: the run options"):
     result = session.run(model, feeds)
     result.latency_us, result.total_us                  # per iteration, and the loop's
 
+A run whose outputs hold inf or NaN warns once with `ge.sim.dump.NonFiniteWarning`,
+naming the first op (in run order) that turned finite inputs into them and the
+precision options that keep it in float32 (`ge run` prints it as a warning line).
+
 A session keeps each model it has run loaded (its device memory layout, decoded
 kernels and block timings), so running a model again costs only the run.
 
@@ -39,9 +43,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import logging
 import os
 import shutil
+import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -57,12 +61,10 @@ from ge.core.files import check_output_directory, published
 from ge.core.options import DEVICES
 from ge.sim.chip import ChipRun, run_tenants
 from ge.sim.config import RunConfig
-from ge.sim.dump import Overflow
+from ge.sim.dump import NonFiniteWarning, Overflow
 from ge.sim.profile import Profile
 from ge.sim import timing
 from ge.sim.runtime import Runtime, Timeouts
-
-log = logging.getLogger("ge")
 
 Inputs = Mapping[str, np.ndarray] | Sequence[np.ndarray]
 """A model's inputs: by input name, or a list in the model's input order."""
@@ -213,16 +215,17 @@ class Session:
 
 
 def _warn_nonfinite(outputs: dict[str, np.ndarray], overflows: list[Overflow]) -> None:
-    """One warning when the run made inf or NaN: which outputs hold them, and the first
-    op that turned finite inputs into them (where precision was lost)."""
+    """One `NonFiniteWarning` when the run made inf or NaN: which outputs hold them, and
+    the first op, in run order, that turned finite inputs into them (where precision was lost)."""
     bad = [name for name, value in outputs.items() if value.dtype.kind == "f" and not np.isfinite(value).all()]
     if not bad and not overflows:
         return
     held = f"output {', '.join(repr(n) for n in bad)} contains inf or NaN" if bad else "no output holds inf or NaN, but"
     if not overflows:
-        log.warning("%s; no kernel turned finite inputs into them: they came from the model's inputs", held)
-        return
-    log.warning("%s; the first to make them: %s", held, overflows[0].advice())
+        message = f"{held}; no kernel turned finite inputs into them: they came from the model's inputs"
+    else:
+        message = f"{held}; the first to make them: {overflows[0].advice()}"
+    warnings.warn(message, NonFiniteWarning, stacklevel=3)
 
 
 def _device_id(config: RunConfig) -> int:

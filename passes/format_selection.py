@@ -240,6 +240,7 @@ class _Selector:
         ref = self.store.add(f"{const.label}.{fmt}", formats.to_physical(array, fmt, origin))
         typed = ag.device_tensor(ag.dtype_of(const.out.type), fmt, origin, array.shape)
         new = ag.ConstOp(ref, typed, const.label)
+        new.attributes.update(const.attributes)  # what earlier passes noted of the value (precision's saturation)
         self.block.insert_op_after(new, const)
         self.folded.append(const)
         return new.out

@@ -16,6 +16,14 @@ or the file and line, that decided), its engine in `_engine = "DNN_VM_AICPU"`
 the ops it names. A cube op whose result is wider than its inputs carries the
 `dtype` property (float16 in, float32 out).
 
+A float constant converted to float16 or bfloat16 saturates: a finite value beyond the
+new dtype's range becomes its largest finite value (±65504 in float16), never ±inf
+(which only an infinite value stays). Models write "minus infinity" as a finite
+number, `torch.finfo(torch.float32).min` for a masked attention score: as inf, a mask
+multiplied by it makes 0 * -inf = NaN. Each such constant records the values it
+saturated in `_saturated` (count) and `_saturated_worst` (the value furthest out),
+and is listed in `PrecisionSummary.saturated` and by `ge precision-report`.
+
 The precision_mode policies, for an op whose original float dtype is `o`
 (precision_mode_v2 values map onto them, see `ge/core/precision_files.py`):
 
@@ -57,7 +65,18 @@ from functools import cache
 import ml_dtypes
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import BoolAttr, BytesAttr, DenseIntOrFPElementsAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f64,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -76,6 +95,8 @@ F16, F32, BF16, F64 = "float16", "float32", "bfloat16", "float64"
 AICORE, AICPU = "AI Core", "AI CPU"
 """GE's name of the AI CPU engine: the value of `_engine` on an op that runs there."""
 REASON = "_precision_reason"
+SATURATED = "_saturated"
+SATURATED_WORST = "_saturated_worst"
 ENGINE = "_engine"
 IMPL_MODE = "impl_mode"
 KEEP_DTYPE = "keep_dtype"
@@ -145,6 +166,28 @@ class PrecisionSummary:
     casts_removed: int = 0
     weights_converted: int = 0
     aicpu_ops: list[str] = field(default_factory=list)
+    saturated: list[Saturation] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Saturation:
+    """A constant whose finite values beyond a 16-bit dtype's range were saturated."""
+
+    name: str
+    """The constant's name (the converted one's is this with `_<dtype>` appended)."""
+    dtype: str
+    count: int
+    worst: float
+    """The original value furthest out of range (its sign kept)."""
+
+    @classmethod
+    def of(cls, const: ag.ConstOp) -> Saturation | None:
+        """What a converted constant records of its saturation, if it saturated."""
+        count, worst = const.attributes.get(SATURATED), const.attributes.get(SATURATED_WORST)
+        if not isinstance(count, IntegerAttr) or not isinstance(worst, FloatAttr):
+            return None
+        dtype = _name(ag.dtype_of(const.out.type))
+        return cls(const.label.removesuffix(f"_{dtype}"), dtype, count.value.data, worst.value.data)
 
 
 def select_precision(module: ModuleOp, library: OpInfoLibrary, settings: PrecisionSettings) -> PrecisionSummary:
@@ -617,8 +660,7 @@ class _Selector:
         """The constant in `dtype`, converted now rather than cast at run time: a weight
         gets a new entry in the store, an inline value a new inline value."""
         store = store_of(self.module)
-        with np.errstate(over="ignore"):  # a value beyond the new dtype's range becomes inf, as a Cast makes it
-            array = const_value(const, store).astype(_attr_numpy(dtype))
+        array, saturated = _saturated(const_value(const, store), _attr_numpy(dtype))
         t = const.out.type
         assert isinstance(t, TensorType)
         new_type = ag.tensor(_attr(dtype), t.get_shape())
@@ -629,6 +671,12 @@ class _Selector:
             value = DenseIntOrFPElementsAttr(new_type, BytesAttr(data))
         new = ag.ConstOp(value, new_type, f"{const.label}_{dtype}")
         new.attributes[REASON] = StringAttr(f"{BOUNDARY}: converted in the weight store")
+        if saturated is not None:
+            count, worst = saturated
+            new.attributes[SATURATED] = IntegerAttr(count, i64)
+            new.attributes[SATURATED_WORST] = FloatAttr(worst, f64)
+            self.summary.saturated.append(Saturation(const.label, dtype, count, worst))
+            log.info("constant '%s': %d values beyond %s's range saturated to its largest finite value (worst %g)", const.label, count, dtype, worst)
         return new
 
     def _restore_outputs(self, out: ag.NetOutputOp) -> None:
@@ -759,6 +807,22 @@ def _signature(key_in: str | None, key_out: str | None) -> str:
 def _label(value: SSAValue) -> str:
     owner = value.owner
     return owner.label if isinstance(owner, ag.AscendOp) else "arg"
+
+
+def _saturated(source: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, tuple[int, float] | None]:
+    """`source` in `dtype`, a finite value beyond a 16-bit float dtype's range saturated to
+    its largest finite value; and (how many saturated, the worst) when any did."""
+    if source.dtype.kind != "f" or dtype.itemsize != 2 or dtype.kind not in "fV":
+        return source.astype(dtype), None
+    limit = float(ml_dtypes.finfo(dtype).max)
+    with np.errstate(over="ignore", invalid="ignore"):
+        plain = source.astype(dtype)
+        over = np.isinf(plain.astype(np.float32)) & np.isfinite(source)
+    if not over.any():
+        return plain, None
+    worst = float(source[over][np.argmax(np.abs(source[over]))])
+    clipped = np.where(over, np.clip(source, -limit, limit), source).astype(dtype)
+    return clipped, (int(over.sum()), worst)
 
 
 def _attr_numpy(name: str) -> np.dtype:

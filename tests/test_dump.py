@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,7 @@ from ge.core import reference
 from ge.core.errors import OptionError
 from ge.core.ir import graph_of
 from ge.sim.config import RunConfig, dump_steps
+from ge.sim.dump import NonFiniteWarning
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RESNET = ROOT / "ge" / "models" / "tiny_resnet.onnx"
@@ -183,46 +184,56 @@ def scale_model(path: Path, factor: float) -> Path:
     return path
 
 
-def test_a_float16_overflow_is_reported_naming_the_op(tmp_path: Path, caplog) -> None:
+def test_a_float16_overflow_is_reported_naming_the_op(tmp_path: Path) -> None:
     model = ge.compile(scale_model(tmp_path / "m.onnx", 300.0), {"precision_mode": "force_fp16"})
     config = RunConfig(enable_dump_debug=True, dump_debug_path=str(tmp_path / "debug"))
-    with caplog.at_level(logging.WARNING, logger="ge"):
+    with pytest.warns(NonFiniteWarning) as caught:
         result = ge.Session(config).run(model, {"x": np.full((2, 8), 300.0, np.float32)})
     assert np.isinf(result.outputs["y"]).all()
     first = result.overflows[0]
     assert (first.op, first.op_type, first.dtype, first.weight) == ("scale", "Mul", "float16", False)
-    warning = caplog.records[-1].getMessage()
+    warning = str(caught[-1].message)
     assert "output 'y' contains inf or NaN" in warning and "op 'scale' (Mul" in warning
-    assert "--precision_mode=allow_fp32_to_fp16 or must_keep_origin_dtype" in warning and "--keep_dtype" in warning
+    assert '--precision_mode=allow_mix_precision and --modify_mixlist=FILE holding {"black-list": {"to-add": ["Mul"]}}' in warning
+    assert "--keep_dtype=FILE naming scale (or OpType::Mul)" in warning
     entries = manifest(tmp_path / "debug" / "0")
     assert {(e["task"], e["tensor"]) for e in entries} == {(first.task, "input"), (first.task, "output")}
     assert np.isfinite(np.load(tmp_path / "debug" / "0" / next(e["file"] for e in entries if e["tensor"] == "input"))).all()
 
 
-def test_the_advice_works_and_a_finite_run_is_quiet(tmp_path: Path, caplog) -> None:
+def test_the_advice_works_and_a_finite_run_is_quiet(tmp_path: Path) -> None:
     path = scale_model(tmp_path / "m.onnx", 300.0)
     (tmp_path / "keep.cfg").write_text("scale\ntwice\n")
     model = ge.compile(path, {"keep_dtype": str(tmp_path / "keep.cfg")})
-    with caplog.at_level(logging.WARNING, logger="ge"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NonFiniteWarning)
         result = ge.Session().run(model, {"x": np.full((2, 8), 300.0, np.float32)})
     np.testing.assert_array_equal(result.outputs["y"], np.full((2, 8), 180000.0, np.float32))
-    assert result.overflows == () and not caplog.records
+    assert result.overflows == ()
 
 
-def test_an_overflowed_weight_is_named_without_enable_dump_debug(tmp_path: Path, caplog) -> None:
-    model = ge.compile(scale_model(tmp_path / "m.onnx", 1e5))  # 1e5 is inf in float16
-    with caplog.at_level(logging.WARNING, logger="ge"):
+def test_an_infinite_weight_is_named_without_enable_dump_debug(tmp_path: Path) -> None:
+    model = ge.compile(scale_model(tmp_path / "m.onnx", np.inf))
+    with pytest.warns(NonFiniteWarning) as caught:
         result = ge.Session().run(model, {"x": np.ones((2, 8), np.float32)})
     assert (result.overflows[0].op, result.overflows[0].weight) == ("scale", True)
-    assert "op 'scale' (Mul" in caplog.records[-1].getMessage() and "reads a weight holding inf/NaN" in caplog.records[-1].getMessage()
+    assert "op 'scale' (Mul" in str(caught[-1].message) and "reads a weight holding inf/NaN" in str(caught[-1].message)
 
 
-def test_inf_from_the_inputs_is_not_blamed_on_an_op(tmp_path: Path, caplog) -> None:
+def test_a_weight_beyond_float16_saturates_and_the_overflow_is_the_next_ops(tmp_path: Path) -> None:
+    model = ge.compile(scale_model(tmp_path / "m.onnx", 1e5))  # 1e5 is 65504 in float16, and 2 x 65504 is inf
+    with pytest.warns(NonFiniteWarning) as caught:
+        result = ge.Session().run(model, {"x": np.ones((2, 8), np.float32)})
+    assert (result.overflows[0].op, result.overflows[0].weight) == ("twice", False)
+    assert "op 'twice' (Add" in str(caught[-1].message)
+
+
+def test_inf_from_the_inputs_is_not_blamed_on_an_op(tmp_path: Path) -> None:
     model = ge.compile(scale_model(tmp_path / "m.onnx", 2.0))
-    with caplog.at_level(logging.WARNING, logger="ge"):
+    with pytest.warns(NonFiniteWarning) as caught:
         result = ge.Session().run(model, {"x": np.full((2, 8), np.inf, np.float32)})
     assert result.overflows == ()
-    assert "came from the model's inputs" in caplog.records[-1].getMessage()
+    assert "came from the model's inputs" in str(caught[-1].message)
 
 
 def test_ge_run_prints_the_overflow_warning(tmp_path: Path) -> None:

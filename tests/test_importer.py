@@ -842,9 +842,11 @@ def test_input_shape_drops_stale_declared_shapes():
     assert output_types(imported(model, "x:7,3"))[0].get_shape() == (7, 3)
 
 
-def test_dynamic_shape_cannot_be_folded():
+def test_dynamic_shape_stays_a_shape_op():
     nodes = [helper.make_node("Shape", ["x"], ["s"], name="sh")]
-    assert_model_error(make(nodes, [vi("x", F, ["n", 3])], ["s"]), "node 'sh' (Shape)", "dynamic")
+    module = imported(make(nodes, [vi("x", F, ["n", 3])], ["s"]))
+    assert kinds(module) == ["shape"]
+    np.testing.assert_array_equal(ge.reference.run(module, {"x": rand(2, 3)})["s"], [2, 3])
 
 
 def test_shape_of_static_dims_of_a_dynamic_tensor():
@@ -926,7 +928,7 @@ def test_ml_domain_only():
     assert_model_error(model, "no opset of the default ONNX domain", "ai.onnx.ml", "11 to 21")
 
 
-@pytest.mark.parametrize("opset", [7, 10, 99])
+@pytest.mark.parametrize("opset", [6, 99])
 def test_opset_out_of_range(opset):
     model = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [4])], ["y"], opset=opset)
     assert_model_error(model, f"default-domain opset {opset} is unsupported", "11 to 21")

@@ -86,6 +86,7 @@ def _demo(model: DemoModel, output: Path, soc_version: str, seed: int) -> None:
 
     import ge
     from ge.cli.atc import report as atc_report
+    from ge.cli.run import printing_nonfinite
     from ge.cli.run import report as run_report
     from ge.core import reference
 
@@ -100,7 +101,8 @@ def _demo(model: DemoModel, output: Path, soc_version: str, seed: int) -> None:
     console.print(f"[dim]$ ge run {om} --profile {profile_dir}  (inputs: the model's seeded samples, seed {seed})[/]")
     inputs = model.sample_inputs(seed)
     started = time.perf_counter()
-    result = ge.Session().run(compiled, inputs)
+    with printing_nonfinite():
+        result = ge.Session().run(compiled, inputs)
     wall = time.perf_counter() - started
     run_report(om, result, wall, [], result.profile.write(profile_dir), False)
 

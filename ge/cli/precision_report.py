@@ -6,7 +6,8 @@ The report itself is `ge.precision_report.build_report` (two compiles, one with 
 options given and one keeping float32, compared layer by layer on the same inputs:
 `--input name=file.npy`, else seeded random values). This command prints it as a
 table; `--top N` shows the N layers with the largest relative error instead;
-`--csv FILE` writes every row.
+`--csv FILE` writes every row. A last table lists the constants saturated when
+converted to 16 bits (their count of out-of-range values, and the worst).
 """
 
 from __future__ import annotations
@@ -78,6 +79,13 @@ def precision_report(
     console.print(table)
     for name, (abs_err, rel_err) in report.outputs.items():
         console.print(f"output [bold]{name}[/]: max abs error {_fmt(abs_err)}, max rel error {_fmt(rel_err)}")
+    if report.saturated:
+        saturated = Table(title="constants saturated to the largest finite value of their new dtype", title_justify="left")
+        for column, justify in (("constant", "left"), ("dtype", "left"), ("values", "right"), ("worst", "right")):
+            saturated.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        for s in report.saturated:
+            saturated.add_row(s.name, s.dtype, str(s.count), f"{s.worst:.6g}")
+        console.print(saturated)
     if csv_file is not None:
         write_csv(csv_file, report.rows)
         console.print(f"{len(report.rows)} rows written to {csv_file}")

@@ -43,8 +43,12 @@ on one thread unless OPENBLAS_NUM_THREADS says otherwise.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -62,6 +66,7 @@ if TYPE_CHECKING:
     from ge.session import Result
     from ge.sim.config import RunConfig
 
+log = logging.getLogger("ge")
 console = Console(soft_wrap=True)  # long lines stay whole in logs and pipes
 
 TOP_OPS = 10
@@ -167,12 +172,28 @@ def run(
         feeds = generated(runtime.input_specs(), seed)
         console.print(f"no --input: running on generated inputs, {describe(seed)}")
     started = time.perf_counter()
-    result = session.run(model, feeds)
+    with printing_nonfinite():
+        result = session.run(model, feeds)
     wall = time.perf_counter() - started
     written = write_outputs(result.outputs, output) if output is not None else []
     files = result.profile.write(profile) if profile is not None else []
     report(model, result, wall, written, files, timing_only)
     report_dumps(config, result)
+
+
+@contextmanager
+def printing_nonfinite() -> Iterator[None]:
+    """The session's `NonFiniteWarning` as a `ge: warning:` line (others as Python shows them)."""
+    from ge.sim.dump import NonFiniteWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        if issubclass(w.category, NonFiniteWarning):
+            log.warning("%s", w.message)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def options_help() -> str:

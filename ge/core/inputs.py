@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from dialects.shapes import fmt
 from ge.core.errors import InputError
 from ge.core.limits import check_host_allocation
 
@@ -23,7 +24,7 @@ def generated(specs: Iterable[tuple[str, np.dtype, Sequence[int]]], seed: int | 
     for name, dtype, shape in specs:
         dtype = np.dtype(dtype)
         if any(d < 0 for d in shape):
-            raise InputError(f"input '{name}' has a dynamic shape {list(shape)}; give its value or a static --input_shape")
+            raise InputError(f"input '{name}' has a dynamic shape {fmt(shape)}; give its value or a static --input_shape")
         drawn = dtype.itemsize if rng is None else max(dtype.itemsize, 8)  # numpy draws in 64 bits
         check_host_allocation(shape, drawn, f"generated input '{name}'")
         if rng is None:

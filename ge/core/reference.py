@@ -1044,6 +1044,29 @@ def _reshape(op: ag.ReshapeOp, args: list[np.ndarray]) -> np.ndarray:
     return x.reshape(shapes.reshape(x.shape, op.props.ints("shape")))
 
 
+@_kernel(ag.ShapeOp)
+def _shape(op: ag.ShapeOp, args: list[np.ndarray]) -> np.ndarray:
+    return np.array(args[0].shape, np.int64)
+
+
+@_kernel(ag.DynamicReshapeOp)
+def _dynamic_reshape(op: ag.DynamicReshapeOp, args: list[np.ndarray]) -> np.ndarray:
+    """ONNX's Reshape: 0 copies the input's dim (a real 0 with allowzero), one -1 is inferred."""
+    x, target = args[0], [int(d) for d in args[1]]
+    if not op.props.bool("allowzero"):
+        if any(d == 0 and i >= x.ndim for i, d in enumerate(target)):
+            raise ValueError(f"target shape {target} copies a dim beyond the input's rank {x.ndim}")
+        target = [x.shape[i] if d == 0 else d for i, d in enumerate(target)]
+    if target.count(-1) > 1 or any(d < -1 for d in target):
+        raise ValueError(f"target shape {target} may hold one -1 and sizes >= 0 only")
+    known = shapes.numel([d for d in target if d != -1])
+    if -1 in target and known and x.size % known == 0:
+        target = [x.size // known if d == -1 else d for d in target]
+    if shapes.numel(target) != x.size:
+        raise ValueError(f"cannot reshape {shapes.fmt(x.shape)} ({x.size} elements) to {target}")
+    return x.reshape(target)
+
+
 @_kernel(ag.FlattenOp)
 def _flatten(op: ag.FlattenOp, args: list[np.ndarray]) -> np.ndarray:
     x = args[0]

@@ -5,6 +5,9 @@ hold colons (TensorFlow-style `input:0`), so the dims start after the last colon
 dim is a positive size, `-1` (dynamic) or a range `lo~hi` (dynamic, `hi` may be -1
 for unbounded). The importer has no use for a range beyond knowing the dim is
 dynamic, so both become `?`. An empty dim list gives a scalar (rank-0) input.
+
+`input_shape_needed` is the other direction: the `--input_shape` a compile needs
+for a model whose inputs have dynamic dims (which only the import keeps dynamic).
 """
 
 from __future__ import annotations
@@ -107,3 +110,24 @@ def _int_dim(value: object, name: str, inputs: Mapping[str, Shape | None]) -> in
     except TypeError:
         raise _fail(f"dimension {value!r} of input '{name}' is not an integer", inputs) from None
     return _dim(str(number), name, inputs)
+
+
+def input_shape_needed(dynamic: Mapping[str, Shape], dim_names: Mapping[str, Sequence[str]] | None = None) -> OptionError:
+    """The error for inputs (name -> shape) with dynamic dims.
+
+    Until dynamic-shape compile exists a compile needs every dim: the one message names
+    each dynamic input and gives the `--input_shape` to pass, its static dims filled in
+    and each dynamic one a placeholder, named after the ONNX dim (`dim_names`: input
+    name -> its dims' `dim_param`, "" for an unnamed dim) when it has a name."""
+    names = dim_names or {}
+
+    def dims(name: str, shape: Shape, named: str, unnamed: str) -> list[str]:
+        given = [*names.get(name, ()), *[""] * len(shape)]
+        return [str(d) if d != DYN else named.format(given[i]) if given[i] else unnamed for i, d in enumerate(shape)]
+
+    listed = ", ".join(f"'{n}' [{', '.join(dims(n, s, '{}', '?'))}]" for n, s in dynamic.items())
+    spec = ";".join(f"{n}:{','.join(dims(n, s, '<{}>', '<size>'))}" for n, s in dynamic.items())
+    return OptionError(
+        f"the model's inputs {listed} have dynamic dims, and compile needs static shapes (dynamic-shape compile "
+        f'is not built yet); pass --input_shape="{spec}" with a size for each <...>'
+    )

@@ -8,7 +8,9 @@ Decisions worth knowing:
 - Opsets 11 to 21 of the default domain are supported. A newer default opset (up to
   the newest this onnx release knows) is accepted node by node: each converter
   records the newest schema version it was checked against, and a node whose schema
-  in effect is newer is refused (see `onnx_ops` for what changed after 21).
+  in effect is newer is refused (see `onnx_ops` for what changed after 21). Opsets 7
+  to 10 are upgraded to 11 first, with onnx's own version converter (`upgrade`), once
+  the model as read has passed the structural, external-data and size checks.
 - Constants: an initializer or a `Constant` node's `value` tensor with more than
   `INLINE_LIMIT` elements goes to the weight store under its ONNX tensor name, so
   that `WeightStore.load(model_path)` can reload it; anything else stays inline as a
@@ -79,6 +81,9 @@ from ge.core.weights import INLINE_LIMIT, WeightStore, attach, load_external_dat
 log = logging.getLogger(__name__)
 
 OPSET_MIN, OPSET_MAX = 11, 21
+OPSET_OLDEST = 7
+"""The oldest default opset `upgrade` takes: the first of ONNX's node tests' core class;
+onnx's adapters below it (opsets 1 to 6) are few and their ops long gone from exporters."""
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
 # Initializers with more elements than this are hidden from ONNX's shape inference
@@ -152,12 +157,15 @@ def _check_structure(model: onnx.ModelProto, where: str) -> None:
 def _default_opset(model: onnx.ModelProto) -> int:
     versions = {o.domain: o.version for o in model.opset_import}
     newest = onnx.defs.onnx_opset_version()
-    allowed = f"supported: {OPSET_MIN} to {OPSET_MAX} (and up to {newest} for ops whose semantics did not change)"
+    allowed = (
+        f"supported: {OPSET_MIN} to {OPSET_MAX} (and up to {newest} for ops whose semantics did not change; "
+        f"{OPSET_OLDEST} to {OPSET_MIN - 1} are upgraded to {OPSET_MIN})"
+    )
     opset = versions.get("", versions.get("ai.onnx"))
     if opset is None:
         others = ", ".join(f"'{d}' {v}" for d, v in versions.items())
         raise ModelError(f"the model imports no opset of the default ONNX domain (only {others}); {allowed}")
-    if not OPSET_MIN <= opset <= newest:
+    if not OPSET_OLDEST <= opset <= newest:
         raise ModelError(f"default-domain opset {opset} is unsupported; {allowed}")
     return opset
 
@@ -221,6 +229,97 @@ def _inline_functions(model: onnx.ModelProto) -> onnx.ModelProto:
         return inliner.inline_local_functions(model)
     except Exception as e:
         raise ModelError(f"cannot inline the model's local functions: {e}") from e
+
+
+# ------------------------------------------------------------------ old opsets
+
+_ASSERTION = re.compile(r"^.*?(?:Assertion .*? failed: |: )(?=[A-Z])")
+
+
+def upgrade(model: onnx.ModelProto, opset: int, where: str) -> onnx.ModelProto:
+    """`model` (default opset `opset`, below `OPSET_MIN`) converted to `OPSET_MIN` by
+    onnx's own version converter, node names and weights kept.
+
+    The converter runs on a light copy: initializers above `_INFERENCE_INIT_LIMIT`
+    elements lose their data (its adapters never read a weight, and the copy is
+    serialised twice), which the converted model gets back by name. Nodes an adapter
+    replaces (Upsample becomes Resize) lose their name; they get the name of the node
+    that produced the same output. Two of its adapters are not faithful, and are
+    corrected here: Upsample and Resize before opset 11 sample asymmetrically (input
+    coordinate = output coordinate / scale, nearest rounding down), which Resize-11
+    spells `coordinate_transformation_mode="asymmetric"` and `nearest_mode="floor"`,
+    but the converted Resize gets neither (and so resamples half-pixel).
+    A failure names the first node whose adapter fails on it alone: the converter's
+    own message names none.
+    """
+    from onnx import version_converter
+
+    try:
+        converted = version_converter.convert_version(_light_copy(model), OPSET_MIN)
+    except Exception as e:
+        raise _upgrade_error(model, opset, e) from e
+    weights = {t.name: t for t in model.graph.initializer if numel(t.dims) > _INFERENCE_INIT_LIMIT}
+    for tensor in converted.graph.initializer:
+        if tensor.name in weights:
+            tensor.CopyFrom(weights[tensor.name])
+    names = {out: node.name for node in model.graph.node for out in node.output if out}
+    resampled = {out for node in model.graph.node if node.op_type in ("Upsample", "Resize") for out in node.output}
+    for node in converted.graph.node:
+        if not node.name:
+            node.name = next((names[o] for o in node.output if o in names), "")
+        if node.op_type == "Resize" and node.output[0] in resampled:
+            _asymmetric(node)
+    log.info("%s: default-domain opset %d upgraded to %d with onnx's version converter", where, opset, OPSET_MIN)
+    return converted
+
+
+def _light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with its large initializers typed but empty (their data is never copied)."""
+    graph = model.graph
+    light = helper.make_model(
+        helper.make_graph(graph.node, graph.name, graph.input, graph.output, value_info=graph.value_info),
+        opset_imports=model.opset_import,
+        ir_version=model.ir_version,
+    )
+    light.functions.extend(model.functions)
+    light.graph.sparse_initializer.extend(graph.sparse_initializer)
+    for tensor in graph.initializer:
+        if numel(tensor.dims) <= _INFERENCE_INIT_LIMIT:
+            light.graph.initializer.append(tensor)
+        else:
+            light.graph.initializer.append(onnx.TensorProto(name=tensor.name, data_type=tensor.data_type, dims=tensor.dims))
+    return light
+
+
+def _asymmetric(node: onnx.NodeProto) -> None:
+    """A converted Resize made to sample as Upsample and Resize-10 did."""
+    given = {a.name for a in node.attribute}
+    if "coordinate_transformation_mode" not in given:
+        node.attribute.append(helper.make_attribute("coordinate_transformation_mode", "asymmetric"))
+    if "nearest_mode" not in given:
+        node.attribute.append(helper.make_attribute("nearest_mode", "floor"))
+
+
+def _upgrade_error(model: onnx.ModelProto, opset: int, error: Exception) -> ModelError:
+    """The converter's failure, naming the first node that fails to convert alone."""
+    from onnx import version_converter
+
+    reason = _ASSERTION.sub("", " ".join(str(error).split()))
+    for i, node in enumerate(model.graph.node):
+        values = [helper.make_empty_tensor_value_info(name) for name in node.input if name]
+        single = helper.make_model(
+            helper.make_graph([node], "node", values, [helper.make_empty_tensor_value_info(o) for o in node.output if o]),
+            opset_imports=model.opset_import,
+        )
+        try:
+            version_converter.convert_version(single, OPSET_MIN)
+        except Exception as e:  # noqa: BLE001 - whatever the converter raises is the node's verdict
+            reason = _ASSERTION.sub("", " ".join(str(e).split()))
+            return ModelError(
+                f"node '{_node_label(node, i)}' ({node.op_type}): onnx's version converter cannot upgrade it "
+                f"from opset {opset} to {OPSET_MIN}: {reason}"
+            )
+    return ModelError(f"onnx's version converter cannot upgrade the model from opset {opset} to {OPSET_MIN}: {reason}")
 
 
 # ----------------------------------------------------------------------- graph order
@@ -922,6 +1021,18 @@ def _input_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:
     return {i.name: value_info_type(i)[1] for i in graph.input if i.name not in constant}
 
 
+def dim_names(model: str | os.PathLike) -> dict[str, list[str]]:
+    """Each real input's `dim_param`s ("" for a dim without one), for messages."""
+    proto, _ = read_onnx(model)
+    graph = proto.graph
+    constant = {t.name for t in graph.initializer}
+    return {
+        i.name: [d.dim_param for d in i.type.tensor_type.shape.dim]
+        for i in graph.input
+        if i.name not in constant and i.type.HasField("tensor_type")
+    }
+
+
 @contextmanager
 def _utf8(where: str) -> Iterator[None]:
     """Protobuf decodes string fields when they are read: a bad one fails there."""
@@ -945,6 +1056,8 @@ def prepare(
         opset = _default_opset(proto)
         load_external_data(proto, path)
         proto = _inline_functions(proto)
+        if opset < OPSET_MIN:
+            proto, opset = upgrade(proto, opset, where), OPSET_MIN
         overrides = parse_input_shape(input_shape, _input_shapes(proto)) if input_shape is not None else {}
         key = path or f"<memory:{proto.graph.name or 'graph'}:{next(_MEMORY_MODELS)}>"
         return Importer(proto, key, opset), overrides, where

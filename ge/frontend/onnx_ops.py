@@ -18,15 +18,16 @@ int2, float8 and float4, which the importer refuses as element types). The other
 So every converter accepts the newest schema of onnx 1.22, and a schema a later
 onnx release adds is refused until it is reviewed here.
 
-Ops that compute shapes (Shape, Size, ConstantOfShape, Range, EyeLike) and the
-signal constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
+Ops that compute shapes (Size, ConstantOfShape, Range, EyeLike) and the signal
+constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
-not static. Scatter has no converter: deprecated at opset 11 (where onnxruntime
-refuses it), it is in opset 9-10 models only, and upgrading one to opset 11 makes it
-a ScatterElements. Inputs that GE's ops take as attributes must be constants: Trilu's k
-(Tril/Triu's `diagonal`), CumSum's and CumProd's axis, OneHot's depth. `Upsample`
-is not converted: it is deprecated since opset 10, so no model of the opsets we
-import holds it. `LayerNormalization`'s `stash_type` (the precision of the mean and
+not static. Shape is evaluated when its input's dims are static, and is a Shape op
+otherwise; a Reshape to a target computed from one is a DynamicReshape, its target
+an operand. Inputs that GE's ops take as attributes must be constants: Trilu's k
+(Tril/Triu's `diagonal`), CumSum's and CumProd's axis, OneHot's depth. A model of an
+opset below 11 is upgraded to 11 before import, which makes its Upsample a Resize and
+its Scatter a ScatterElements (neither has a converter: both are deprecated).
+`LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
 
@@ -675,12 +676,16 @@ def _reshape(n: Node) -> Outputs:
     tensor) before our reshape.
 
     A copied dynamic dim becomes the target's -1 when the target has none; two
-    unknown dims cannot be expressed and are refused.
+    unknown dims cannot be expressed and are refused. A target the graph computes
+    from a dynamic Shape is the operand of a DynamicReshape, resolved at run time;
+    any other target must be a constant (a static graph stays static).
     """
     x = n.x(0)
     src = shape(x)
-    target = n.ints(1, "shape") or []
     allow_zero = n.since >= 14 and n.attr("allowzero", 0)
+    if n.has(1) and n.importer.constant_value(n.proto.input[1]) is None and _from_shape(n.x(1)):
+        return [n.emit(ag.DynamicReshapeOp, [x, n.x(1)], {"allowzero": bool_attr(bool(allow_zero))})]
+    target = n.ints(1, "shape") or []
     resolved = []
     for i, d in enumerate(target):
         if d != 0 or allow_zero:
@@ -692,6 +697,19 @@ def _reshape(n: Node) -> Outputs:
     if resolved.count(-1) > 1:
         raise n.error(f"reshaping {fmt(src)} to {target} leaves more than one dim unknown")
     return [n.emit(ag.ReshapeOp, [x], {"shape": ints(resolved)})]
+
+
+def _from_shape(value: SSAValue) -> bool:
+    """Whether `value` is computed from a Shape op (the dims of a dynamic tensor)."""
+    stack, seen = [value], set()
+    while stack:
+        owner = stack.pop().owner
+        if isinstance(owner, ag.ShapeOp):
+            return True
+        if isinstance(owner, ag.AscendOp) and owner not in seen:
+            seen.add(owner)
+            stack.extend(owner.operands)
+    return False
 
 
 @converts(Flatten=25)
@@ -943,12 +961,18 @@ def _space_to_depth(n: Node) -> Outputs:
 
 @converts(Shape=25)
 def _shape(n: Node) -> Outputs:
-    """The input's dims from `start` to `end` (python slicing, as ONNX clamps them)."""
-    src = shape(n.x(0))
-    dims = src[n.attr("start", 0): n.attr("end", len(src))]
-    if not is_static(dims):
-        raise n.error(f"the input's shape {fmt(src)} is dynamic, so Shape cannot be computed at import")
-    return [n.const(np.array(dims, np.int64))]
+    """The input's dims from `start` to `end` (python slicing, as ONNX clamps them): a
+    constant when they are static, else a Shape op (sliced when they are not all)."""
+    x = n.x(0)
+    src = shape(x)
+    picked = range(len(src))[n.attr("start", 0): n.attr("end", len(src))]
+    if is_static([src[i] for i in picked]):
+        return [n.const(np.array([src[i] for i in picked], np.int64))]
+    dims = n.emit(ag.ShapeOp, [x], tag=None if len(picked) == len(src) else "shape")
+    if len(picked) == len(src):
+        return [dims]
+    bounds = {"begin": ints([picked.start]), "end": ints([picked.stop]), "strides": ints([1])}
+    return [n.emit(ag.StridedSliceOp, [dims], bounds)]
 
 
 @converts(Size=25)

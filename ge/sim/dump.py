@@ -53,18 +53,28 @@ class Overflow:
     dtype: str
     """The dtype `op` computed in."""
     weight: bool = False
-    """The inf/NaN came from a weight (a constant out of its dtype's range), not from the kernel."""
+    """The inf/NaN came from a weight, not from the kernel. Precision selection saturates the
+    constants it converts to 16 bits, so such a weight was not finite in the model either."""
 
     def advice(self) -> str:
-        """One line naming the op and the precision options that keep it out of float16."""
+        """One line naming the op, where it ran, and the precision options that keep it in float32."""
         where = f"op '{self.op}' ({self.op_type}, kernel task {self.task} @{self.kernel})"
-        what = f"reads a weight holding inf/NaN in {self.dtype}" if self.weight else f"turned finite inputs into inf/NaN in {self.dtype}"
+        if self.weight:
+            return f"{where} reads a weight holding inf/NaN in {self.dtype}, as the model's constant does (no precision option changes it)"
+        what = f"turned finite inputs into inf/NaN in {self.dtype}"
         if self.dtype not in ("float16", "bfloat16"):
             return f"{where} {what}"
+        mixlist = json.dumps({"black-list": {"to-add": [self.op_type]}})
         return (
-            f"{where} {what}; compile with --precision_mode=allow_fp32_to_fp16 or must_keep_origin_dtype, "
-            f"or keep its dtype with --keep_dtype (a file naming {self.op})"
+            f"{where} {what}; keep it in float32: compile with --precision_mode=allow_mix_precision and "
+            f"--modify_mixlist=FILE holding {mixlist}, or with --keep_dtype=FILE naming {self.op} (or OpType::{self.op_type}), "
+            "or with --precision_mode=allow_fp32_to_fp16 or must_keep_origin_dtype"
         )
+
+
+class NonFiniteWarning(UserWarning):
+    """A run's outputs hold inf or NaN, or a kernel made them: `Session.run` warns with it
+    (naming the first op that did, and the options that avoid it); `ge run` prints it."""
 
 
 @dataclass
