@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
@@ -2268,6 +2269,137 @@ class STFTOp(AscendOp):
         return [tensor(dtype_of(operand_types[0]), (x[0], frames, bins, 2))]
 
 
+# ---- quantization (AscendQuant, AscendDequant, AscendRequant)
+
+
+QUANT_INTEGERS = ("i8", "ui8", "i16", "ui16")
+"""The integer dtypes a quantization writes (ONNX QuantizeLinear's, but for int4 and float8)."""
+
+
+def _quant_integer(dtype: Attribute, what: str, wide: bool = False) -> None:
+    """`dtype` is a quantized integer: int8/uint8/int16/uint16, and int32 when `wide`."""
+    allowed = QUANT_INTEGERS + (("i32",) if wide else ())
+    if not isinstance(dtype, IntegerType) or dtype == i1 or str(dtype) not in allowed:
+        raise ShapeError(f"{what} must be one of {', '.join(allowed)}, got {dtype}")
+
+
+def _quant_params(operand_types: Sequence[Attribute], props: Props, what: str) -> None:
+    """The shape rule of a scale (operand 1) and its optional offset (operand 2)
+    against x (operand 0): one value (rank 0 or [1]), one per index along `axis`
+    ([x[axis]]), or, with `block_size` > 0, x's shape with `axis` cut into blocks
+    (ceil(x[axis] / block_size))."""
+    x, scale = shape_of(operand_types[0]), shape_of(operand_types[1])
+    if not is_float(dtype_of(operand_types[1])):
+        raise ShapeError(f"{what} must be floating-point, got {dtype_of(operand_types[1])}")
+    if len(operand_types) > 2 and not shapes.compatible(shape_of(operand_types[2]), scale):
+        raise ShapeError(f"offset {shapes.fmt(shape_of(operand_types[2]))} and {what} {shapes.fmt(scale)} differ in shape")
+    block = props.int("block_size")
+    if block < 0:
+        raise ShapeError(f"block_size {block} must be >= 0")
+    if block == 0 and tuple(scale) in ((), (1,)):
+        return
+    axis = shapes.norm_axis(props.int("axis", 1), len(x))
+    if block == 0:
+        if len(scale) != 1 or not shapes.compatible(scale, (x[axis],)):
+            raise ShapeError(f"{what} {shapes.fmt(scale)} is neither one value nor [{x[axis]}] (one per index along axis {axis})")
+        return
+    want = tuple(DYN if d == DYN else -(-d // block) if i == axis else d for i, d in enumerate(x))
+    if not shapes.compatible(scale, want):
+        raise ShapeError(f"blocked {what} {shapes.fmt(scale)} is not {shapes.fmt(want)} (x {shapes.fmt(x)} in blocks of {block} along axis {axis})")
+
+
+@irdl_op_definition
+class AscendQuantOp(AscendOp):
+    """y = saturate(round_half_even(x / scale) + offset) in `dst_type` (CANN
+    `AscendQuant`, widened to ONNX QuantizeLinear: scale and offset are tensors, one
+    value, one per index along `axis`, or per block of `block_size` along it).
+
+    The quotient is rounded to `precision` (the scale's dtype unless set) before
+    it is rounded to an integer, as QuantizeLinear-23 specifies."""
+
+    name = "ascend_graph.ascend_quant"
+    OP_TYPE: ClassVar[str] = "AscendQuant"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    offset = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    block_size = prop_def(IntegerAttr)
+    dst_type = prop_def(TypeAttribute)
+    precision = opt_prop_def(TypeAttribute)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError(f"x must be floating-point, got {dtype_of(operand_types[0])}")
+        dst = props.type("dst_type")
+        _quant_integer(dst, "dst_type")
+        if len(operand_types) > 2 and dtype_of(operand_types[2]) != dst:
+            raise ShapeError(f"offset is {dtype_of(operand_types[2])}, not the result's {dst}")
+        if props.has("precision") and not is_float(props.type("precision")):
+            raise ShapeError(f"precision must be a floating-point type, got {props.type('precision')}")
+        _quant_params(operand_types, props, "scale")
+        return [tensor(dst, shape_of(operand_types[0]))]
+
+
+@irdl_op_definition
+class AscendDequantOp(AscendOp):
+    """y = (x - offset) * scale in `dst_type` (CANN `AscendDequant`: an int32 cube
+    result times its deq_scale; widened to ONNX DequantizeLinear's integer inputs,
+    offsets and per-axis or blocked scales)."""
+
+    name = "ascend_graph.ascend_dequant"
+    OP_TYPE: ClassVar[str] = "AscendDequant"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    offset = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    block_size = prop_def(IntegerAttr)
+    dst_type = prop_def(TypeAttribute)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        _quant_integer(dtype_of(operand_types[0]), "x", wide=True)
+        if len(operand_types) > 2 and dtype_of(operand_types[2]) != dtype_of(operand_types[0]):
+            raise ShapeError(f"offset is {dtype_of(operand_types[2])}, not x's {dtype_of(operand_types[0])}")
+        if not is_float(props.type("dst_type")):
+            raise ShapeError(f"dst_type must be floating-point, got {props.type('dst_type')}")
+        _quant_params(operand_types, props, "scale")
+        return [tensor(props.type("dst_type"), shape_of(operand_types[0]))]
+
+
+@irdl_op_definition
+class AscendRequantOp(AscendOp):
+    """y = saturate(round_half_even(x * scale) + offset) in `dst_type`: an int32
+    accumulator requantized (CANN `AscendRequant`; `scale` is the requant multiplier,
+    one value or one per index along `axis`)."""
+
+    name = "ascend_graph.ascend_requant"
+    OP_TYPE: ClassVar[str] = "AscendRequant"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    offset = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    dst_type = prop_def(TypeAttribute)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if dtype_of(operand_types[0]) != i32:
+            raise ShapeError(f"x must be i32 (an accumulator), got {dtype_of(operand_types[0])}")
+        dst = props.type("dst_type")
+        if str(dst) not in ("i8", "ui8"):
+            raise ShapeError(f"dst_type must be i8 or ui8, got {dst}")
+        if len(operand_types) > 2 and dtype_of(operand_types[2]) != dst:
+            raise ShapeError(f"offset is {dtype_of(operand_types[2])}, not the result's {dst}")
+        _quant_params(operand_types, props, "scale")
+        return [tensor(dst, shape_of(operand_types[0]))]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -2287,6 +2419,7 @@ AscendGraph = Dialect(
         StridedSliceOp, GatherOp, GatherElementsOp, PadOp, ResizeOp, ExpandOp, TileOp,
         DepthToSpaceOp, SpaceToDepthOp,
         GatherNdOp, ScatterNdUpdateOp, ScatterElementsOp, TensorScatterOp, ReverseSequenceOp, DFTOp, STFTOp,
+        AscendQuantOp, AscendDequantOp, AscendRequantOp,
     ],
     [FormatAttr, WeightRefAttr],
 )
