@@ -2291,12 +2291,15 @@ def _quant_params(operand_types: Sequence[Attribute], props: Props, what: str) -
     x, scale = shape_of(operand_types[0]), shape_of(operand_types[1])
     if not is_float(dtype_of(operand_types[1])):
         raise ShapeError(f"{what} must be floating-point, got {dtype_of(operand_types[1])}")
-    if len(operand_types) > 2 and not shapes.compatible(shape_of(operand_types[2]), scale):
+    one = ((), (1,))
+    if len(operand_types) > 2 and not shapes.compatible(shape_of(operand_types[2]), scale) and not (
+        scale in one and shape_of(operand_types[2]) in one
+    ):
         raise ShapeError(f"offset {shapes.fmt(shape_of(operand_types[2]))} and {what} {shapes.fmt(scale)} differ in shape")
     block = props.int("block_size")
     if block < 0:
         raise ShapeError(f"block_size {block} must be >= 0")
-    if block == 0 and tuple(scale) in ((), (1,)):
+    if block == 0 and scale in one:
         return
     axis = shapes.norm_axis(props.int("axis", 1), len(x))
     if block == 0:
@@ -2345,9 +2348,9 @@ class AscendQuantOp(AscendOp):
 
 @irdl_op_definition
 class AscendDequantOp(AscendOp):
-    """y = (x - offset) * scale in `dst_type` (CANN `AscendDequant`: an int32 cube
-    result times its deq_scale; widened to ONNX DequantizeLinear's integer inputs,
-    offsets and per-axis or blocked scales)."""
+    """y = (x - offset) * scale, in the scale's dtype (CANN `AscendDequant`: an int32
+    cube result times its deq_scale; widened to ONNX DequantizeLinear's integer
+    inputs, offsets and per-axis or blocked scales)."""
 
     name = "ascend_graph.ascend_dequant"
     OP_TYPE: ClassVar[str] = "AscendDequant"
@@ -2357,7 +2360,6 @@ class AscendDequantOp(AscendOp):
     y = result_def(TensorType)
     axis = prop_def(IntegerAttr)
     block_size = prop_def(IntegerAttr)
-    dst_type = prop_def(TypeAttribute)
     traits = traits_def(Pure())
 
     @classmethod
@@ -2365,10 +2367,8 @@ class AscendDequantOp(AscendOp):
         _quant_integer(dtype_of(operand_types[0]), "x", wide=True)
         if len(operand_types) > 2 and dtype_of(operand_types[2]) != dtype_of(operand_types[0]):
             raise ShapeError(f"offset is {dtype_of(operand_types[2])}, not x's {dtype_of(operand_types[0])}")
-        if not is_float(props.type("dst_type")):
-            raise ShapeError(f"dst_type must be floating-point, got {props.type('dst_type')}")
         _quant_params(operand_types, props, "scale")
-        return [tensor(props.type("dst_type"), shape_of(operand_types[0]))]
+        return [tensor(dtype_of(operand_types[1]), shape_of(operand_types[0]))]
 
 
 @irdl_op_definition

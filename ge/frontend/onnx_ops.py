@@ -1202,17 +1202,20 @@ def _quantize_linear(n: Node) -> Outputs:
 
 @converts(DequantizeLinear=25)
 def _dequantize_linear(n: Node) -> Outputs:
-    """AscendDequant, in `output_dtype` or else the scale's dtype. A constant x (a
-    quantized weight) is not folded at import, nor by constant folding: kept int8, the
-    weight is what QuantCubeFusionPass puts on the cube."""
+    """AscendDequant (in the scale's dtype, then a Cast to `output_dtype` if that
+    differs). A constant x (a quantized weight) is not folded at import, nor by
+    constant folding: kept int8, the weight is what QuantCubeFusionPass puts on the cube."""
     x, scale, offset = n.x(0), n.x(1), n.opt(2)
-    props = {**_quant_props(n), "dst_type": _declared_type(n, "output_dtype") or dtype(scale)}
+    declared = _declared_type(n, "output_dtype")
     operands = [x, scale, *([offset] if offset is not None else [])]
+    tag = None if declared in (None, dtype(scale)) else "dequant"
     if n.importer.array_of(x) is None:
-        return [n.emit(ag.AscendDequantOp, operands, props)]
-    op = ag.AscendDequantOp(operands, props, n.name)
-    n.importer.block.add_op(op)
-    return [op.y]
+        y = n.emit(ag.AscendDequantOp, operands, _quant_props(n), tag)
+    else:
+        op = ag.AscendDequantOp(operands, _quant_props(n), n.label(tag))
+        n.importer.block.add_op(op)
+        y = op.y
+    return [y if tag is None else n.emit(ag.CastOp, [y], {"dst_type": declared})]
 
 
 @converts(DynamicQuantizeLinear=11)

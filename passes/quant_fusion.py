@@ -1,0 +1,236 @@
+"""Quantized cube fusion (QuantCubeFusionPass): integer products onto the int8 cube.
+
+The cube multiplies int8 by int8 into int32 accumulators. Two structures reach it:
+
+- QDQ, what onnxruntime's `quantize_static` writes in QDQ format: a float Conv2D,
+  MatMulV2 or BatchMatMulV2 whose input is AscendDequant(int8 x, one scale sx, one
+  offset zx), whose weight is AscendDequant(int8 constant w, scale sw, zero offset)
+  with sw one value or one per output channel, and whose bias, if any, is
+  AscendDequant(int32 constant b, sx * sw, zero offset). It becomes
+  AscendDequant(cube(x, w, b'), sx * sw): the int8 product accumulates in int32 and
+  one dequantization gives the float result. The AscendQuant that made x stays in
+  front of it, so a QDQ model runs Quant -> int8 cube -> Dequant.
+- Integer, what QLinearConv, ConvInteger and MatMulInteger import as when a zero
+  point is not zero: an int32 product of Cast(int8 x) - zx (or Cast(int8 x)) and an
+  int32 constant whose values fit int8. It becomes the int8 product of x and that
+  constant; the AscendRequant after it stays.
+
+The offset zx: (x - zx) * w = x * w - zx * sum_k(w), so the cube takes x as it is and
+the bias takes -zx * sum_k(w) per output channel, exactly, in int32. A padded
+convolution must then pad with zx (whose shifted value is 0), so its input is padded
+with zx by a PadV3 and the convolution pads no more. The integer product is exact
+either way; the QDQ rewrite replaces a float product of dequantized values by the
+exact product scaled once, which differs in rounding, not by a quantization step.
+
+The pattern matches at a cube op whose operands have these producers; it takes
+effect when the values are as described (constants, one activation offset, a zero
+weight offset, a bias scale of sx * sw to float32's precision, a weight that fits
+int8, a bias that fits int32). It runs in the main band, after
+GemmToMatmulFusionPass has made a Gemm a MatMulV2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerType, StringAttr, i32
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from dialects.ascend_graph import (
+    AscendDequantOp,
+    BatchMatMulOp,
+    CastOp,
+    CubeOp,
+    Conv2DOp,
+    MatMulV2Op,
+    PadOp,
+    SubOp,
+    dtype_of,
+    float_attr,
+    int_attr,
+    ints,
+    is_float,
+    shape_of,
+)
+from passes.graph_match import constant_value, new_constant, store_around
+from passes.fusion import FusionCounts, FusionPass, FusionPattern, fusion_pass
+
+INT8 = IntegerType(8)
+Product = Conv2DOp | MatMulV2Op | BatchMatMulOp
+
+
+def _weight_axes(cube: Product) -> tuple[int, tuple[int, ...]] | None:
+    """The weight's output-channel axis and the axes its products sum over; None for
+    a matmul whose weight is not one 2-D matrix."""
+    if isinstance(cube, Conv2DOp):
+        return 0, (1, 2, 3)
+    if len(shape_of(cube.x2.type)) != 2:
+        return None
+    transposed = cube.props.bool("transpose_x2" if isinstance(cube, MatMulV2Op) else "adj_x2")
+    return (0, (1,)) if transposed else (1, (0,))
+
+
+def _channel_axis(cube: Product) -> int:
+    """The result's output-channel axis: C of NCHW, or a matmul's last."""
+    return 1 if isinstance(cube, Conv2DOp) else len(shape_of(cube.results[0].type)) - 1
+
+
+def _dequant_constants(op: Operation | None) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(scale, offset, axis) of an unblocked AscendDequant with constant scale and
+    offset (zeros without one)."""
+    if not isinstance(op, AscendDequantOp) or op.props.int("block_size") != 0:
+        return None
+    scale = constant_value(op.scale)
+    offset = np.zeros(1, np.int64) if op.offset is None else constant_value(op.offset)
+    if scale is None or offset is None:
+        return None
+    return np.asarray(scale, np.float32), np.asarray(offset, np.int64), op.props.int("axis", 1)
+
+
+def _per_channel(scale: np.ndarray, axis: int, rank: int, want_axis: int, channels: int) -> np.ndarray | None:
+    """The scale as one value per output channel, when it is one value or one per
+    index along the weight's output axis."""
+    if scale.size == 1:
+        return np.broadcast_to(scale.reshape(()), (channels,))
+    if scale.ndim == 1 and scale.size == channels and axis % rank == want_axis:
+        return scale
+    return None
+
+
+def _int8_product(
+    cube: Product, x: SSAValue, zx: int, w: np.ndarray, bias: np.ndarray | None, rewriter: PatternRewriter
+) -> Operation | None:
+    """The int8 cube op computing cube's product of (x - zx) and w (plus bias) into
+    int32, inserted before `cube`; None when w does not fit int8 or the bias int32."""
+    axes = _weight_axes(cube)
+    if axes is None or w.min(initial=0) < -128 or w.max(initial=0) > 127:
+        return None
+    out_axis, summed = axes
+    corrected = np.zeros(w.shape[out_axis], np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
+    corrected = corrected - zx * w.astype(np.int64).sum(axis=summed)
+    if corrected.min() < -(2**31) or corrected.max() >= 2**31:
+        return None
+    store = store_around(cube)
+    filt = new_constant(w.astype(np.int8), INT8, f"{cube.label}.weight_int8", store)
+    b = new_constant(corrected.astype(np.int32), i32, f"{cube.label}.bias_int32", store)
+    new: list[Operation] = [filt, b]
+    props: dict[str, Attribute] = {**cube.properties, "dtype": i32}
+    if isinstance(cube, Conv2DOp) and zx and any(cube.props.ints("pads")):
+        top, bottom, left, right = cube.props.ints("pads")
+        pad = PadOp(
+            [x],
+            {"paddings": ints([0, 0, 0, 0, top, bottom, left, right]), "mode": StringAttr("constant"),
+             "constant_value": float_attr(zx)},
+            f"{cube.label}/pad_offset",
+        )
+        new.append(pad)
+        x = pad.y
+        props["pads"] = ints([0, 0, 0, 0])
+    product = type(cube)([x, filt.out, b.out], props, cube.label)
+    rewriter.insert([*new, product])
+    return product
+
+
+class DequantCubeToInt8(FusionPattern):
+    """Cube(Dequant(int8 x), Dequant(int8 w)[, Dequant(int32 b)]) -> Dequant(int8 cube(x, w, b'))."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, cube: CubeOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(cube, Product) or not is_float(dtype_of(cube.results[0].type)):
+            return
+        x_deq, w_deq = cube.operands[0].owner, cube.operands[1].owner
+        if not isinstance(x_deq, AscendDequantOp) or not isinstance(w_deq, AscendDequantOp):
+            return
+        self.matched(cube)
+        bias_deq = cube.operands[2].owner if len(cube.operands) > 2 else None
+        found = self._values(cube, x_deq, w_deq, bias_deq)
+        if found is None:
+            return
+        zx, w, scale, bias = found
+        product = _int8_product(cube, x_deq.x, zx, w, bias, rewriter)
+        if product is None:
+            return
+        deq_scale = new_constant(scale, dtype_of(cube.results[0].type), f"{cube.label}.deq_scale", store_around(cube))
+        props = {"axis": int_attr(_channel_axis(cube)), "block_size": int_attr(0)}
+        rewriter.insert(deq_scale)
+        rewriter.replace_op(cube, AscendDequantOp([product.results[0], deq_scale.out], props, f"{cube.label}/dequant"))
+        self.effected()
+
+    @staticmethod
+    def _values(
+        cube: Product, x_deq: AscendDequantOp, w_deq: AscendDequantOp, bias_deq: Operation | None
+    ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray | None] | None:
+        """(zx, int8 weight, deq scale per channel, int32 bias) when the values allow the rewrite."""
+        x_params, w_params = _dequant_constants(x_deq), _dequant_constants(w_deq)
+        w = constant_value(w_deq.x)
+        axes = _weight_axes(cube)
+        if x_params is None or w_params is None or w is None or axes is None:
+            return None
+        (sx, zx, _), (sw, zw, w_axis) = x_params, w_params
+        if dtype_of(x_deq.x.type) != INT8 or dtype_of(w_deq.x.type) != INT8 or sx.size != 1 or zx.size != 1 or zw.any():
+            return None
+        channels = w.shape[axes[0]]
+        per_channel = _per_channel(sw, w_axis, w.ndim, axes[0], channels)
+        if per_channel is None:
+            return None
+        scale = (sx.reshape(()) * per_channel).astype(np.float32)
+        bias = None
+        if bias_deq is not None:
+            b_params = _dequant_constants(bias_deq)
+            b = constant_value(bias_deq.x) if isinstance(bias_deq, AscendDequantOp) else None
+            if b_params is None or b is None or dtype_of(bias_deq.x.type) != i32 or b_params[1].any():  # type: ignore[union-attr]
+                return None
+            sb = np.broadcast_to(b_params[0].reshape(-1), (channels,))
+            if b.size != channels or not np.allclose(sb, scale, rtol=2.0**-22, atol=0.0):
+                return None
+            bias = np.asarray(b)
+        return int(zx.reshape(-1)[0]), np.asarray(w), scale, bias
+
+
+def _shifted_int8(value: SSAValue) -> tuple[SSAValue, int] | None:
+    """(x, zx) when `value` is Cast(int8 x) - zx (zx a one-value constant) or Cast(int8 x)."""
+    zx = 0
+    op = value.owner
+    if isinstance(op, SubOp):
+        offset = constant_value(op.x2)
+        if offset is None or offset.size != 1 or shape_of(op.x2.type) not in ((), (1,)):
+            return None
+        zx, op = int(offset.reshape(-1)[0]), op.x1.owner
+    if not isinstance(op, CastOp) or dtype_of(op.x.type) != INT8:
+        return None
+    return op.x, zx
+
+
+class IntegerCubeToInt8(FusionPattern):
+    """Int32 cube(Cast(int8 x) - zx, int32 constant w[, int32 constant b]) -> int8 cube(x, w, b')."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, cube: CubeOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(cube, Product) or dtype_of(cube.operands[0].type) != i32 or dtype_of(cube.operands[1].type) != i32:
+            return
+        shifted = _shifted_int8(cube.operands[0])
+        w = constant_value(cube.operands[1])
+        if shifted is None or w is None:
+            return
+        self.matched(cube)
+        bias = constant_value(cube.operands[2]) if len(cube.operands) > 2 else None
+        if len(cube.operands) > 2 and bias is None:
+            return
+        product = _int8_product(cube, shifted[0], shifted[1], np.asarray(w), bias, rewriter)
+        if product is None:
+            return
+        rewriter.replace_op(cube, [], [product.results[0]])
+        self.effected()
+
+
+@fusion_pass
+class QuantCubeFusionPass(FusionPass):
+    """Run dequantized (QDQ) and int32 integer Conv2D/MatMul products as int8 cube products."""
+
+    name = "QuantCubeFusionPass"
+
+    def patterns(self, counts: FusionCounts) -> Sequence[RewritePattern]:
+        return [DequantCubeToInt8(counts), IntegerCubeToInt8(counts)]
+
