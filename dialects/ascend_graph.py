@@ -2284,18 +2284,16 @@ def _quant_integer(dtype: Attribute, what: str, wide: bool = False) -> None:
 
 
 def _quant_params(operand_types: Sequence[Attribute], props: Props, what: str) -> None:
-    """The shape rule of a scale (operand 1) and its optional offset (operand 2)
-    against x (operand 0): one value (rank 0 or [1]), one per index along `axis`
-    ([x[axis]]), or, with `block_size` > 0, x's shape with `axis` cut into blocks
-    (ceil(x[axis] / block_size))."""
+    """The shape rule of a scale (operand 1) and its optional offset (operand 2, one
+    value or the scale's shape) against x (operand 0): one value (rank 0 or [1]), one
+    per index along `axis` ([x[axis]]), or, with `block_size` > 0, x's shape with
+    `axis` cut into blocks (ceil(x[axis] / block_size))."""
     x, scale = shape_of(operand_types[0]), shape_of(operand_types[1])
     if not is_float(dtype_of(operand_types[1])):
         raise ShapeError(f"{what} must be floating-point, got {dtype_of(operand_types[1])}")
     one = ((), (1,))
-    if len(operand_types) > 2 and not shapes.compatible(shape_of(operand_types[2]), scale) and not (
-        scale in one and shape_of(operand_types[2]) in one
-    ):
-        raise ShapeError(f"offset {shapes.fmt(shape_of(operand_types[2]))} and {what} {shapes.fmt(scale)} differ in shape")
+    if len(operand_types) > 2 and shape_of(operand_types[2]) not in one and not shapes.compatible(shape_of(operand_types[2]), scale):
+        raise ShapeError(f"offset {shapes.fmt(shape_of(operand_types[2]))} is neither one value nor the shape of {what} {shapes.fmt(scale)}")
     block = props.int("block_size")
     if block < 0:
         raise ShapeError(f"block_size {block} must be >= 0")

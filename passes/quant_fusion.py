@@ -11,9 +11,10 @@ The cube multiplies int8 by int8 into int32 accumulators. Two structures reach i
   one dequantization gives the float result. The AscendQuant that made x stays in
   front of it, so a QDQ model runs Quant -> int8 cube -> Dequant.
 - Integer, what QLinearConv, ConvInteger and MatMulInteger import as when a zero
-  point is not zero: an int32 product of Cast(int8 x) - zx (or Cast(int8 x)) and an
-  int32 constant whose values fit int8. It becomes the int8 product of x and that
-  constant; the AscendRequant after it stays.
+  point is not zero or an input is uint8: an int32 product of Cast(x) - zx (or
+  Cast(x)) and an int32 constant whose values fit int8, with x int8 or uint8. It
+  becomes the int8 product of x (a uint8 x moved by -128 into int8's range, exactly,
+  and zx with it) and that constant; the AscendRequant after it stays.
 
 The offset zx: (x - zx) * w = x * w - zx * sum_k(w), so the cube takes x as it is and
 the bias takes -zx * sum_k(w) per output channel, exactly, in int32. A padded
@@ -34,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType, StringAttr, i32
+from xdsl.dialects.builtin import IntegerType, Signedness, StringAttr, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
@@ -58,6 +59,7 @@ from passes.graph_match import constant_value, new_constant, store_around
 from passes.fusion import FusionCounts, FusionPass, FusionPattern, fusion_pass
 
 INT8 = IntegerType(8)
+UINT8 = IntegerType(8, Signedness.UNSIGNED)
 Product = Conv2DOp | MatMulV2Op | BatchMatMulOp
 
 
@@ -99,13 +101,17 @@ def _per_channel(scale: np.ndarray, axis: int, rank: int, want_axis: int, channe
     return None
 
 
+def _fits_int8(w: np.ndarray) -> bool:
+    return w.min(initial=0) >= -128 and w.max(initial=0) <= 127
+
+
 def _int8_product(
     cube: Product, x: SSAValue, zx: int, w: np.ndarray, bias: np.ndarray | None, rewriter: PatternRewriter
 ) -> Operation | None:
     """The int8 cube op computing cube's product of (x - zx) and w (plus bias) into
     int32, inserted before `cube`; None when w does not fit int8 or the bias int32."""
     axes = _weight_axes(cube)
-    if axes is None or w.min(initial=0) < -128 or w.max(initial=0) > 127:
+    if axes is None or not _fits_int8(w):
         return None
     out_axis, summed = axes
     corrected = np.zeros(w.shape[out_axis], np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
@@ -189,36 +195,51 @@ class DequantCubeToInt8(FusionPattern):
         return int(zx.reshape(-1)[0]), np.asarray(w), scale, bias
 
 
-def _shifted_int8(value: SSAValue) -> tuple[SSAValue, int] | None:
-    """(x, zx) when `value` is Cast(int8 x) - zx (zx a one-value constant) or Cast(int8 x)."""
+def _shifted(value: SSAValue) -> tuple[SSAValue, int] | None:
+    """(x, zx) when `value` is Cast(x) - zx or Cast(x), with x int8 (then x itself) or
+    uint8 (then the Cast, in int32) and zx a one-value constant."""
     zx = 0
     op = value.owner
     if isinstance(op, SubOp):
         offset = constant_value(op.x2)
-        if offset is None or offset.size != 1 or shape_of(op.x2.type) not in ((), (1,)):
+        if offset is None or shape_of(op.x2.type) not in ((), (1,)):
             return None
         zx, op = int(offset.reshape(-1)[0]), op.x1.owner
-    if not isinstance(op, CastOp) or dtype_of(op.x.type) != INT8:
+    if not isinstance(op, CastOp) or dtype_of(op.x.type) not in (INT8, UINT8):
         return None
-    return op.x, zx
+    return (op.x if dtype_of(op.x.type) == INT8 else op.y), zx
+
+
+def _into_int8(x: SSAValue, zx: int, cube: Product, rewriter: PatternRewriter) -> tuple[SSAValue, int]:
+    """x as int8 with its offset: an int32 x (a uint8 input widened) moves by -128
+    into int8's range, exactly, and so does its offset."""
+    if dtype_of(x.type) == INT8:
+        return x, zx
+    shift = new_constant(np.array(128, np.int32), i32, f"{cube.label}.shift", store_around(cube))
+    moved = SubOp([x, shift.out], {}, f"{cube.label}/shift")
+    narrow = CastOp([moved.y], {"dst_type": INT8}, f"{cube.label}/int8")
+    rewriter.insert([shift, moved, narrow])
+    return narrow.y, zx - 128
 
 
 class IntegerCubeToInt8(FusionPattern):
-    """Int32 cube(Cast(int8 x) - zx, int32 constant w[, int32 constant b]) -> int8 cube(x, w, b')."""
+    """Int32 cube(Cast(8-bit x) - zx, int32 constant w[, int32 constant b]) -> int8 cube(x, w, b');
+    a uint8 x is moved into int8's range first (x - 128, with zx - 128)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, cube: CubeOp, rewriter: PatternRewriter) -> None:
         if not isinstance(cube, Product) or dtype_of(cube.operands[0].type) != i32 or dtype_of(cube.operands[1].type) != i32:
             return
-        shifted = _shifted_int8(cube.operands[0])
+        shifted = _shifted(cube.operands[0])
         w = constant_value(cube.operands[1])
         if shifted is None or w is None:
             return
         self.matched(cube)
         bias = constant_value(cube.operands[2]) if len(cube.operands) > 2 else None
-        if len(cube.operands) > 2 and bias is None:
+        if (len(cube.operands) > 2 and bias is None) or not _fits_int8(np.asarray(w)):
             return
-        product = _int8_product(cube, shifted[0], shifted[1], np.asarray(w), bias, rewriter)
+        x, zx = _into_int8(*shifted, cube, rewriter)
+        product = _int8_product(cube, x, zx, np.asarray(w), bias, rewriter)
         if product is None:
             return
         rewriter.replace_op(cube, [], [product.results[0]])

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, Signedness, StringAttr, TensorType, f64, i32
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, Signedness, StringAttr, TensorType, f32, f64, i32
 from xdsl.ir import Attribute, SSAValue
 
 from dialects import ascend_graph as ag
@@ -1187,14 +1187,16 @@ def _quant_props(n: Node) -> dict[str, Attribute]:
 @converts(QuantizeLinear=25)
 def _quantize_linear(n: Node) -> Outputs:
     """AscendQuant. The result type is the zero point's, else `output_dtype`, else
-    uint8; `saturate` concerns float8 results only, which the importer refuses."""
+    uint8; `saturate` concerns float8 results only, which the importer refuses. Before
+    version 23 (which divides in `precision`, by default the scale's dtype) the
+    quotient is float32's, as onnxruntime computes it."""
     x, scale, offset = n.x(0), n.x(1), n.opt(2)
     declared = _declared_type(n, "output_dtype")
     if offset is not None and declared is not None and declared != dtype(offset):
         raise n.error(f"output_dtype {declared} differs from the zero point's {dtype(offset)}")
     dst = dtype(offset) if offset is not None else declared or IntegerType(8, Signedness.UNSIGNED)
     props = {**_quant_props(n), "dst_type": dst}
-    precision = _declared_type(n, "precision")
+    precision = _declared_type(n, "precision") if n.since >= 23 else f32
     if precision is not None:
         props["precision"] = precision
     return [n.emit(ag.AscendQuantOp, [x, scale, *([offset] if offset is not None else [])], props)]

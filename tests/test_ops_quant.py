@@ -1,0 +1,408 @@
+"""Quantization end to end: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+MatMulInteger, ConvInteger, QLinearConv, QLinearMatMul, the int8 cube and
+QuantCubeFusionPass.
+
+Each op case is a one-node ONNX model run by onnxruntime, by the reference
+interpreter (after import) and compiled and simulated (precision_mode
+must_keep_origin_dtype, so the model's dtypes are kept); integer results must be
+equal, float ones within the dtype's tolerance. The model cases quantize a small CNN
+with onnxruntime's `quantize_static` (QDQ and QOperator formats) and check that it
+runs its convolutions and its Gemm as int8 cube kernels and matches onnxruntime's
+quantized model within a few quantization steps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import IntegerType
+
+import ge
+from dialects import ascend_graph as ag
+from dialects import formats
+from ge.core import ir, reference
+from ge.core.errors import ModelError
+from ge.om import Model
+from ge.sim.kernels import cube
+from passes.registry import get_pass
+
+SOC = "Ascend910B1"
+TOLERANCE = {np.dtype(np.float32): 1e-6, np.dtype(np.float16): 1e-3}
+RNG = np.random.default_rng(7)
+
+
+def node_model(
+    op_type: str, inputs: Sequence[tuple[str, np.ndarray | None]], outputs: Sequence[tuple[str, int]], opset: int,
+    constants: Sequence[str] = (), **attrs: object,
+) -> onnx.ModelProto:
+    """One node: `inputs` as (name, value), a None value an absent input, the names in
+    `constants` initializers, the others graph inputs; `outputs` as (name, element type)."""
+    names = [name if value is not None else "" for name, value in inputs]
+    node = helper.make_node(op_type, names, [n for n, _ in outputs], **attrs)
+    given = [(n, v) for n, v in inputs if v is not None]
+    graph = helper.make_graph(
+        [node], op_type.lower(),
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in given if n not in constants],
+        [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
+        [numpy_helper.from_array(v, n) for n, v in given if n in constants],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def run_all(
+    model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], compiled: bool = True
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """onnxruntime's outputs, the reference interpreter's and (if `compiled`) the simulator's."""
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, dict(feeds))
+    names = [o.name for o in model.graph.output]
+    module, _ = ge.load_onnx(model)
+    ref = reference.run(module, feeds)
+    if not compiled:
+        return want, [ref[n] for n in names], []
+    model_ = ge.compile(module, {"soc_version": SOC, "precision_mode": "must_keep_origin_dtype"})
+    with ge.Session() as session_:
+        simulated = session_.run(model_, feeds).outputs
+    return want, [ref[n] for n in names], [simulated[n] for n in names]
+
+
+def assert_matches(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if want.dtype.kind == "f":
+        tol = TOLERANCE[want.dtype]
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max(initial=0))))
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def check(op_type: str, inputs: Sequence[tuple[str, np.ndarray | None]], outputs: Sequence[tuple[str, int]], opset: int,
+          constants: Sequence[str] = (), compiled: bool = True, **attrs: object) -> None:
+    """Both routes agree with onnxruntime. `compiled=False` checks the reference
+    route only: for an integer product the int8 cube cannot take (a weight that
+    does not fit int8 once its zero point is subtracted, or one the graph computes),
+    which is an int32 AI CPU op, and this branch lowers no AI CPU op."""
+    model = node_model(op_type, inputs, outputs, opset, constants, **attrs)
+    feeds = {n: v for n, v in inputs if v is not None and n not in constants}
+    want, ref, sim = run_all(model, feeds, compiled)
+    for w, r in zip(want, ref):
+        assert_matches(r, w)
+    for w, s in zip(want, sim):
+        assert_matches(s, w)
+
+
+def refused(op_type: str, inputs: Sequence[tuple[str, np.ndarray | None]], outputs: Sequence[tuple[str, int]], opset: int,
+            match: str, **attrs: object) -> None:
+    with pytest.raises(ModelError, match=match):
+        ge.load_onnx(node_model(op_type, inputs, outputs, opset, **attrs))
+
+
+def ints(dtype: type, shape: Sequence[int], low: int | None = None, high: int | None = None) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min if low is None else low, (info.max if high is None else high) + 1, shape).astype(dtype)
+
+
+def floats(shape: Sequence[int], scale: float = 1.0, dtype: type = np.float32) -> np.ndarray:
+    return (RNG.normal(size=shape) * scale).astype(dtype)
+
+
+I8, U8, I16, U16, I32 = TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32
+F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
+
+
+# ------------------------------------------------------------------ QuantizeLinear
+
+
+@pytest.mark.parametrize("opset", [13, 19, 21])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_quantize_linear_per_tensor_rounds_half_to_even_and_saturates(opset: int, dtype: type) -> None:
+    x = np.array([-300, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.49, 300, 127.5], np.float32)
+    x = np.concatenate([x, floats([22], 40.0)])
+    zero = np.array(3 if dtype == np.int8 else 128, dtype)
+    check("QuantizeLinear", [("x", x), ("s", np.array(0.5, np.float32)), ("z", zero)], [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))], opset)
+
+
+@pytest.mark.parametrize("opset", [13, 21])
+def test_quantize_linear_per_axis_matches_onnxruntime(opset: int) -> None:
+    x = floats([2, 3, 4, 5], 3.0)
+    scale = np.array([0.05, 0.1, 0.02], np.float32)
+    zero = np.array([-3, 0, 7], np.int8)
+    check("QuantizeLinear", [("x", x), ("s", scale), ("z", zero)], [("y", I8)], opset, axis=1)
+    check("QuantizeLinear", [("x", x), ("s", np.full(5, 0.1, np.float32)), ("z", np.arange(5, dtype=np.int8))], [("y", I8)], opset, axis=-1)
+
+
+def test_quantize_linear_21_blocked_int16_and_output_dtype_match_onnxruntime() -> None:
+    x = floats([3, 8], 100.0)
+    scale = np.abs(floats([3, 2], 0.01)) + 0.005
+    check("QuantizeLinear", [("x", x), ("s", scale), ("z", ints(np.int16, [3, 2], -50, 50))], [("y", I16)], 21, axis=1, block_size=4)
+    check("QuantizeLinear", [("x", x), ("s", scale)], [("y", U16)], 21, axis=1, block_size=4, output_dtype=U16)
+    check("QuantizeLinear", [("x", x), ("s", np.array(0.3, np.float32))], [("y", U8)], 21)
+
+
+def test_quantize_linear_float16_divides_in_float16() -> None:
+    x = floats([40], 10.0, np.float16)
+    check("QuantizeLinear", [("x", x), ("s", np.array(0.07, np.float16)), ("z", np.array(-5, np.int8))], [("y", I8)], 19)
+
+
+def test_quantize_linear_refuses_int4_and_a_wrong_scale_shape() -> None:
+    x, s = floats([2, 3]), np.array(0.1, np.float32)
+    refused("QuantizeLinear", [("x", x), ("s", s)], [("y", TensorProto.INT4)], 21, "INT4", output_dtype=TensorProto.INT4)
+    refused("QuantizeLinear", [("x", x), ("s", np.ones(4, np.float32))], [("y", U8)], 13, r"scale \[4\] is neither one value nor \[3\]")
+    refused("QuantizeLinear", [("x", x), ("s", s), ("z", np.array(1, np.uint8))], [("y", U8)], 21, "output_dtype",
+            output_dtype=I8)
+
+
+# ---------------------------------------------------------------- DequantizeLinear
+
+
+@pytest.mark.parametrize("opset", [13, 19, 21])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32])
+def test_dequantize_linear_per_tensor_matches_onnxruntime(opset: int, dtype: type) -> None:
+    x = ints(dtype, [4, 6], -100000 if dtype == np.int32 else None, 100000 if dtype == np.int32 else None)
+    zero = np.array(0 if dtype == np.int32 else 9, dtype)
+    check("DequantizeLinear", [("x", x), ("s", np.array(0.031, np.float32)), ("z", zero)], [("y", F32)], opset)
+
+
+@pytest.mark.parametrize("opset", [13, 21])
+def test_dequantize_linear_per_axis_matches_onnxruntime(opset: int) -> None:
+    x = ints(np.uint8, [2, 3, 4])
+    check("DequantizeLinear", [("x", x), ("s", np.array([0.1, 0.2, 0.3], np.float32)), ("z", np.array([1, 128, 255], np.uint8))],
+          [("y", F32)], opset, axis=1)
+
+
+def test_dequantize_linear_21_blocked_16_bit_and_float16_match_onnxruntime() -> None:
+    x = ints(np.int16, [4, 6])
+    scale = np.abs(floats([2, 6], 0.01)) + 0.001
+    check("DequantizeLinear", [("x", x), ("s", scale), ("z", ints(np.int16, [2, 6], -9, 9))], [("y", F32)], 21, axis=0, block_size=3)
+    check("DequantizeLinear", [("x", ints(np.uint16, [8])), ("s", np.array(0.002, np.float16))], [("y", F16)], 21)
+
+
+def test_dequantize_linear_refuses_a_zero_point_of_another_type() -> None:
+    with pytest.raises(ModelError, match="offset is ui8, not x's i8"):
+        module = node_model("DequantizeLinear", [("x", ints(np.int8, [4])), ("s", np.array(0.1, np.float32)), ("z", np.array(1, np.uint8))],
+                            [("y", F32)], 21)
+        ge.load_onnx(module)
+
+
+def test_a_constant_dequantization_stays_through_constant_folding() -> None:
+    w = ints(np.int8, [16, 16])
+    model = node_model("DequantizeLinear", [("x", w), ("s", np.array(0.5, np.float32))], [("y", F32)], 13, constants=["x", "s"])
+    module, _ = ge.load_onnx(model)
+    get_pass("constant-folding")().apply(ir.context(), module)
+    assert [op for op in module.walk() if isinstance(op, ag.AscendDequantOp)]
+    np.testing.assert_array_equal(reference.run(module, {})["y"], w.astype(np.float32) * 0.5)
+
+
+# ---------------------------------------------------------- DynamicQuantizeLinear
+
+
+@pytest.mark.parametrize("x", [
+    np.array([0, 2, -3, -2.5, 1.34, 0.5], np.float32),
+    np.array([-1.0, -2.1, -1.3, -2.5, -3.34, -4.0], np.float32),
+    np.array([[1, 2.1, 1.3, 2.5], [3.34, 4.0, 1.5, 2.6], [3.9, 4.0, 3.0, 2.345]], np.float32),
+])
+def test_dynamic_quantize_linear_matches_onnxruntime(x: np.ndarray) -> None:
+    check("DynamicQuantizeLinear", [("x", x)], [("y", U8), ("y_scale", F32), ("y_zero_point", U8)], 11)
+
+
+# ------------------------------------------------------------- integer products
+
+
+@pytest.mark.parametrize("a_dtype, b_dtype, a_zero, b_zero, compiled", [
+    (np.int8, np.int8, None, None, True),
+    (np.uint8, np.int8, np.array(12, np.uint8), None, True),
+    (np.int8, np.uint8, np.array(-3, np.int8), np.array(128, np.uint8), False),
+])
+def test_matmul_integer_with_a_constant_weight_matches_onnxruntime(
+    a_dtype: type, b_dtype: type, a_zero: np.ndarray | None, b_zero: np.ndarray | None, compiled: bool
+) -> None:
+    a, b = ints(a_dtype, [4, 5]), ints(b_dtype, [5, 3])
+    inputs = [("a", a), ("b", b), ("az", a_zero), ("bz", b_zero)]
+    check("MatMulInteger", inputs, [("y", I32)], 13, constants=["b", "az", "bz"], compiled=compiled)
+
+
+def test_matmul_integer_of_two_inputs_matches_onnxruntime() -> None:
+    """int8 without zero points: the int8 cube as it is; else int32 on AI CPU."""
+    check("MatMulInteger", [("a", ints(np.int8, [2, 3, 4, 5])), ("b", ints(np.int8, [5, 6]))], [("y", I32)], 13)
+    inputs = [("a", ints(np.uint8, [3, 4])), ("b", ints(np.uint8, [4, 2])), ("az", np.array([7], np.uint8)), ("bz", np.array(200, np.uint8))]
+    check("MatMulInteger", inputs, [("y", I32)], 13, compiled=False)
+
+
+@pytest.mark.parametrize("x_dtype, x_zero, w_zero, pads", [
+    (np.int8, None, None, [0, 0, 0, 0]),
+    (np.int8, np.array(-7, np.int8), None, [1, 1, 1, 1]),
+    (np.uint8, np.array(130, np.uint8), np.array(0, np.int8), [1, 0, 2, 1]),
+])
+def test_conv_integer_matches_onnxruntime(x_dtype: type, x_zero: np.ndarray | None, w_zero: np.ndarray | None, pads: list[int]) -> None:
+    inputs = [("x", ints(x_dtype, [1, 4, 6, 6])), ("w", ints(np.int8, [3, 4, 3, 3])), ("xz", x_zero), ("wz", w_zero)]
+    check("ConvInteger", inputs, [("y", I32)], 13, constants=["w", "xz", "wz"], pads=pads)
+
+
+def test_conv_integer_1d_with_a_uint8_filter_matches_onnxruntime() -> None:
+    inputs = [("x", ints(np.uint8, [2, 3, 9])), ("w", ints(np.uint8, [4, 3, 2])), ("xz", np.array(5, np.uint8)), ("wz", np.array(9, np.uint8))]
+    check("ConvInteger", inputs, [("y", I32)], 13, constants=["w", "xz", "wz"], compiled=False, strides=[2])
+
+
+def test_conv_integer_refuses_a_zero_point_per_input_channel() -> None:
+    inputs = [("x", ints(np.int8, [1, 2, 4, 4])), ("w", ints(np.int8, [3, 2, 3, 3])), ("xz", np.zeros(2, np.int8))]
+    refused("ConvInteger", inputs, [("y", I32)], 13, r"x_zero_point \[2\] must be one value")
+
+
+@pytest.mark.parametrize("dtype, per_channel", [(np.int8, False), (np.int8, True), (np.uint8, False)])
+def test_qlinear_conv_matches_onnxruntime(dtype: type, per_channel: bool) -> None:
+    """A uint8 filter with zero point 120 fits int8 once shifted when its values are 0..247."""
+    cout = 5
+    w_scale = np.abs(floats([cout], 0.01)) + 0.002 if per_channel else np.array(0.01, np.float32)
+    w_zero = np.zeros(cout if per_channel else (), np.int8) if dtype == np.int8 else np.array(120, np.uint8)
+    inputs = [
+        ("x", ints(dtype, [1, 3, 7, 7])), ("xs", np.array(0.02, np.float32)), ("xz", np.array(-4 if dtype == np.int8 else 128, dtype)),
+        ("w", ints(dtype, [cout, 3, 3, 3], None, None if dtype == np.int8 else 247)), ("ws", w_scale), ("wz", w_zero),
+        ("ys", np.array(0.05, np.float32)), ("yz", np.array(6 if dtype == np.int8 else 100, dtype)),
+        ("b", ints(np.int32, [cout], -2000, 2000)),
+    ]
+    check("QLinearConv", inputs, [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))], 13,
+          constants=["xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], pads=[1, 1, 1, 1], strides=[2, 1])
+
+
+@pytest.mark.parametrize("opset", [13, 21])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_qlinear_matmul_matches_onnxruntime(opset: int, dtype: type) -> None:
+    zero = 0 if dtype == np.int8 else 128
+    inputs = [
+        ("a", ints(dtype, [2, 3, 8])), ("as", np.array(0.03, np.float32)), ("az", np.array(zero + 3, dtype)),
+        ("b", ints(dtype, [8, 4])), ("bs", np.array(0.02, np.float32)), ("bz", np.array(zero, dtype)),
+        ("ys", np.array(0.4, np.float32)), ("yz", np.array(zero - 2 if dtype == np.int8 else 120, dtype)),
+    ]
+    check("QLinearMatMul", inputs, [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))], opset,
+          constants=["as", "az", "b", "bs", "bz", "ys", "yz"])
+
+
+def test_qlinear_matmul_refuses_a_scale_per_row_of_a() -> None:
+    inputs = [
+        ("a", ints(np.int8, [2, 8])), ("as", np.full(2, 0.03, np.float32)), ("az", np.array(0, np.int8)),
+        ("b", ints(np.int8, [8, 4])), ("bs", np.array(0.02, np.float32)), ("bz", np.array(0, np.int8)),
+        ("ys", np.array(0.4, np.float32)), ("yz", np.array(0, np.int8)),
+    ]
+    refused("QLinearMatMul", inputs, [("y", I8)], 21, "must be one value each")
+
+
+# -------------------------------------------------------------------- the int8 cube
+
+
+def test_the_simulators_int8_convolution_is_exact() -> None:
+    x, w = ints(np.int8, [2, 40, 5, 6]), ints(np.int8, [20, 40, 3, 3])
+    bias = ints(np.int32, [20], -5000, 5000)
+    props = {"strides": ag.ints([1, 1, 1, 2]), "pads": ag.ints([1, 0, 2, 1]), "dilations": ag.ints([1, 1, 1, 1]),
+             "groups": ag.int_attr(1), "dtype": IntegerType(32)}
+    types = [ag.tensor(IntegerType(8), x.shape), ag.tensor(IntegerType(8), w.shape), ag.tensor(IntegerType(32), bias.shape)]
+    values = [ag.DataOp(i, t, f"in{i}") for i, t in enumerate(types)]
+    conv = ag.Conv2DOp(values, props)
+    assert cube.fits(conv, "NC1HWC0", "FRACTAL_Z", np.dtype(np.int8))
+    b = cube.filter_matrix(formats.to_physical(w, "FRACTAL_Z", "NCHW"))
+    got = cube.conv2d(conv, formats.to_physical(x, "NC1HWC0", "NCHW"), b, (3, 3), bias)
+    want = reference.evaluate_op(conv, [x, w, bias])[0]
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+# ----------------------------------------------------------- quantized models
+
+
+def small_cnn() -> onnx.ModelProto:
+    """Conv-Relu-Conv-Relu-GlobalAveragePool-Gemm on a 3x12x12 image."""
+    init = {
+        "w1": floats([8, 3, 3, 3], 0.3), "b1": floats([8], 0.1), "w2": floats([16, 8, 3, 3], 0.2), "b2": floats([16], 0.1),
+        "wf": floats([10, 16], 0.3), "bf": floats([10], 0.1),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]), helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "cnn", [helper.make_tensor_value_info("x", F32, [1, 3, 12, 12])], [helper.make_tensor_value_info("y", F32, [1, 10])],
+        [numpy_helper.from_array(v, k) for k, v in init.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def quantized_cnn(tmp_path: Path, quant_format: str) -> Path:
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class RandomImages(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.images = iter([{"x": floats([1, 3, 12, 12])} for _ in range(16)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.images, None)
+
+    source, target = tmp_path / "cnn.onnx", tmp_path / f"cnn_{quant_format}.onnx"
+    onnx.save(small_cnn(), source)
+    qdq = quant_format == "qdq"
+    quantize_static(
+        source, target, RandomImages(), quant_format=QuantFormat.QDQ if qdq else QuantFormat.QOperator,
+        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=qdq,
+        op_types_to_quantize=None if qdq else ["Conv"],
+    )
+    return target
+
+
+def cube_ops(model: Model) -> list[ag.CubeOp]:
+    return [op for op in model.kernel_module().walk() if isinstance(op, ag.CubeOp)]
+
+
+def output_step(model: onnx.ModelProto) -> float:
+    """What one quantization step is worth at the output: the scale of the output's
+    DequantizeLinear (QDQ), else (QOperator: a float Gemm after the last QLinearConv)
+    that conv's y_scale times the largest row sum of |Gemm weight|."""
+    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    last = {n.output[0]: n for n in model.graph.node}["y"]
+    if last.op_type == "DequantizeLinear":
+        return float(values[last.input[1]].reshape(-1)[0])
+    conv = [n for n in model.graph.node if n.op_type == "QLinearConv"][-1]
+    return float(values[conv.input[6]].reshape(-1)[0]) * float(np.abs(values[last.input[1]]).sum(axis=1).max())
+
+
+@pytest.mark.parametrize("quant_format, int8_products", [("qdq", 3), ("qoperator", 2)])
+@pytest.mark.parametrize("soc", ["Ascend310", "Ascend910B1"])
+def test_a_statically_quantized_cnn_runs_int8_on_the_cube(tmp_path: Path, quant_format: str, int8_products: int, soc: str) -> None:
+    """QDQ: both convolutions and the Gemm run int8 x int8 -> int32 on the cube
+    (QuantCubeFusionPass); QOperator (only Conv quantized): both QLinearConvs. The
+    simulated outputs are within a few quantization steps of onnxruntime's."""
+    path = quantized_cnn(tmp_path, quant_format)
+    step = output_step(onnx.load(path))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    compiled = ge.compile(str(path), {"soc_version": soc})
+    int8 = [op for op in cube_ops(compiled) if ag.dtype_of(op.operands[0].type) == IntegerType(8)]
+    assert len(int8) == int8_products
+    for op in int8:
+        assert ag.dtype_of(op.operands[1].type) == IntegerType(8) and ag.dtype_of(op.results[0].type) == IntegerType(32)
+    module, _ = ge.load_onnx(str(path))
+    with ge.Session() as run:
+        for _ in range(3):
+            x = floats([1, 3, 12, 12])
+            want = session.run(None, {"x": x})[0]
+            assert np.abs(run.run(compiled, {"x": x}).outputs["y"] - want).max() <= 3 * step
+            np.testing.assert_allclose(reference.run(module, {"x": x})["y"], want, rtol=1e-5, atol=step / 100)
+
+
+def test_qdq_fusion_leaves_a_weight_with_a_zero_point_in_float(tmp_path: Path) -> None:
+    """A weight zero point other than 0 has no int8 product with a bias correction: no fusion."""
+    w = numpy_helper.from_array(ints(np.int8, [4, 3]), "w")
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["q"]), helper.make_node("DequantizeLinear", ["q", "sx", "zx"], ["dx"]),
+        helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["dw"]), helper.make_node("MatMul", ["dx", "dw"], ["y"]),
+    ]
+    consts = [w, numpy_helper.from_array(np.array(0.1, np.float32), "sx"), numpy_helper.from_array(np.array(5, np.int8), "zx"),
+              numpy_helper.from_array(np.array(0.2, np.float32), "sw"), numpy_helper.from_array(np.array(1, np.int8), "zw")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F32, [2, 4])], [helper.make_tensor_value_info("y", F32, [2, 3])], consts)
+    module, _ = ge.load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    get_pass("QuantCubeFusionPass")().apply(ir.context(), module)
+    assert [str(ag.dtype_of(op.operands[0].type)) for op in module.walk() if isinstance(op, ag.CubeOp)] == ["f32"]
