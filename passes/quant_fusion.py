@@ -161,7 +161,7 @@ class DequantCubeToInt8(FusionPattern):
         deq_scale = new_constant(scale, dtype_of(cube.results[0].type), f"{cube.label}.deq_scale", store_around(cube))
         props = {"axis": int_attr(_channel_axis(cube)), "block_size": int_attr(0)}
         rewriter.insert(deq_scale)
-        rewriter.replace_op(cube, AscendDequantOp([product.results[0], deq_scale.out], props, f"{cube.label}/dequant"))
+        rewriter.replace(cube, AscendDequantOp([product.results[0], deq_scale.out], props, f"{cube.label}/dequant"))
         self.effected()
 
     @staticmethod
@@ -242,7 +242,7 @@ class IntegerCubeToInt8(FusionPattern):
         product = _int8_product(cube, x, zx, np.asarray(w), bias, rewriter)
         if product is None:
             return
-        rewriter.replace_op(cube, [], [product.results[0]])
+        rewriter.replace(cube, [], [product.results[0]])
         self.effected()
 
 

@@ -225,11 +225,21 @@ def test_matmul_integer_with_a_constant_weight_matches_onnxruntime(
     check("MatMulInteger", inputs, [("y", I32)], 13, constants=["b", "az", "bz"], compiled=compiled)
 
 
-def test_matmul_integer_of_two_inputs_matches_onnxruntime() -> None:
-    """int8 without zero points: the int8 cube as it is; else int32 on AI CPU."""
-    check("MatMulInteger", [("a", ints(np.int8, [2, 3, 4, 5])), ("b", ints(np.int8, [5, 6]))], [("y", I32)], 13)
-    inputs = [("a", ints(np.uint8, [3, 4])), ("b", ints(np.uint8, [4, 2])), ("az", np.array([7], np.uint8)), ("bz", np.array(200, np.uint8))]
-    check("MatMulInteger", inputs, [("y", I32)], 13, compiled=False)
+@pytest.mark.parametrize("a_dtype, b_dtype, a_zero, b_zero", [
+    (np.int8, np.int8, None, None),
+    (np.uint8, np.uint8, np.array([7], np.uint8), np.array(200, np.uint8)),
+    (np.int8, np.uint8, None, np.array(3, np.uint8)),
+])
+def test_matmul_integer_of_two_inputs_runs_on_the_int8_cube(
+    a_dtype: type, b_dtype: type, a_zero: np.ndarray | None, b_zero: np.ndarray | None
+) -> None:
+    """int8 without zero points: the int8 cube as it is; else the int8 product of the
+    operands moved into int8 with int32 corrections for the zero points."""
+    inputs = [("a", ints(a_dtype, [2, 3, 4, 5])), ("b", ints(b_dtype, [5, 6])), ("az", a_zero), ("bz", b_zero)]
+    check("MatMulInteger", inputs, [("y", I32)], 13)
+    module, _ = ge.load_onnx(node_model("MatMulInteger", inputs, [("y", I32)], 13))
+    products = [op for op in module.walk() if isinstance(op, ag.CubeOp)]
+    assert [str(ag.dtype_of(op.operands[0].type)) for op in products] == ["i8"]
 
 
 @pytest.mark.parametrize("x_dtype, x_zero, w_zero, pads", [
@@ -279,6 +289,18 @@ def test_qlinear_matmul_matches_onnxruntime(opset: int, dtype: type) -> None:
     ]
     check("QLinearMatMul", inputs, [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))], opset,
           constants=["as", "az", "b", "bs", "bz", "ys", "yz"])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_qlinear_matmul_of_two_inputs_matches_onnxruntime(dtype: type) -> None:
+    """Every input computed (as the ONNX node tests feed them): the corrected int8 product."""
+    zero = 0 if dtype == np.int8 else 128
+    inputs = [
+        ("a", ints(dtype, [2, 4])), ("as", np.array([0.03], np.float32)), ("az", np.array([zero + 5], dtype)),
+        ("b", ints(dtype, [4, 3])), ("bs", np.array([0.02], np.float32)), ("bz", np.array([zero - 9], dtype)),
+        ("ys", np.array([0.1], np.float32)), ("yz", np.array([zero + 1], dtype)),
+    ]
+    check("QLinearMatMul", inputs, [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))], 21)
 
 
 def test_qlinear_matmul_refuses_a_scale_per_row_of_a() -> None:

@@ -1279,15 +1279,66 @@ def _integer_operands(
 
 def _integer_matmul(n: Node, tag: str | None) -> SSAValue:
     """(A - a_zero_point) @ (B - b_zero_point) in int32, from inputs 0, 2 and 3, 5 (QLinearMatMul's
-    order) or 0, 1 and 2, 3 (MatMulInteger's); a zero point per row of A or per column of B."""
+    order) or 0, 1 and 2, 3 (MatMulInteger's); a zero point per row of A or per column of B.
+    A computed B with one-value zero points runs on the int8 cube (`_corrected_matmul`)."""
     quantized = n.op_type == "QLinearMatMul"
     a, b = n.x(0), n.x(3 if quantized else 1)
     a_offset, b_offset = n.opt(2), n.opt(5 if quantized else 3)
+    plain = dtype(a) == dtype(b) == IntegerType(8) and _no_offset(n, a_offset) and _no_offset(n, b_offset)
+    ranks = min(len(shape(a)), len(shape(b))) >= 2 and shape(a)[-1] != DYN
+    if not plain and n.importer.array_of(b) is None and _one_value(a_offset) and _one_value(b_offset) and ranks:
+        return _corrected_matmul(n, a, a_offset, b, b_offset, tag)
     x1, x2, props = _integer_operands(n, a, a_offset, len(shape(a)) - 2, b, b_offset, len(shape(b)) - 1)
+    return _matmul_op(n, x1, x2, props, tag)
+
+
+def _matmul_op(n: Node, x1: SSAValue, x2: SSAValue, props: dict[str, Attribute], tag: str | None) -> SSAValue:
     if len(shape(x1)) == 2 and len(shape(x2)) == 2:
-        props |= {"transpose_x1": bool_attr(False), "transpose_x2": bool_attr(False)}
+        props = props | {"transpose_x1": bool_attr(False), "transpose_x2": bool_attr(False)}
         return n.emit(ag.MatMulV2Op, [x1, x2], props, tag)
     return n.emit(ag.BatchMatMulOp, [x1, x2], props | {"adj_x1": bool_attr(False), "adj_x2": bool_attr(False)}, tag)
+
+
+def _int8_of(n: Node, x: SSAValue, offset: SSAValue | None, tag: str) -> tuple[SSAValue, SSAValue | None]:
+    """x as int8 and its offset in int32 (None for none): a uint8 x moves by -128 into
+    int8's range, exactly, and its offset with it."""
+    unsigned = dtype(x) != IntegerType(8)
+    wide_offset = None if offset is None else n.emit(ag.CastOp, [offset], {"dst_type": i32}, f"{tag}_zero_point")
+    if not unsigned:
+        return x, wide_offset
+    shift = n.const(np.array(128, np.int32), f"{tag}_shift")
+    moved = n.emit(ag.SubOp, [n.emit(ag.CastOp, [x], {"dst_type": i32}, f"{tag}_int32"), shift], tag=f"{tag}_moved")
+    x8 = n.emit(ag.CastOp, [moved], {"dst_type": IntegerType(8)}, f"{tag}_int8")
+    if wide_offset is None:
+        return x8, n.const(np.array(-128, np.int32), f"{tag}_moved_zero_point")
+    return x8, n.emit(ag.SubOp, [wide_offset, shift], tag=f"{tag}_moved_zero_point")
+
+
+def _corrected_matmul(
+    n: Node, a: SSAValue, a_offset: SSAValue | None, b: SSAValue, b_offset: SSAValue | None, tag: str | None
+) -> SSAValue:
+    """(a - za) @ (b - zb) = a @ b - za * colsum(b) - zb * rowsum(a) + K * za * zb: the
+    product of the int8 values on the int8 cube, the sums and corrections in int32
+    vector ops, all exact (a uint8 operand moved into int8 first)."""
+    a8, za = _int8_of(n, a, a_offset, "a")
+    b8, zb = _int8_of(n, b, b_offset, "b")
+    product = _matmul_op(n, a8, b8, {"dtype": i32}, "product")
+    terms: list[tuple[type[ag.AscendOp], SSAValue]] = []
+    if za is not None:
+        b_wide = n.emit(ag.CastOp, [b8], {"dst_type": i32}, "b_sum_int32")
+        colsum = _reduce(n, ag.ReduceSumOp, b_wide, (-2,), True, "b_column_sums")
+        terms.append((ag.SubOp, n.emit(ag.MulOp, [za, colsum], tag="a_correction")))
+    if zb is not None:
+        a_wide = n.emit(ag.CastOp, [a8], {"dst_type": i32}, "a_sum_int32")
+        rowsum = _reduce(n, ag.ReduceSumOp, a_wide, (-1,), True, "a_row_sums")
+        terms.append((ag.SubOp, n.emit(ag.MulOp, [zb, rowsum], tag="b_correction")))
+    if za is not None and zb is not None:
+        k = n.const(np.array(shape(a)[-1], np.int32), "depth")
+        terms.append((ag.AddOp, n.emit(ag.MulOp, [n.emit(ag.MulOp, [za, zb], tag="offsets"), k], tag="offset_term")))
+    y = product
+    for i, (cls, term) in enumerate(terms):  # a uint8 operand or a zero point: never none
+        y = n.emit(cls, [y, term], tag=tag if i == len(terms) - 1 else f"corrected_{i}")
+    return y
 
 
 @converts(MatMulInteger=10)
