@@ -2292,8 +2292,9 @@ def _quant_params(operand_types: Sequence[Attribute], props: Props, what: str) -
     if not is_float(dtype_of(operand_types[1])):
         raise ShapeError(f"{what} must be floating-point, got {dtype_of(operand_types[1])}")
     one = ((), (1,))
-    if len(operand_types) > 2 and shape_of(operand_types[2]) not in one and not shapes.compatible(shape_of(operand_types[2]), scale):
-        raise ShapeError(f"offset {shapes.fmt(shape_of(operand_types[2]))} is neither one value nor the shape of {what} {shapes.fmt(scale)}")
+    offset = shape_of(operand_types[2]) if len(operand_types) > 2 else ()
+    if offset not in one and not shapes.compatible(offset, scale):
+        raise ShapeError(f"offset {shapes.fmt(offset)} is neither one value nor {what}'s shape {shapes.fmt(scale)}")
     block = props.int("block_size")
     if block < 0:
         raise ShapeError(f"block_size {block} must be >= 0")
@@ -2302,11 +2303,16 @@ def _quant_params(operand_types: Sequence[Attribute], props: Props, what: str) -
     axis = shapes.norm_axis(props.int("axis", 1), len(x))
     if block == 0:
         if len(scale) != 1 or not shapes.compatible(scale, (x[axis],)):
-            raise ShapeError(f"{what} {shapes.fmt(scale)} is neither one value nor [{x[axis]}] (one per index along axis {axis})")
+            raise ShapeError(
+                f"{what} {shapes.fmt(scale)} is neither one value nor [{x[axis]}] (one per index along axis {axis})"
+            )
         return
     want = tuple(DYN if d == DYN else -(-d // block) if i == axis else d for i, d in enumerate(x))
     if not shapes.compatible(scale, want):
-        raise ShapeError(f"blocked {what} {shapes.fmt(scale)} is not {shapes.fmt(want)} (x {shapes.fmt(x)} in blocks of {block} along axis {axis})")
+        raise ShapeError(
+            f"blocked {what} {shapes.fmt(scale)} is not {shapes.fmt(want)} "
+            f"(x {shapes.fmt(x)} in blocks of {block} along axis {axis})"
+        )
 
 
 @irdl_op_definition

@@ -62,7 +62,9 @@ class FoldConstantOp(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: AscendOp, rewriter: PatternRewriter) -> None:
-        if isinstance(op, ConstOp | DataOp | NetOutputOp | AscendDequantOp) or not op.operands or not op.has_trait(Pure):
+        if isinstance(op, ConstOp | DataOp | NetOutputOp | AscendDequantOp) or not op.operands:
+            return
+        if not op.has_trait(Pure):
             return
         if not all(isinstance(v.owner, ConstOp) for v in op.operands):
             return

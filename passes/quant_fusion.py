@@ -37,14 +37,18 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.dialects.builtin import IntegerType, Signedness, StringAttr, i32
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from dialects.ascend_graph import (
     AscendDequantOp,
     BatchMatMulOp,
     CastOp,
-    CubeOp,
     Conv2DOp,
+    CubeOp,
     MatMulV2Op,
     PadOp,
     SubOp,
@@ -55,8 +59,8 @@ from dialects.ascend_graph import (
     is_float,
     shape_of,
 )
-from passes.graph_match import constant_value, new_constant, store_around
 from passes.fusion import FusionCounts, FusionPass, FusionPattern, fusion_pass
+from passes.graph_match import constant_value, new_constant, store_around
 
 INT8 = IntegerType(8)
 UINT8 = IntegerType(8, Signedness.UNSIGNED)
@@ -127,8 +131,11 @@ def _int8_product(
         top, bottom, left, right = cube.props.ints("pads")
         pad = PadOp(
             [x],
-            {"paddings": ints([0, 0, 0, 0, top, bottom, left, right]), "mode": StringAttr("constant"),
-             "constant_value": float_attr(zx)},
+            {
+                "paddings": ints([0, 0, 0, 0, top, bottom, left, right]),
+                "mode": StringAttr("constant"),
+                "constant_value": float_attr(zx),
+            },
             f"{cube.label}/pad_offset",
         )
         new.append(pad)
@@ -182,17 +189,25 @@ class DequantCubeToInt8(FusionPattern):
         if per_channel is None:
             return None
         scale = (sx.reshape(()) * per_channel).astype(np.float32)
-        bias = None
-        if bias_deq is not None:
-            b_params = _dequant_constants(bias_deq)
-            b = constant_value(bias_deq.x) if isinstance(bias_deq, AscendDequantOp) else None
-            if b_params is None or b is None or dtype_of(bias_deq.x.type) != i32 or b_params[1].any():  # type: ignore[union-attr]
-                return None
-            sb = np.broadcast_to(b_params[0].reshape(-1), (channels,))
-            if b.size != channels or not np.allclose(sb, scale, rtol=2.0**-22, atol=0.0):
-                return None
-            bias = np.asarray(b)
+        bias = None if bias_deq is None else _int32_bias(bias_deq, scale)
+        if bias_deq is not None and bias is None:
+            return None
         return int(zx.reshape(-1)[0]), np.asarray(w), scale, bias
+
+
+def _int32_bias(op: Operation, scale: np.ndarray) -> np.ndarray | None:
+    """The values b of AscendDequant(int32 constant b, scale, zero offset), one per
+    channel, with its scale `scale` to float32's precision; None when it is not that."""
+    params = _dequant_constants(op)
+    if params is None:
+        return None
+    assert isinstance(op, AscendDequantOp)
+    b, (sb, zb, _) = constant_value(op.x), params
+    if b is None or dtype_of(op.x.type) != i32 or zb.any() or b.size != scale.size or sb.size not in (1, scale.size):
+        return None
+    if not np.allclose(np.broadcast_to(sb.reshape(-1), scale.shape), scale, rtol=2.0**-22, atol=0.0):
+        return None
+    return np.asarray(b)
 
 
 def _shifted(value: SSAValue) -> tuple[SSAValue, int] | None:
@@ -228,7 +243,11 @@ class IntegerCubeToInt8(FusionPattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, cube: CubeOp, rewriter: PatternRewriter) -> None:
-        if not isinstance(cube, Product) or dtype_of(cube.operands[0].type) != i32 or dtype_of(cube.operands[1].type) != i32:
+        if (
+            not isinstance(cube, Product)
+            or dtype_of(cube.operands[0].type) != i32
+            or dtype_of(cube.operands[1].type) != i32
+        ):
             return
         shifted = _shifted(cube.operands[0])
         w = constant_value(cube.operands[1])
@@ -254,4 +273,3 @@ class QuantCubeFusionPass(FusionPass):
 
     def patterns(self, counts: FusionCounts) -> Sequence[RewritePattern]:
         return [DequantCubeToInt8(counts), IntegerCubeToInt8(counts)]
-

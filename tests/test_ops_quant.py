@@ -37,8 +37,12 @@ RNG = np.random.default_rng(7)
 
 
 def node_model(
-    op_type: str, inputs: Sequence[tuple[str, np.ndarray | None]], outputs: Sequence[tuple[str, int]], opset: int,
-    constants: Sequence[str] = (), **attrs: object,
+    op_type: str,
+    inputs: Sequence[tuple[str, np.ndarray | None]],
+    outputs: Sequence[tuple[str, int]],
+    opset: int,
+    constants: Sequence[str] = (),
+    **attrs: object,
 ) -> onnx.ModelProto:
     """One node: `inputs` as (name, value), a None value an absent input, the names in
     `constants` initializers, the others graph inputs; `outputs` as (name, element type)."""
@@ -46,8 +50,13 @@ def node_model(
     node = helper.make_node(op_type, names, [n for n, _ in outputs], **attrs)
     given = [(n, v) for n, v in inputs if v is not None]
     graph = helper.make_graph(
-        [node], op_type.lower(),
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in given if n not in constants],
+        [node],
+        op_type.lower(),
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for n, v in given
+            if n not in constants
+        ],
         [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
         [numpy_helper.from_array(v, n) for n, v in given if n in constants],
     )
@@ -80,8 +89,15 @@ def assert_matches(got: np.ndarray, want: np.ndarray) -> None:
         np.testing.assert_array_equal(got, want)
 
 
-def check(op_type: str, inputs: Sequence[tuple[str, np.ndarray | None]], outputs: Sequence[tuple[str, int]], opset: int,
-          constants: Sequence[str] = (), compiled: bool = True, **attrs: object) -> None:
+def check(
+    op_type: str,
+    inputs: Sequence[tuple[str, np.ndarray | None]],
+    outputs: Sequence[tuple[str, int]],
+    opset: int,
+    constants: Sequence[str] = (),
+    compiled: bool = True,
+    **attrs: object,
+) -> None:
     """Both routes agree with onnxruntime. `compiled=False` checks the reference
     route only: for an integer product the int8 cube cannot take (a weight that
     does not fit int8 once its zero point is subtracted, or one the graph computes),
@@ -95,8 +111,14 @@ def check(op_type: str, inputs: Sequence[tuple[str, np.ndarray | None]], outputs
         assert_matches(s, w)
 
 
-def refused(op_type: str, inputs: Sequence[tuple[str, np.ndarray | None]], outputs: Sequence[tuple[str, int]], opset: int,
-            match: str, **attrs: object) -> None:
+def refused(
+    op_type: str,
+    inputs: Sequence[tuple[str, np.ndarray | None]],
+    outputs: Sequence[tuple[str, int]],
+    opset: int,
+    match: str,
+    **attrs: object,
+) -> None:
     with pytest.raises(ModelError, match=match):
         ge.load_onnx(node_model(op_type, inputs, outputs, opset, **attrs))
 
@@ -123,7 +145,12 @@ def test_quantize_linear_per_tensor_rounds_half_to_even_and_saturates(opset: int
     x = np.array([-300, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.49, 300, 127.5], np.float32)
     x = np.concatenate([x, floats([22], 40.0)])
     zero = np.array(3 if dtype == np.int8 else 128, dtype)
-    check("QuantizeLinear", [("x", x), ("s", np.array(0.5, np.float32)), ("z", zero)], [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))], opset)
+    check(
+        "QuantizeLinear",
+        [("x", x), ("s", np.array(0.5, np.float32)), ("z", zero)],
+        [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))],
+        opset,
+    )
 
 
 @pytest.mark.parametrize("opset", [13, 21])
@@ -132,28 +159,57 @@ def test_quantize_linear_per_axis_matches_onnxruntime(opset: int) -> None:
     scale = np.array([0.05, 0.1, 0.02], np.float32)
     zero = np.array([-3, 0, 7], np.int8)
     check("QuantizeLinear", [("x", x), ("s", scale), ("z", zero)], [("y", I8)], opset, axis=1)
-    check("QuantizeLinear", [("x", x), ("s", np.full(5, 0.1, np.float32)), ("z", np.arange(5, dtype=np.int8))], [("y", I8)], opset, axis=-1)
+    check(
+        "QuantizeLinear",
+        [("x", x), ("s", np.full(5, 0.1, np.float32)), ("z", np.arange(5, dtype=np.int8))],
+        [("y", I8)],
+        opset,
+        axis=-1,
+    )
 
 
 def test_quantize_linear_21_blocked_int16_and_output_dtype_match_onnxruntime() -> None:
     x = floats([3, 8], 100.0)
     scale = np.abs(floats([3, 2], 0.01)) + 0.005
-    check("QuantizeLinear", [("x", x), ("s", scale), ("z", ints(np.int16, [3, 2], -50, 50))], [("y", I16)], 21, axis=1, block_size=4)
+    check(
+        "QuantizeLinear",
+        [("x", x), ("s", scale), ("z", ints(np.int16, [3, 2], -50, 50))],
+        [("y", I16)],
+        21,
+        axis=1,
+        block_size=4,
+    )
     check("QuantizeLinear", [("x", x), ("s", scale)], [("y", U16)], 21, axis=1, block_size=4, output_dtype=U16)
     check("QuantizeLinear", [("x", x), ("s", np.array(0.3, np.float32))], [("y", U8)], 21)
 
 
 def test_quantize_linear_float16_divides_in_float16() -> None:
     x = floats([40], 10.0, np.float16)
-    check("QuantizeLinear", [("x", x), ("s", np.array(0.07, np.float16)), ("z", np.array(-5, np.int8))], [("y", I8)], 19)
+    check(
+        "QuantizeLinear", [("x", x), ("s", np.array(0.07, np.float16)), ("z", np.array(-5, np.int8))], [("y", I8)], 19
+    )
 
 
 def test_quantize_linear_refuses_int4_and_a_wrong_scale_shape() -> None:
     x, s = floats([2, 3]), np.array(0.1, np.float32)
-    refused("QuantizeLinear", [("x", x), ("s", s)], [("y", TensorProto.INT4)], 21, "INT4", output_dtype=TensorProto.INT4)
-    refused("QuantizeLinear", [("x", x), ("s", np.ones(4, np.float32))], [("y", U8)], 13, r"scale \[4\] is neither one value nor \[3\]")
-    refused("QuantizeLinear", [("x", x), ("s", s), ("z", np.array(1, np.uint8))], [("y", U8)], 21, "output_dtype",
-            output_dtype=I8)
+    refused(
+        "QuantizeLinear", [("x", x), ("s", s)], [("y", TensorProto.INT4)], 21, "INT4", output_dtype=TensorProto.INT4
+    )
+    refused(
+        "QuantizeLinear",
+        [("x", x), ("s", np.ones(4, np.float32))],
+        [("y", U8)],
+        13,
+        r"scale \[4\] is neither one value nor \[3\]",
+    )
+    refused(
+        "QuantizeLinear",
+        [("x", x), ("s", s), ("z", np.array(1, np.uint8))],
+        [("y", U8)],
+        21,
+        "output_dtype",
+        output_dtype=I8,
+    )
 
 
 # ---------------------------------------------------------------- DequantizeLinear
@@ -170,27 +226,45 @@ def test_dequantize_linear_per_tensor_matches_onnxruntime(opset: int, dtype: typ
 @pytest.mark.parametrize("opset", [13, 21])
 def test_dequantize_linear_per_axis_matches_onnxruntime(opset: int) -> None:
     x = ints(np.uint8, [2, 3, 4])
-    check("DequantizeLinear", [("x", x), ("s", np.array([0.1, 0.2, 0.3], np.float32)), ("z", np.array([1, 128, 255], np.uint8))],
-          [("y", F32)], opset, axis=1)
+    check(
+        "DequantizeLinear",
+        [("x", x), ("s", np.array([0.1, 0.2, 0.3], np.float32)), ("z", np.array([1, 128, 255], np.uint8))],
+        [("y", F32)],
+        opset,
+        axis=1,
+    )
 
 
 def test_dequantize_linear_21_blocked_16_bit_and_float16_match_onnxruntime() -> None:
     x = ints(np.int16, [4, 6])
     scale = np.abs(floats([2, 6], 0.01)) + 0.001
-    check("DequantizeLinear", [("x", x), ("s", scale), ("z", ints(np.int16, [2, 6], -9, 9))], [("y", F32)], 21, axis=0, block_size=3)
+    check(
+        "DequantizeLinear",
+        [("x", x), ("s", scale), ("z", ints(np.int16, [2, 6], -9, 9))],
+        [("y", F32)],
+        21,
+        axis=0,
+        block_size=3,
+    )
     check("DequantizeLinear", [("x", ints(np.uint16, [8])), ("s", np.array(0.002, np.float16))], [("y", F16)], 21)
 
 
 def test_dequantize_linear_refuses_a_zero_point_of_another_type() -> None:
     with pytest.raises(ModelError, match="offset is ui8, not x's i8"):
-        module = node_model("DequantizeLinear", [("x", ints(np.int8, [4])), ("s", np.array(0.1, np.float32)), ("z", np.array(1, np.uint8))],
-                            [("y", F32)], 21)
+        module = node_model(
+            "DequantizeLinear",
+            [("x", ints(np.int8, [4])), ("s", np.array(0.1, np.float32)), ("z", np.array(1, np.uint8))],
+            [("y", F32)],
+            21,
+        )
         ge.load_onnx(module)
 
 
 def test_a_constant_dequantization_stays_through_constant_folding() -> None:
     w = ints(np.int8, [16, 16])
-    model = node_model("DequantizeLinear", [("x", w), ("s", np.array(0.5, np.float32))], [("y", F32)], 13, constants=["x", "s"])
+    model = node_model(
+        "DequantizeLinear", [("x", w), ("s", np.array(0.5, np.float32))], [("y", F32)], 13, constants=["x", "s"]
+    )
     module, _ = ge.load_onnx(model)
     get_pass("constant-folding")().apply(ir.context(), module)
     assert [op for op in module.walk() if isinstance(op, ag.AscendDequantOp)]
@@ -200,11 +274,14 @@ def test_a_constant_dequantization_stays_through_constant_folding() -> None:
 # ---------------------------------------------------------- DynamicQuantizeLinear
 
 
-@pytest.mark.parametrize("x", [
-    np.array([0, 2, -3, -2.5, 1.34, 0.5], np.float32),
-    np.array([-1.0, -2.1, -1.3, -2.5, -3.34, -4.0], np.float32),
-    np.array([[1, 2.1, 1.3, 2.5], [3.34, 4.0, 1.5, 2.6], [3.9, 4.0, 3.0, 2.345]], np.float32),
-])
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([0, 2, -3, -2.5, 1.34, 0.5], np.float32),
+        np.array([-1.0, -2.1, -1.3, -2.5, -3.34, -4.0], np.float32),
+        np.array([[1, 2.1, 1.3, 2.5], [3.34, 4.0, 1.5, 2.6], [3.9, 4.0, 3.0, 2.345]], np.float32),
+    ],
+)
 def test_dynamic_quantize_linear_matches_onnxruntime(x: np.ndarray) -> None:
     check("DynamicQuantizeLinear", [("x", x)], [("y", U8), ("y_scale", F32), ("y_zero_point", U8)], 11)
 
@@ -212,11 +289,14 @@ def test_dynamic_quantize_linear_matches_onnxruntime(x: np.ndarray) -> None:
 # ------------------------------------------------------------- integer products
 
 
-@pytest.mark.parametrize("a_dtype, b_dtype, a_zero, b_zero, compiled", [
-    (np.int8, np.int8, None, None, True),
-    (np.uint8, np.int8, np.array(12, np.uint8), None, True),
-    (np.int8, np.uint8, np.array(-3, np.int8), np.array(128, np.uint8), False),
-])
+@pytest.mark.parametrize(
+    "a_dtype, b_dtype, a_zero, b_zero, compiled",
+    [
+        (np.int8, np.int8, None, None, True),
+        (np.uint8, np.int8, np.array(12, np.uint8), None, True),
+        (np.int8, np.uint8, np.array(-3, np.int8), np.array(128, np.uint8), False),
+    ],
+)
 def test_matmul_integer_with_a_constant_weight_matches_onnxruntime(
     a_dtype: type, b_dtype: type, a_zero: np.ndarray | None, b_zero: np.ndarray | None, compiled: bool
 ) -> None:
@@ -225,11 +305,14 @@ def test_matmul_integer_with_a_constant_weight_matches_onnxruntime(
     check("MatMulInteger", inputs, [("y", I32)], 13, constants=["b", "az", "bz"], compiled=compiled)
 
 
-@pytest.mark.parametrize("a_dtype, b_dtype, a_zero, b_zero", [
-    (np.int8, np.int8, None, None),
-    (np.uint8, np.uint8, np.array([7], np.uint8), np.array(200, np.uint8)),
-    (np.int8, np.uint8, None, np.array(3, np.uint8)),
-])
+@pytest.mark.parametrize(
+    "a_dtype, b_dtype, a_zero, b_zero",
+    [
+        (np.int8, np.int8, None, None),
+        (np.uint8, np.uint8, np.array([7], np.uint8), np.array(200, np.uint8)),
+        (np.int8, np.uint8, None, np.array(3, np.uint8)),
+    ],
+)
 def test_matmul_integer_of_two_inputs_runs_on_the_int8_cube(
     a_dtype: type, b_dtype: type, a_zero: np.ndarray | None, b_zero: np.ndarray | None
 ) -> None:
@@ -242,18 +325,28 @@ def test_matmul_integer_of_two_inputs_runs_on_the_int8_cube(
     assert [str(ag.dtype_of(op.operands[0].type)) for op in products] == ["i8"]
 
 
-@pytest.mark.parametrize("x_dtype, x_zero, w_zero, pads", [
-    (np.int8, None, None, [0, 0, 0, 0]),
-    (np.int8, np.array(-7, np.int8), None, [1, 1, 1, 1]),
-    (np.uint8, np.array(130, np.uint8), np.array(0, np.int8), [1, 0, 2, 1]),
-])
-def test_conv_integer_matches_onnxruntime(x_dtype: type, x_zero: np.ndarray | None, w_zero: np.ndarray | None, pads: list[int]) -> None:
+@pytest.mark.parametrize(
+    "x_dtype, x_zero, w_zero, pads",
+    [
+        (np.int8, None, None, [0, 0, 0, 0]),
+        (np.int8, np.array(-7, np.int8), None, [1, 1, 1, 1]),
+        (np.uint8, np.array(130, np.uint8), np.array(0, np.int8), [1, 0, 2, 1]),
+    ],
+)
+def test_conv_integer_matches_onnxruntime(
+    x_dtype: type, x_zero: np.ndarray | None, w_zero: np.ndarray | None, pads: list[int]
+) -> None:
     inputs = [("x", ints(x_dtype, [1, 4, 6, 6])), ("w", ints(np.int8, [3, 4, 3, 3])), ("xz", x_zero), ("wz", w_zero)]
     check("ConvInteger", inputs, [("y", I32)], 13, constants=["w", "xz", "wz"], pads=pads)
 
 
 def test_conv_integer_1d_with_a_uint8_filter_matches_onnxruntime() -> None:
-    inputs = [("x", ints(np.uint8, [2, 3, 9])), ("w", ints(np.uint8, [4, 3, 2])), ("xz", np.array(5, np.uint8)), ("wz", np.array(9, np.uint8))]
+    inputs = [
+        ("x", ints(np.uint8, [2, 3, 9])),
+        ("w", ints(np.uint8, [4, 3, 2])),
+        ("xz", np.array(5, np.uint8)),
+        ("wz", np.array(9, np.uint8)),
+    ]
     check("ConvInteger", inputs, [("y", I32)], 13, constants=["w", "xz", "wz"], compiled=False, strides=[2])
 
 
@@ -269,13 +362,25 @@ def test_qlinear_conv_matches_onnxruntime(dtype: type, per_channel: bool) -> Non
     w_scale = np.abs(floats([cout], 0.01)) + 0.002 if per_channel else np.array(0.01, np.float32)
     w_zero = np.zeros(cout if per_channel else (), np.int8) if dtype == np.int8 else np.array(120, np.uint8)
     inputs = [
-        ("x", ints(dtype, [1, 3, 7, 7])), ("xs", np.array(0.02, np.float32)), ("xz", np.array(-4 if dtype == np.int8 else 128, dtype)),
-        ("w", ints(dtype, [cout, 3, 3, 3], None, None if dtype == np.int8 else 247)), ("ws", w_scale), ("wz", w_zero),
-        ("ys", np.array(0.05, np.float32)), ("yz", np.array(6 if dtype == np.int8 else 100, dtype)),
+        ("x", ints(dtype, [1, 3, 7, 7])),
+        ("xs", np.array(0.02, np.float32)),
+        ("xz", np.array(-4 if dtype == np.int8 else 128, dtype)),
+        ("w", ints(dtype, [cout, 3, 3, 3], None, None if dtype == np.int8 else 247)),
+        ("ws", w_scale),
+        ("wz", w_zero),
+        ("ys", np.array(0.05, np.float32)),
+        ("yz", np.array(6 if dtype == np.int8 else 100, dtype)),
         ("b", ints(np.int32, [cout], -2000, 2000)),
     ]
-    check("QLinearConv", inputs, [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))], 13,
-          constants=["xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], pads=[1, 1, 1, 1], strides=[2, 1])
+    check(
+        "QLinearConv",
+        inputs,
+        [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))],
+        13,
+        constants=["xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+        pads=[1, 1, 1, 1],
+        strides=[2, 1],
+    )
 
 
 @pytest.mark.parametrize("opset", [13, 21])
@@ -283,12 +388,22 @@ def test_qlinear_conv_matches_onnxruntime(dtype: type, per_channel: bool) -> Non
 def test_qlinear_matmul_matches_onnxruntime(opset: int, dtype: type) -> None:
     zero = 0 if dtype == np.int8 else 128
     inputs = [
-        ("a", ints(dtype, [2, 3, 8])), ("as", np.array(0.03, np.float32)), ("az", np.array(zero + 3, dtype)),
-        ("b", ints(dtype, [8, 4])), ("bs", np.array(0.02, np.float32)), ("bz", np.array(zero, dtype)),
-        ("ys", np.array(0.4, np.float32)), ("yz", np.array(zero - 2 if dtype == np.int8 else 120, dtype)),
+        ("a", ints(dtype, [2, 3, 8])),
+        ("as", np.array(0.03, np.float32)),
+        ("az", np.array(zero + 3, dtype)),
+        ("b", ints(dtype, [8, 4])),
+        ("bs", np.array(0.02, np.float32)),
+        ("bz", np.array(zero, dtype)),
+        ("ys", np.array(0.4, np.float32)),
+        ("yz", np.array(zero - 2 if dtype == np.int8 else 120, dtype)),
     ]
-    check("QLinearMatMul", inputs, [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))], opset,
-          constants=["as", "az", "b", "bs", "bz", "ys", "yz"])
+    check(
+        "QLinearMatMul",
+        inputs,
+        [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))],
+        opset,
+        constants=["as", "az", "b", "bs", "bz", "ys", "yz"],
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
@@ -296,18 +411,28 @@ def test_qlinear_matmul_of_two_inputs_matches_onnxruntime(dtype: type) -> None:
     """Every input computed (as the ONNX node tests feed them): the corrected int8 product."""
     zero = 0 if dtype == np.int8 else 128
     inputs = [
-        ("a", ints(dtype, [2, 4])), ("as", np.array([0.03], np.float32)), ("az", np.array([zero + 5], dtype)),
-        ("b", ints(dtype, [4, 3])), ("bs", np.array([0.02], np.float32)), ("bz", np.array([zero - 9], dtype)),
-        ("ys", np.array([0.1], np.float32)), ("yz", np.array([zero + 1], dtype)),
+        ("a", ints(dtype, [2, 4])),
+        ("as", np.array([0.03], np.float32)),
+        ("az", np.array([zero + 5], dtype)),
+        ("b", ints(dtype, [4, 3])),
+        ("bs", np.array([0.02], np.float32)),
+        ("bz", np.array([zero - 9], dtype)),
+        ("ys", np.array([0.1], np.float32)),
+        ("yz", np.array([zero + 1], dtype)),
     ]
     check("QLinearMatMul", inputs, [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))], 21)
 
 
 def test_qlinear_matmul_refuses_a_scale_per_row_of_a() -> None:
     inputs = [
-        ("a", ints(np.int8, [2, 8])), ("as", np.full(2, 0.03, np.float32)), ("az", np.array(0, np.int8)),
-        ("b", ints(np.int8, [8, 4])), ("bs", np.array(0.02, np.float32)), ("bz", np.array(0, np.int8)),
-        ("ys", np.array(0.4, np.float32)), ("yz", np.array(0, np.int8)),
+        ("a", ints(np.int8, [2, 8])),
+        ("as", np.full(2, 0.03, np.float32)),
+        ("az", np.array(0, np.int8)),
+        ("b", ints(np.int8, [8, 4])),
+        ("bs", np.array(0.02, np.float32)),
+        ("bz", np.array(0, np.int8)),
+        ("ys", np.array(0.4, np.float32)),
+        ("yz", np.array(0, np.int8)),
     ]
     refused("QLinearMatMul", inputs, [("y", I8)], 21, "must be one value each")
 
@@ -318,9 +443,18 @@ def test_qlinear_matmul_refuses_a_scale_per_row_of_a() -> None:
 def test_the_simulators_int8_convolution_is_exact() -> None:
     x, w = ints(np.int8, [2, 40, 5, 6]), ints(np.int8, [20, 40, 3, 3])
     bias = ints(np.int32, [20], -5000, 5000)
-    props = {"strides": ag.ints([1, 1, 1, 2]), "pads": ag.ints([1, 0, 2, 1]), "dilations": ag.ints([1, 1, 1, 1]),
-             "groups": ag.int_attr(1), "dtype": IntegerType(32)}
-    types = [ag.tensor(IntegerType(8), x.shape), ag.tensor(IntegerType(8), w.shape), ag.tensor(IntegerType(32), bias.shape)]
+    props = {
+        "strides": ag.ints([1, 1, 1, 2]),
+        "pads": ag.ints([1, 0, 2, 1]),
+        "dilations": ag.ints([1, 1, 1, 1]),
+        "groups": ag.int_attr(1),
+        "dtype": IntegerType(32),
+    }
+    types = [
+        ag.tensor(IntegerType(8), x.shape),
+        ag.tensor(IntegerType(8), w.shape),
+        ag.tensor(IntegerType(32), bias.shape),
+    ]
     values = [ag.DataOp(i, t, f"in{i}") for i, t in enumerate(types)]
     conv = ag.Conv2DOp(values, props)
     assert cube.fits(conv, "NC1HWC0", "FRACTAL_Z", np.dtype(np.int8))
@@ -337,17 +471,27 @@ def test_the_simulators_int8_convolution_is_exact() -> None:
 def small_cnn() -> onnx.ModelProto:
     """Conv-Relu-Conv-Relu-GlobalAveragePool-Gemm on a 3x12x12 image."""
     init = {
-        "w1": floats([8, 3, 3, 3], 0.3), "b1": floats([8], 0.1), "w2": floats([16, 8, 3, 3], 0.2), "b2": floats([16], 0.1),
-        "wf": floats([10, 16], 0.3), "bf": floats([10], 0.1),
+        "w1": floats([8, 3, 3, 3], 0.3),
+        "b1": floats([8], 0.1),
+        "w2": floats([16, 8, 3, 3], 0.2),
+        "b2": floats([16], 0.1),
+        "wf": floats([10, 16], 0.3),
+        "bf": floats([10], 0.1),
     }
     nodes = [
-        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"]),
-        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]), helper.make_node("Relu", ["c2"], ["r2"]),
-        helper.make_node("GlobalAveragePool", ["r2"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
     ]
     graph = helper.make_graph(
-        nodes, "cnn", [helper.make_tensor_value_info("x", F32, [1, 3, 12, 12])], [helper.make_tensor_value_info("y", F32, [1, 10])],
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", F32, [1, 3, 12, 12])],
+        [helper.make_tensor_value_info("y", F32, [1, 10])],
         [numpy_helper.from_array(v, k) for k, v in init.items()],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -356,7 +500,12 @@ def small_cnn() -> onnx.ModelProto:
 
 
 def quantized_cnn(tmp_path: Path, quant_format: str) -> Path:
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
 
     class RandomImages(CalibrationDataReader):
         def __init__(self) -> None:
@@ -369,8 +518,13 @@ def quantized_cnn(tmp_path: Path, quant_format: str) -> Path:
     onnx.save(small_cnn(), source)
     qdq = quant_format == "qdq"
     quantize_static(
-        source, target, RandomImages(), quant_format=QuantFormat.QDQ if qdq else QuantFormat.QOperator,
-        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=qdq,
+        source,
+        target,
+        RandomImages(),
+        quant_format=QuantFormat.QDQ if qdq else QuantFormat.QOperator,
+        activation_type=QuantType.QInt8,
+        weight_type=QuantType.QInt8,
+        per_channel=qdq,
         op_types_to_quantize=None if qdq else ["Conv"],
     )
     return target
@@ -394,7 +548,9 @@ def output_step(model: onnx.ModelProto) -> float:
 
 @pytest.mark.parametrize("quant_format, int8_products", [("qdq", 3), ("qoperator", 2)])
 @pytest.mark.parametrize("soc", ["Ascend310", "Ascend910B1"])
-def test_a_statically_quantized_cnn_runs_int8_on_the_cube(tmp_path: Path, quant_format: str, int8_products: int, soc: str) -> None:
+def test_a_statically_quantized_cnn_runs_int8_on_the_cube(
+    tmp_path: Path, quant_format: str, int8_products: int, soc: str
+) -> None:
     """QDQ: both convolutions and the Gemm run int8 x int8 -> int32 on the cube
     (QuantCubeFusionPass); QOperator (only Conv quantized): both QLinearConvs. The
     simulated outputs are within a few quantization steps of onnxruntime's."""
@@ -419,12 +575,25 @@ def test_qdq_fusion_leaves_a_weight_with_a_zero_point_in_float(tmp_path: Path) -
     """A weight zero point other than 0 has no int8 product with a bias correction: no fusion."""
     w = numpy_helper.from_array(ints(np.int8, [4, 3]), "w")
     nodes = [
-        helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["q"]), helper.make_node("DequantizeLinear", ["q", "sx", "zx"], ["dx"]),
-        helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["dw"]), helper.make_node("MatMul", ["dx", "dw"], ["y"]),
+        helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["q"]),
+        helper.make_node("DequantizeLinear", ["q", "sx", "zx"], ["dx"]),
+        helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["dw"]),
+        helper.make_node("MatMul", ["dx", "dw"], ["y"]),
     ]
-    consts = [w, numpy_helper.from_array(np.array(0.1, np.float32), "sx"), numpy_helper.from_array(np.array(5, np.int8), "zx"),
-              numpy_helper.from_array(np.array(0.2, np.float32), "sw"), numpy_helper.from_array(np.array(1, np.int8), "zw")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F32, [2, 4])], [helper.make_tensor_value_info("y", F32, [2, 3])], consts)
+    consts = [
+        w,
+        numpy_helper.from_array(np.array(0.1, np.float32), "sx"),
+        numpy_helper.from_array(np.array(5, np.int8), "zx"),
+        numpy_helper.from_array(np.array(0.2, np.float32), "sw"),
+        numpy_helper.from_array(np.array(1, np.int8), "zw"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F32, [2, 4])],
+        [helper.make_tensor_value_info("y", F32, [2, 3])],
+        consts,
+    )
     module, _ = ge.load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
     get_pass("QuantCubeFusionPass")().apply(ir.context(), module)
     assert [str(ag.dtype_of(op.operands[0].type)) for op in module.walk() if isinstance(op, ag.CubeOp)] == ["f32"]

@@ -1259,7 +1259,10 @@ def _minus_offset(n: Node, x: SSAValue, zero_point: SSAValue | None, axis: int, 
     if points not in ((), (1,)):
         rank = len(shape(x))
         if len(points) != 1 or not 0 <= axis < rank or points[0] != shape(x)[axis]:
-            raise n.error(f"{tag} zero point {fmt(points)} is neither one value nor one per index along axis {axis} of {fmt(shape(x))}")
+            raise n.error(
+                f"{tag} zero point {fmt(points)} is neither one value "
+                f"nor one per index along axis {axis} of {fmt(shape(x))}"
+            )
         if axis < rank - 1:
             offset = n.emit(ag.UnsqueezeOp, [offset], {"axes": ints(range(1, rank - axis))}, f"{tag}_zero_point_axes")
     return n.emit(ag.SubOp, [wide, offset], tag=f"{tag}_shifted")
