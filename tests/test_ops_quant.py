@@ -183,11 +183,37 @@ def test_quantize_linear_21_blocked_int16_and_output_dtype_match_onnxruntime() -
     check("QuantizeLinear", [("x", x), ("s", np.array(0.3, np.float32))], [("y", U8)], 21)
 
 
-def test_quantize_linear_float16_divides_in_float16() -> None:
-    x = floats([40], 10.0, np.float16)
-    check(
-        "QuantizeLinear", [("x", x), ("s", np.array(0.07, np.float16)), ("z", np.array(-5, np.int8))], [("y", I8)], 19
-    )
+@pytest.mark.parametrize("opset", [19, 25])
+def test_quantize_linear_of_float16_matches_onnxruntime(opset: int) -> None:
+    """Before version 23 the quotient is float32's; from 23 on it is the scale's dtype's."""
+    x = floats([200], 10.0, np.float16)
+    inputs = [("x", x), ("s", np.array(0.07, np.float16)), ("z", np.array(-5, np.int8))]
+    check("QuantizeLinear", inputs, [("y", I8)], opset)
+
+
+@pytest.mark.parametrize(
+    "op_type, inputs, attrs",
+    [
+        (
+            "ConvInteger",
+            [("x", np.uint8, [1, 4, 6, 6]), ("w", np.int8, [3, 4, 3, 3]), ("xz", np.uint8, 131)],
+            {"pads": [1, 1, 1, 1]},
+        ),
+        ("MatMulInteger", [("x", np.uint8, [3, 5]), ("w", np.int8, [5, 4]), ("xz", np.uint8, 7)], {}),
+    ],
+)
+def test_integer_products_of_constant_weights_run_as_int8_cube_kernels(
+    op_type: str, inputs: list[tuple[str, type, object]], attrs: dict[str, object]
+) -> None:
+    """QuantCubeFusionPass moves the widened uint8 input into int8 and corrects the bias."""
+    (x_name, x_dtype, x_shape), (w_name, w_dtype, w_shape), (z_name, z_dtype, zero) = inputs
+    values = [(x_name, ints(x_dtype, x_shape)), (w_name, ints(w_dtype, w_shape)), (z_name, np.array(zero, z_dtype))]
+    check(op_type, values, [("y", I32)], 13, constants=[w_name, z_name], **attrs)
+    module, _ = ge.load_onnx(node_model(op_type, values, [("y", I32)], 13, constants=[w_name, z_name], **attrs))
+    compiled = ge.compile(module, {"soc_version": SOC, "precision_mode": "must_keep_origin_dtype"})
+    assert [
+        (str(ag.dtype_of(op.operands[0].type)), str(ag.dtype_of(op.results[0].type))) for op in cube_ops(compiled)
+    ] == [("i8", "i32")]
 
 
 def test_quantize_linear_refuses_int4_and_a_wrong_scale_shape() -> None:

@@ -3,7 +3,8 @@
 Each converter reads its node through `Node` (inputs, constant inputs, attributes)
 and builds ops with `Node.emit`, which names them (the node's name for the op that
 produces the node's output, `<node>/<tag>` for the helpers of a decomposition) and
-folds them when all their operands are constant. It returns the node's outputs in
+folds them when all their operands are constant (but for the DequantizeLinear of a
+constant: a quantized weight stays int8, see its converter). It returns the node's outputs in
 order, `None` for an output it cannot produce (an error only if the graph uses it).
 
 `CONVERTERS` maps an op type to its converter and to the newest schema version of
