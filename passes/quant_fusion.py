@@ -3,13 +3,14 @@
 The cube multiplies int8 by int8 into int32 accumulators. Two structures reach it:
 
 - QDQ, what onnxruntime's `quantize_static` writes in QDQ format: a float Conv2D,
-  MatMulV2 or BatchMatMulV2 whose input is AscendDequant(int8 x, one scale sx, one
+  MatMulV2 or BatchMatMulV2 whose input is AscendDequant(8-bit x, one scale sx, one
   offset zx), whose weight is AscendDequant(int8 constant w, scale sw, zero offset)
   with sw one value or one per output channel, and whose bias, if any, is
   AscendDequant(int32 constant b, sx * sw, zero offset). It becomes
   AscendDequant(cube(x, w, b'), sx * sw): the int8 product accumulates in int32 and
   one dequantization gives the float result. The AscendQuant that made x stays in
-  front of it, so a QDQ model runs Quant -> int8 cube -> Dequant.
+  front of it, so a QDQ model runs Quant -> int8 cube -> Dequant. A uint8 x (onnxruntime's
+  QUInt8 activations) is moved into int8's range as below.
 - Integer, what QLinearConv, ConvInteger and MatMulInteger import as when a zero
   point is not zero or an input is uint8: an int32 product of Cast(x) - zx (or
   Cast(x)) and an int32 constant whose values fit int8, with x int8 or uint8. It
@@ -147,7 +148,7 @@ def _int8_product(
 
 
 class DequantCubeToInt8(FusionPattern):
-    """Cube(Dequant(int8 x), Dequant(int8 w)[, Dequant(int32 b)]) -> Dequant(int8 cube(x, w, b'))."""
+    """Cube(Dequant(8-bit x), Dequant(int8 w)[, Dequant(int32 b)]) -> Dequant(int8 cube(x, w, b'))."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, cube: CubeOp, rewriter: PatternRewriter) -> None:
@@ -162,7 +163,13 @@ class DequantCubeToInt8(FusionPattern):
         if found is None:
             return
         zx, w, scale, bias = found
-        product = _int8_product(cube, x_deq.x, zx, w, bias, rewriter)
+        x = x_deq.x
+        if dtype_of(x.type) == UINT8:
+            wide = CastOp([x], {"dst_type": i32}, f"{cube.label}/int32")
+            rewriter.insert(wide)
+            x = wide.y
+        x, zx = _into_int8(x, zx, cube, rewriter)
+        product = _int8_product(cube, x, zx, w, bias, rewriter)
         if product is None:
             return
         deq_scale = new_constant(scale, dtype_of(cube.results[0].type), f"{cube.label}.deq_scale", store_around(cube))
@@ -182,7 +189,9 @@ class DequantCubeToInt8(FusionPattern):
         if x_params is None or w_params is None or w is None or axes is None:
             return None
         (sx, zx, _), (sw, zw, w_axis) = x_params, w_params
-        if dtype_of(x_deq.x.type) != INT8 or dtype_of(w_deq.x.type) != INT8 or sx.size != 1 or zx.size != 1 or zw.any():
+        if dtype_of(x_deq.x.type) not in (INT8, UINT8) or dtype_of(w_deq.x.type) != INT8:
+            return None
+        if sx.size != 1 or zx.size != 1 or zw.any():
             return None
         channels = w.shape[axes[0]]
         per_channel = _per_channel(sw, w_axis, w.ndim, axes[0], channels)

@@ -525,7 +525,7 @@ def small_cnn() -> onnx.ModelProto:
     return model
 
 
-def quantized_cnn(tmp_path: Path, quant_format: str) -> Path:
+def quantized_cnn(tmp_path: Path, quant_format: str, unsigned: bool = False) -> Path:
     from onnxruntime.quantization import (
         CalibrationDataReader,
         QuantFormat,
@@ -548,7 +548,7 @@ def quantized_cnn(tmp_path: Path, quant_format: str) -> Path:
         target,
         RandomImages(),
         quant_format=QuantFormat.QDQ if qdq else QuantFormat.QOperator,
-        activation_type=QuantType.QInt8,
+        activation_type=QuantType.QUInt8 if unsigned else QuantType.QInt8,
         weight_type=QuantType.QInt8,
         per_channel=qdq,
         op_types_to_quantize=None if qdq else ["Conv"],
@@ -573,14 +573,15 @@ def output_step(model: onnx.ModelProto) -> float:
 
 
 @pytest.mark.parametrize("quant_format, int8_products", [("qdq", 3), ("qoperator", 2)])
-@pytest.mark.parametrize("soc", ["Ascend310", "Ascend910B1"])
+@pytest.mark.parametrize("soc, unsigned", [("Ascend310", False), ("Ascend910B1", False), ("Ascend910B1", True)])
 def test_a_statically_quantized_cnn_runs_int8_on_the_cube(
-    tmp_path: Path, quant_format: str, int8_products: int, soc: str
+    tmp_path: Path, quant_format: str, int8_products: int, soc: str, unsigned: bool
 ) -> None:
     """QDQ: both convolutions and the Gemm run int8 x int8 -> int32 on the cube
-    (QuantCubeFusionPass); QOperator (only Conv quantized): both QLinearConvs. The
-    simulated outputs are within a few quantization steps of onnxruntime's."""
-    path = quantized_cnn(tmp_path, quant_format)
+    (QuantCubeFusionPass); QOperator (only Conv quantized): both QLinearConvs. uint8
+    activations move into int8 on the way. The simulated outputs are within a few
+    quantization steps of onnxruntime's."""
+    path = quantized_cnn(tmp_path, quant_format, unsigned)
     step = output_step(onnx.load(path))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     compiled = ge.compile(str(path), {"soc_version": soc})
