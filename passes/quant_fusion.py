@@ -3,7 +3,7 @@
 The cube multiplies int8 by int8 into int32 accumulators. Two structures reach it:
 
 - QDQ, what onnxruntime's `quantize_static` writes in QDQ format: a float Conv2D,
-  MatMulV2 or BatchMatMulV2 whose input is AscendDequant(8-bit x, one scale sx, one
+  FullyConnection, MatMulV2 or BatchMatMulV2 whose input is AscendDequant(8-bit x, one scale sx, one
   offset zx), whose weight is AscendDequant(int8 constant w, scale sw, zero offset)
   with sw one value or one per output channel, and whose bias, if any, is
   AscendDequant(int32 constant b, sx * sw, zero offset). It becomes
@@ -28,7 +28,8 @@ The pattern matches at a cube op whose operands have these producers; it takes
 effect when the values are as described (constants, one activation offset, a zero
 weight offset, a bias scale of sx * sw to float32's precision, a weight that fits
 int8, a bias that fits int32). It runs in the main band, after
-GemmToMatmulFusionPass has made a Gemm a MatMulV2.
+GemmToMatmulFusionPass has made a Gemm a MatMulV2 and ConvToFullyConnectionFusionPass
+a convolution over its whole input a FullyConnection (taken here too).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from dialects.ascend_graph import (
     CastOp,
     Conv2DOp,
     CubeOp,
+    FullyConnectionOp,
     MatMulV2Op,
     PadOp,
     SubOp,
@@ -65,23 +67,30 @@ from passes.graph_match import constant_value, new_constant, store_around
 
 INT8 = IntegerType(8)
 UINT8 = IntegerType(8, Signedness.UNSIGNED)
-Product = Conv2DOp | MatMulV2Op | BatchMatMulOp
+Product = Conv2DOp | FullyConnectionOp | MatMulV2Op | BatchMatMulOp
 
 
 def _weight_axes(cube: Product) -> tuple[int, tuple[int, ...]] | None:
     """The weight's output-channel axis and the axes its products sum over; None for
     a matmul whose weight is not one 2-D matrix."""
+    rank = len(shape_of(cube.operands[1].type))
     if isinstance(cube, Conv2DOp):
         return 0, (1, 2, 3)
-    if len(shape_of(cube.x2.type)) != 2:
+    if isinstance(cube, FullyConnectionOp):
+        return (1, (0,)) if cube.props.bool("transpose") else (0, tuple(range(1, rank)))
+    if rank != 2:
         return None
     transposed = cube.props.bool("transpose_x2" if isinstance(cube, MatMulV2Op) else "adj_x2")
     return (0, (1,)) if transposed else (1, (0,))
 
 
 def _channel_axis(cube: Product) -> int:
-    """The result's output-channel axis: C of NCHW, or a matmul's last."""
-    return 1 if isinstance(cube, Conv2DOp) else len(shape_of(cube.results[0].type)) - 1
+    """The result's output-channel axis: C of NCHW, a FullyConnection's `axis`, or a matmul's last."""
+    if isinstance(cube, Conv2DOp):
+        return 1
+    if isinstance(cube, FullyConnectionOp):
+        return cube.props.int("axis", 1)
+    return len(shape_of(cube.results[0].type)) - 1
 
 
 def _dequant_constants(op: Operation | None) -> tuple[np.ndarray, np.ndarray, int] | None:

@@ -525,7 +525,10 @@ def small_cnn() -> onnx.ModelProto:
     return model
 
 
-def quantized_cnn(tmp_path: Path, quant_format: str, unsigned: bool = False) -> Path:
+def quantized(tmp_path: Path, model: onnx.ModelProto, quant_format: str = "qdq", unsigned: bool = False) -> Path:
+    """`model` (one input x) statically quantized by onnxruntime, calibrated on random
+    inputs: int8 weights (per channel in QDQ), int8 or uint8 activations; in QOperator
+    format only Conv (the QLinear ops of Gemm and pooling are com.microsoft ops)."""
     from onnxruntime.quantization import (
         CalibrationDataReader,
         QuantFormat,
@@ -533,20 +536,22 @@ def quantized_cnn(tmp_path: Path, quant_format: str, unsigned: bool = False) -> 
         quantize_static,
     )
 
-    class RandomImages(CalibrationDataReader):
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+
+    class RandomInputs(CalibrationDataReader):
         def __init__(self) -> None:
-            self.images = iter([{"x": floats([1, 3, 12, 12])} for _ in range(16)])
+            self.inputs = iter([{"x": floats(shape)} for _ in range(16)])
 
         def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self.images, None)
+            return next(self.inputs, None)
 
-    source, target = tmp_path / "cnn.onnx", tmp_path / f"cnn_{quant_format}.onnx"
-    onnx.save(small_cnn(), source)
+    source, target = tmp_path / "float.onnx", tmp_path / f"{quant_format}.onnx"
+    onnx.save(model, source)
     qdq = quant_format == "qdq"
     quantize_static(
         source,
         target,
-        RandomImages(),
+        RandomInputs(),
         quant_format=QuantFormat.QDQ if qdq else QuantFormat.QOperator,
         activation_type=QuantType.QUInt8 if unsigned else QuantType.QInt8,
         weight_type=QuantType.QInt8,
@@ -581,7 +586,7 @@ def test_a_statically_quantized_cnn_runs_int8_on_the_cube(
     (QuantCubeFusionPass); QOperator (only Conv quantized): both QLinearConvs. uint8
     activations move into int8 on the way. The simulated outputs are within a few
     quantization steps of onnxruntime's."""
-    path = quantized_cnn(tmp_path, quant_format, unsigned)
+    path = quantized(tmp_path, small_cnn(), quant_format, unsigned)
     step = output_step(onnx.load(path))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     compiled = ge.compile(str(path), {"soc_version": soc})
@@ -624,3 +629,26 @@ def test_qdq_fusion_leaves_a_weight_with_a_zero_point_in_float(tmp_path: Path) -
     module, _ = ge.load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
     get_pass("QuantCubeFusionPass")().apply(ir.context(), module)
     assert [str(ag.dtype_of(op.operands[0].type)) for op in module.walk() if isinstance(op, ag.CubeOp)] == ["f32"]
+
+
+def test_a_quantized_convolution_over_its_whole_input_runs_as_an_int8_fully_connection(tmp_path: Path) -> None:
+    """ConvToFullyConnectionFusionPass makes it a FullyConnection first; the QDQ fusion takes that too."""
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"])],
+        "whole",
+        [helper.make_tensor_value_info("x", F32, [1, 4, 3, 3])],
+        [helper.make_tensor_value_info("y", F32, [1, 6, 1, 1])],
+        [numpy_helper.from_array(floats([6, 4, 3, 3], 0.3), "w"), numpy_helper.from_array(floats([6], 0.1), "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    target = quantized(tmp_path, model)
+    compiled = ge.compile(str(target), {"soc_version": SOC})
+    assert [(type(op).__name__, str(ag.dtype_of(op.operands[0].type))) for op in cube_ops(compiled)] == [
+        ("FullyConnectionOp", "i8")
+    ]
+    x = floats([1, 4, 3, 3])
+    want = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    with ge.Session() as run:
+        got = run.run(compiled, {"x": x}).outputs["y"]
+    assert np.abs(got - want).max() <= 3 * output_step(onnx.load(target))
