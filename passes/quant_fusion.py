@@ -119,11 +119,9 @@ def _fits_int8(w: np.ndarray) -> bool:
     return w.min(initial=0) >= -128 and w.max(initial=0) <= 127
 
 
-def _int8_product(
-    cube: Product, x: SSAValue, zx: int, w: np.ndarray, bias: np.ndarray | None, rewriter: PatternRewriter
-) -> Operation | None:
-    """The int8 cube op computing cube's product of (x - zx) and w (plus bias) into
-    int32, inserted before `cube`; None when w does not fit int8 or the bias int32."""
+def _corrected_bias(cube: Product, zx: int, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
+    """bias - zx * sum_k(w) per output channel, the int32 bias of the int8 product of x
+    and w; None when w does not fit int8 or that bias int32."""
     axes = _weight_axes(cube)
     if axes is None or not _fits_int8(w):
         return None
@@ -132,9 +130,17 @@ def _int8_product(
     corrected = corrected - zx * w.astype(np.int64).sum(axis=summed)
     if corrected.min() < -(2**31) or corrected.max() >= 2**31:
         return None
+    return corrected
+
+
+def _int8_product(
+    cube: Product, x: SSAValue, zx: int, w: np.ndarray, bias: np.ndarray, rewriter: PatternRewriter
+) -> Operation:
+    """The int8 cube op computing cube's product of int8 (x - zx) and w plus the
+    corrected bias (`_corrected_bias`) into int32, inserted before `cube`."""
     store = store_around(cube)
     filt = new_constant(w.astype(np.int8), INT8, f"{cube.label}.weight_int8", store)
-    b = new_constant(corrected.astype(np.int32), i32, f"{cube.label}.bias_int32", store)
+    b = new_constant(bias.astype(np.int32), i32, f"{cube.label}.bias_int32", store)
     new: list[Operation] = [filt, b]
     props: dict[str, Attribute] = {**cube.properties, "dtype": i32}
     if isinstance(cube, Conv2DOp) and zx and any(cube.props.ints("pads")):
@@ -172,15 +178,17 @@ class DequantCubeToInt8(FusionPattern):
         if found is None:
             return
         zx, w, scale, bias = found
+        unsigned = dtype_of(x_deq.x.type) == UINT8
+        zx8 = zx - 128 if unsigned else zx
+        corrected = _corrected_bias(cube, zx8, w, bias)
+        if corrected is None:
+            return
         x = x_deq.x
-        if dtype_of(x.type) == UINT8:
+        if unsigned:
             wide = CastOp([x], {"dst_type": i32}, f"{cube.label}/int32")
             rewriter.insert(wide)
-            x = wide.y
-        x, zx = _into_int8(x, zx, cube, rewriter)
-        product = _int8_product(cube, x, zx, w, bias, rewriter)
-        if product is None:
-            return
+            x = _moved_into_int8(wide.y, cube, rewriter)
+        product = _int8_product(cube, x, zx8, w, corrected, rewriter)
         deq_scale = new_constant(scale, dtype_of(cube.results[0].type), f"{cube.label}.deq_scale", store_around(cube))
         props = {"axis": int_attr(_channel_axis(cube)), "block_size": int_attr(0)}
         rewriter.insert(deq_scale)
@@ -243,16 +251,14 @@ def _shifted(value: SSAValue) -> tuple[SSAValue, int] | None:
     return (op.x if dtype_of(op.x.type) == INT8 else op.y), zx
 
 
-def _into_int8(x: SSAValue, zx: int, cube: Product, rewriter: PatternRewriter) -> tuple[SSAValue, int]:
-    """x as int8 with its offset: an int32 x (a uint8 input widened) moves by -128
-    into int8's range, exactly, and so does its offset."""
-    if dtype_of(x.type) == INT8:
-        return x, zx
+def _moved_into_int8(x: SSAValue, cube: Product, rewriter: PatternRewriter) -> SSAValue:
+    """A uint8 input widened to int32 (`x`) moved by -128 into int8's range, exactly
+    (its offset moves with it)."""
     shift = new_constant(np.array(128, np.int32), i32, f"{cube.label}.shift", store_around(cube))
     moved = SubOp([x, shift.out], {}, f"{cube.label}/shift")
     narrow = CastOp([moved.y], {"dst_type": INT8}, f"{cube.label}/int8")
     rewriter.insert([shift, moved, narrow])
-    return narrow.y, zx - 128
+    return narrow.y
 
 
 class IntegerCubeToInt8(FusionPattern):
@@ -273,12 +279,17 @@ class IntegerCubeToInt8(FusionPattern):
             return
         self.matched(cube)
         bias = constant_value(cube.operands[2]) if len(cube.operands) > 2 else None
-        if (len(cube.operands) > 2 and bias is None) or not _fits_int8(np.asarray(w)):
+        if len(cube.operands) > 2 and bias is None:
             return
-        x, zx = _into_int8(*shifted, cube, rewriter)
-        product = _int8_product(cube, x, zx, np.asarray(w), bias, rewriter)
-        if product is None:
+        x, zx = shifted
+        unsigned = dtype_of(x.type) == i32
+        zx8 = zx - 128 if unsigned else zx
+        corrected = _corrected_bias(cube, zx8, np.asarray(w), bias)
+        if corrected is None:
             return
+        if unsigned:
+            x = _moved_into_int8(x, cube, rewriter)
+        product = _int8_product(cube, x, zx8, np.asarray(w), corrected, rewriter)
         rewriter.replace(cube, [], [product.results[0]])
         self.effected()
 
