@@ -191,6 +191,17 @@ def test_quantize_linear_of_float16_matches_onnxruntime(opset: int) -> None:
     check("QuantizeLinear", inputs, [("y", I8)], opset)
 
 
+@pytest.mark.parametrize("precision", [TensorProto.FLOAT, TensorProto.FLOAT16])
+def test_quantize_linear_25_divides_in_its_precision(precision: int) -> None:
+    inputs = [("x", floats([300], 10.0, np.float16)), ("s", np.array(0.07, np.float16)), ("z", np.array(-5, np.int8))]
+    check("QuantizeLinear", inputs, [("y", I8)], 25, precision=precision)
+
+
+def test_quantize_linear_refuses_an_integer_precision() -> None:
+    inputs = [("x", floats([4])), ("s", np.array(0.07, np.float32))]
+    refused("QuantizeLinear", inputs, [("y", U8)], 25, "precision must be a floating-point type", precision=I32)
+
+
 @pytest.mark.parametrize(
     "op_type, inputs, attrs",
     [
