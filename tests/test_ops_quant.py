@@ -297,15 +297,19 @@ def test_dequantize_linear_refuses_a_zero_point_of_another_type() -> None:
         ge.load_onnx(module)
 
 
-def test_a_constant_dequantization_stays_through_constant_folding() -> None:
+@pytest.mark.parametrize("user, kept", [("MatMul", True), ("Add", False)])
+def test_a_constant_dequantization_stays_through_constant_folding_for_a_cube_op(user: str, kept: bool) -> None:
+    """Kept for QuantCubeFusionPass when a cube op reads it, folded otherwise."""
     w = ints(np.int8, [16, 16])
-    model = node_model(
-        "DequantizeLinear", [("x", w), ("s", np.array(0.5, np.float32))], [("y", F32)], 13, constants=["x", "s"]
-    )
-    module, _ = ge.load_onnx(model)
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s"], ["dw"]), helper.make_node(user, ["x", "dw"], ["y"])]
+    consts = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0.5, np.float32), "s")]
+    io = [helper.make_tensor_value_info(n, F32, [16, 16]) for n in ("x", "y")]
+    module, _ = ge.load_onnx(helper.make_model(helper.make_graph(nodes, "g", io[:1], io[1:], consts)))
     get_pass("constant-folding")().apply(ir.context(), module)
-    assert [op for op in module.walk() if isinstance(op, ag.AscendDequantOp)]
-    np.testing.assert_array_equal(reference.run(module, {})["y"], w.astype(np.float32) * 0.5)
+    assert bool([op for op in module.walk() if isinstance(op, ag.AscendDequantOp)]) == kept
+    x = floats([16, 16])
+    want = x @ (w * 0.5) if user == "MatMul" else x + w * 0.5
+    np.testing.assert_allclose(reference.run(module, {"x": x})["y"], want, rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------- DynamicQuantizeLinear

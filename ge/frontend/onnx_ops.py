@@ -1206,8 +1206,9 @@ def _quantize_linear(n: Node) -> Outputs:
 @converts(DequantizeLinear=25)
 def _dequantize_linear(n: Node) -> Outputs:
     """AscendDequant (in the scale's dtype, then a Cast to `output_dtype` if that
-    differs). A constant x (a quantized weight) is not folded at import, nor by
-    constant folding: kept int8, the weight is what QuantCubeFusionPass puts on the cube."""
+    differs). A constant x (a quantized weight) is not folded at import, where its
+    users are not known yet: kept int8, the weight is what QuantCubeFusionPass puts on
+    the cube (constant folding folds it when no cube op reads it)."""
     x, scale, offset = n.x(0), n.x(1), n.opt(2)
     declared = _declared_type(n, "output_dtype")
     operands = [x, scale, *([offset] if offset is not None else [])]
