@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import IntegerType
 import ge
 from dialects import ascend_graph as ag
 from dialects import formats
+from dialects.ascend_kernel import KernelOp
 from ge.core import ir, reference
 from ge.core.errors import ModelError
 from ge.om import Model
@@ -600,7 +601,7 @@ def test_a_statically_quantized_cnn_runs_int8_on_the_cube(
     """QDQ: both convolutions and the Gemm run int8 x int8 -> int32 on the cube
     (QuantCubeFusionPass); QOperator (only Conv quantized): both QLinearConvs. uint8
     activations move into int8 on the way. The simulated outputs are within a few
-    quantization steps of onnxruntime's."""
+    quantization steps of onnxruntime's. The quantization ops join UB fusion scopes."""
     path = quantized(tmp_path, small_cnn(), quant_format, unsigned)
     step = output_step(onnx.load(path))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
@@ -609,6 +610,8 @@ def test_a_statically_quantized_cnn_runs_int8_on_the_cube(
     assert len(int8) == int8_products
     for op in int8:
         assert ag.dtype_of(op.operands[1].type) == IntegerType(8) and ag.dtype_of(op.results[0].type) == IntegerType(32)
+    kernels = [[t.data for t in k.op_types] for k in compiled.kernel_module().walk() if isinstance(k, KernelOp)]
+    assert any("AscendDequant" in types and len(types) > 1 for types in kernels)  # UB fusion takes quantization ops
     module, _ = ge.load_onnx(str(path))
     with ge.Session() as run:
         for _ in range(3):

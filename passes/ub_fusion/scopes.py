@@ -38,12 +38,17 @@ def is_cube(op: Operation) -> bool:
     return op_type(op) in CUBE_TYPES
 
 
+QUANTIZATION = ag.AscendQuantOp | ag.AscendDequantOp | ag.AscendRequantOp
+
+
 def is_elementwise(op: Operation) -> bool:
     """A vector op computing each output element from the same element of its
-    (broadcast) inputs."""
+    (broadcast) inputs; a quantization's scale and offset broadcast along its axis
+    (so AscendDequant and AscendQuant join a cube op's tail, as in CANN's
+    dequant/quant UB fusions)."""
     if isinstance(op, ag.IdentityOp):
         return False
-    return isinstance(op, ag.UnaryOp | ag.BinaryOp | ag.CastOp | ag.SelectOp | ag.ExpandOp)
+    return isinstance(op, ag.UnaryOp | ag.BinaryOp | ag.CastOp | ag.SelectOp | ag.ExpandOp | QUANTIZATION)
 
 
 def is_row_reduction(op: Operation) -> bool:
