@@ -1299,7 +1299,9 @@ class Conv2DOp(CubeOp):
     """2-D convolution, NCHW, filter [Cout, Cin/groups, kh, kw] (CANN `Conv2D`).
 
     `strides` and `dilations` have 4 entries in NCHW order and `pads` is
-    [top, bottom, left, right], as in CANN.
+    [top, bottom, left, right], as in CANN. `offset_x` (an int8 input's
+    quantization offset, CANN's attribute of that name) is the value the padding
+    holds, 0 without it.
     """
 
     name = "ascend_graph.conv2d"
@@ -1312,6 +1314,7 @@ class Conv2DOp(CubeOp):
     pads = prop_def(DenseArrayBase)
     dilations = prop_def(DenseArrayBase)
     groups = prop_def(IntegerAttr)
+    offset_x = opt_prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
     @classmethod
@@ -1325,6 +1328,9 @@ class Conv2DOp(CubeOp):
             raise ShapeError("strides and dilations need 4 values (NCHW) and pads 4 (top, bottom, left, right)")
         if min(strides) < 1 or min(dil) < 1 or min(pads) < 0 or groups < 1:
             raise ShapeError("strides, dilations and groups must be >= 1 and pads >= 0")
+        offset = props.int("offset_x")
+        if offset and (dtype_of(operand_types[0]) != IntegerType(8) or not -128 <= offset < 128):
+            raise ShapeError(f"offset_x {offset} needs an int8 input and a value in [-128, 127]")
         if x[1] != DYN and x[1] != w[1] * groups:
             raise ShapeError(f"input channels {x[1]} != filter channels {w[1]} x groups {groups}")
         if w[0] % groups:

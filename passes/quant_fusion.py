@@ -19,8 +19,8 @@ The cube multiplies int8 by int8 into int32 accumulators. Two structures reach i
 
 The offset zx: (x - zx) * w = x * w - zx * sum_k(w), so the cube takes x as it is and
 the bias takes -zx * sum_k(w) per output channel, exactly, in int32. A padded
-convolution must then pad with zx (whose shifted value is 0), so its input is padded
-with zx by a PadV3 and the convolution pads no more. The integer product is exact
+convolution must then pad with zx (whose shifted value is 0): the Conv2D's
+`offset_x`, as CANN's load3d pads a quantized input. The integer product is exact
 either way; the QDQ rewrite replaces a float product of dequantized values by the
 exact product scaled once, which differs in rounding, not by a quantization step.
 
@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType, Signedness, StringAttr, i32
+from xdsl.dialects.builtin import IntegerType, Signedness, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -53,12 +53,9 @@ from dialects.ascend_graph import (
     CubeOp,
     FullyConnectionOp,
     MatMulV2Op,
-    PadOp,
     SubOp,
     dtype_of,
-    float_attr,
     int_attr,
-    ints,
     is_float,
     shape_of,
 )
@@ -141,24 +138,11 @@ def _int8_product(
     store = store_around(cube)
     filt = new_constant(w.astype(np.int8), INT8, f"{cube.label}.weight_int8", store)
     b = new_constant(bias.astype(np.int32), i32, f"{cube.label}.bias_int32", store)
-    new: list[Operation] = [filt, b]
     props: dict[str, Attribute] = {**cube.properties, "dtype": i32}
-    if isinstance(cube, Conv2DOp) and zx and any(cube.props.ints("pads")):
-        top, bottom, left, right = cube.props.ints("pads")
-        pad = PadOp(
-            [x],
-            {
-                "paddings": ints([0, 0, 0, 0, top, bottom, left, right]),
-                "mode": StringAttr("constant"),
-                "constant_value": float_attr(zx),
-            },
-            f"{cube.label}/pad_offset",
-        )
-        new.append(pad)
-        x = pad.y
-        props["pads"] = ints([0, 0, 0, 0])
+    if isinstance(cube, Conv2DOp) and zx:
+        props["offset_x"] = int_attr(zx)
     product = type(cube)([x, filt.out, b.out], props, cube.label)
-    rewriter.insert([*new, product])
+    rewriter.insert([filt, b, product])
     return product
 
 

@@ -20,12 +20,14 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import IntegerType, f32
+from xdsl.ir import Attribute
 
 import ge
 from dialects import ascend_graph as ag
 from dialects import formats
 from dialects.ascend_kernel import KernelOp
+from dialects.shapes import ShapeError
 from ge.core import ir, reference
 from ge.core.errors import ModelError
 from ge.om import Model
@@ -482,7 +484,10 @@ def test_qlinear_matmul_refuses_a_scale_per_row_of_a() -> None:
 # -------------------------------------------------------------------- the int8 cube
 
 
-def test_the_simulators_int8_convolution_is_exact() -> None:
+@pytest.mark.parametrize("offset", [0, -7])
+def test_the_simulators_int8_convolution_is_exact(offset: int) -> None:
+    """Equal to the reference interpreter's, and with an offset_x to the convolution of
+    x - offset padded with zeros, plus offset * sum(w) per channel."""
     x, w = ints(np.int8, [2, 40, 5, 6]), ints(np.int8, [20, 40, 3, 3])
     bias = ints(np.int32, [20], -5000, 5000)
     props = {
@@ -491,20 +496,37 @@ def test_the_simulators_int8_convolution_is_exact() -> None:
         "dilations": ag.ints([1, 1, 1, 1]),
         "groups": ag.int_attr(1),
         "dtype": IntegerType(32),
+        "offset_x": ag.int_attr(offset),
     }
-    types = [
-        ag.tensor(IntegerType(8), x.shape),
-        ag.tensor(IntegerType(8), w.shape),
-        ag.tensor(IntegerType(32), bias.shape),
-    ]
-    values = [ag.DataOp(i, t, f"in{i}") for i, t in enumerate(types)]
-    conv = ag.Conv2DOp(values, props)
+    conv = ag.Conv2DOp(
+        data_ops([(IntegerType(8), x.shape), (IntegerType(8), w.shape), (IntegerType(32), bias.shape)]), props
+    )
     assert cube.fits(conv, "NC1HWC0", "FRACTAL_Z", np.dtype(np.int8))
     b = cube.filter_matrix(formats.to_physical(w, "FRACTAL_Z", "NCHW"))
     got = cube.conv2d(conv, formats.to_physical(x, "NC1HWC0", "NCHW"), b, (3, 3), bias)
-    want = reference.evaluate_op(conv, [x, w, bias])[0]
     assert got.dtype == np.int32
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, reference.evaluate_op(conv, [x, w, bias])[0])
+    wide = {k: v for k, v in props.items() if k not in ("dtype", "offset_x")}
+    plain = ag.Conv2DOp(
+        data_ops([(IntegerType(32), x.shape), (IntegerType(32), w.shape), (IntegerType(32), bias.shape)]), wide
+    )
+    shifted = reference.evaluate_op(plain, [x.astype(np.int32) - offset, w.astype(np.int32), bias])[0]
+    np.testing.assert_array_equal(got, shifted + offset * w.astype(np.int32).sum(axis=(1, 2, 3)).reshape(1, -1, 1, 1))
+
+
+def test_conv2d_refuses_an_offset_x_for_a_float_input() -> None:
+    props = {
+        "strides": ag.ints([1] * 4),
+        "pads": ag.ints([0] * 4),
+        "dilations": ag.ints([1] * 4),
+        "groups": ag.int_attr(1),
+    }
+    with pytest.raises(ShapeError, match=r"offset_x 3 needs an int8 input"):
+        ag.Conv2DOp(data_ops([(f32, (1, 2, 3, 3)), (f32, (2, 2, 1, 1))]), {**props, "offset_x": ag.int_attr(3)})
+
+
+def data_ops(types: Sequence[tuple[Attribute, Sequence[int]]]) -> list[ag.DataOp]:
+    return [ag.DataOp(i, ag.tensor(dtype, shape), f"in{i}") for i, (dtype, shape) in enumerate(types)]
 
 
 # ----------------------------------------------------------- quantized models

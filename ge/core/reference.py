@@ -903,7 +903,8 @@ def _pad_hw(x: np.ndarray, pads: Sequence[int], value: Any) -> np.ndarray:
 @_kernel(ag.Conv2DOp)
 def _conv2d(op: ag.Conv2DOp, args: list[np.ndarray]) -> np.ndarray:
     """im2col per group and one (batched) product filter @ columns; a depthwise filter
-    instead multiplies and adds each kernel offset's view in place of a tiny product."""
+    instead multiplies and adds each kernel offset's view in place of a tiny product.
+    The padding holds `offset_x` (0 without it)."""
     x, w = _acc(args[0]), _acc(args[1])
     n, _, h, wd = x.shape
     cout, cin_g, kh, kw = w.shape
@@ -913,7 +914,7 @@ def _conv2d(op: ag.Conv2DOp, args: list[np.ndarray]) -> np.ndarray:
     pads = op.props.ints("pads")
     oh = shapes.window_out(h, kh, sh, pads[0], pads[1], dh)
     ow = shapes.window_out(wd, kw, sw, pads[2], pads[3], dw)
-    taps = _taps(_pad_hw(x, pads, 0), (kh, kw), (sh, sw), (dh, dw), (oh, ow))
+    taps = _taps(_pad_hw(x, pads, op.props.int("offset_x")), (kh, kw), (sh, sw), (dh, dw), (oh, ow))
     if cin_g == 1 and cout == groups:
         per_tap = w.reshape(cout, kh * kw)
         y = reduce(np.add, (tap * per_tap[:, k].reshape(1, cout, 1, 1) for k, tap in enumerate(taps)))

@@ -10,7 +10,8 @@ cube's img2col product, with K ordered (C1, kh, kw, C0) in both:
 
 So the product multiplies float16 (or bfloat16) values and accumulates in float32,
 or int8 values in int32 (exact, and wrapping as the cube's int32 accumulators do),
-adds the bias there, and rounds once to the result dtype, as the reference
+adds the bias there, and rounds once to the result dtype (the padding holds
+`offset_x`, an int8 input's offset, as load3d pads it), as the reference
 interpreter's convolution does, without converting the input and the filter back
 to NCHW first: on ResNet-50 it takes a third of the time. The sums run in a
 different order, so a float result may differ from the reference interpreter's in
@@ -65,7 +66,8 @@ def conv2d(op: ag.Conv2DOp, x: np.ndarray, b: np.ndarray, kernel: tuple[int, int
     acc = accumulator(x.dtype)
     x32 = x.astype(acc)
     if top or bottom or left or right:
-        x32 = np.pad(x32, ((0, 0), (0, 0), (top, bottom), (left, right), (0, 0)))
+        pad = ((0, 0), (0, 0), (top, bottom), (left, right), (0, 0))
+        x32 = np.pad(x32, pad, constant_values=op.props.int("offset_x"))
     columns = np.empty((n, oh, ow, c1, kh, kw, c0), acc)
     for i in range(kh):
         for j in range(kw):

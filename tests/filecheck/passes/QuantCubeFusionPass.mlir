@@ -1,5 +1,5 @@
-// QuantCubeFusionPass: a QDQ convolution (activation offset -3, padded: the input is padded with
-// the offset; the bias is corrected by -zx * sum(w) per channel; one AscendDequant by sx * sw after
+// QuantCubeFusionPass: a QDQ convolution (activation offset -3, padded: the Conv2D's offset_x pads
+// with it; the bias is corrected by -zx * sum(w) per channel; one AscendDequant by sx * sw after
 // the int8 product), and an int32 MatMul of a widened uint8 input minus 100 and a constant that fits
 // int8 (the input moves by -128 into int8, the offset with it).
 // RUN: ge-opt %s --split-input-file -p QuantCubeFusionPass | filecheck %s
@@ -39,10 +39,9 @@ builtin.module {
 // CHECK-NEXT: %x = ascend_graph.data {index = 0 : i64, name = "x"} : tensor<1x2x3x3xi8>
 // CHECK-NEXT: %0 = ascend_graph.const {value = dense<{{\[\[}}{{\[\[}}1]], {{\[\[}}2]]], {{\[\[}}[-3]], {{\[\[}}4]]]]> : tensor<2x2x1x1xi8>, name = "conv.weight_int8"} : tensor<2x2x1x1xi8>
 // CHECK-NEXT: %1 = ascend_graph.const {value = dense<[19, -17]> : tensor<2xi32>, name = "conv.bias_int32"} : tensor<2xi32>
-// CHECK-NEXT: %2 = ascend_graph.pad %x {paddings = array<i64: 0, 0, 0, 0, 1, 1, 1, 1>, mode = "constant", constant_value = -3.000000e+00 : f32, name = "conv/pad_offset"} : (tensor<1x2x3x3xi8>) -> tensor<1x2x5x5xi8>
-// CHECK-NEXT: %3 = ascend_graph.conv2d %2, %0, %1 {strides = array<i64: 1, 1, 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1, 1>, groups = 1 : i64, name = "conv", dtype = i32} : (tensor<1x2x5x5xi8>, tensor<2x2x1x1xi8>, tensor<2xi32>) -> tensor<1x2x5x5xi32>
-// CHECK-NEXT: %4 = ascend_graph.const {value = dense<[1.250000e-01, 6.250000e-02]> : tensor<2xf32>, name = "conv.deq_scale"} : tensor<2xf32>
-// CHECK-NEXT: %y = ascend_graph.ascend_dequant %3, %4 {axis = 1 : i64, block_size = 0 : i64, name = "conv/dequant"} : (tensor<1x2x5x5xi32>, tensor<2xf32>) -> tensor<1x2x5x5xf32>
+// CHECK-NEXT: %2 = ascend_graph.conv2d %x, %0, %1 {strides = array<i64: 1, 1, 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1, 1, 1>, groups = 1 : i64, name = "conv", dtype = i32, offset_x = -3 : i64} : (tensor<1x2x3x3xi8>, tensor<2x2x1x1xi8>, tensor<2xi32>) -> tensor<1x2x5x5xi32>
+// CHECK-NEXT: %3 = ascend_graph.const {value = dense<[1.250000e-01, 6.250000e-02]> : tensor<2xf32>, name = "conv.deq_scale"} : tensor<2xf32>
+// CHECK-NEXT: %y = ascend_graph.ascend_dequant %2, %3 {axis = 1 : i64, block_size = 0 : i64, name = "conv/dequant"} : (tensor<1x2x5x5xi32>, tensor<2xf32>) -> tensor<1x2x5x5xf32>
 // CHECK-NEXT: ascend_graph.net_output %y {names = ["y"]} : tensor<1x2x5x5xf32>
 // CHECK-NEXT: }
 // CHECK-NEXT: }
