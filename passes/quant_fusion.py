@@ -24,17 +24,20 @@ convolution must then pad with zx (whose shifted value is 0): the Conv2D's
 either way; the QDQ rewrite replaces a float product of dequantized values by the
 exact product scaled once, which differs in rounding, not by a quantization step.
 
-The pattern matches at a cube op whose operands have these producers; it takes
-effect when the values are as described (constants, one activation offset, a zero
-weight offset, a bias scale of sx * sw to float32's precision, a weight that fits
-int8, a bias that fits int32). It runs in the main band, after
-GemmToMatmulFusionPass has made a Gemm a MatMulV2 and ConvToFullyConnectionFusionPass
-a convolution over its whole input a FullyConnection (taken here too).
+Only the cube ops whose AI Core kernel reads int8 on the pass's `soc_version` (its
+op information) are rewritten. The pattern matches at such a cube op whose operands
+have these producers; it takes effect when the values are as described (constants,
+one activation offset, a zero weight offset, a bias scale of sx * sw to float32's
+precision, a weight that fits int8, a bias that fits int32). It runs in the main
+band, after GemmToMatmulFusionPass has made a Gemm a MatMulV2 and
+ConvToFullyConnectionFusionPass a convolution over its whole input a
+FullyConnection (taken here too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import IntegerType, Signedness, i32
@@ -59,12 +62,23 @@ from dialects.ascend_graph import (
     is_float,
     shape_of,
 )
+from ge.core import opinfo
+from ge.core.options import check_fields, option_field
 from passes.fusion import FusionCounts, FusionPass, FusionPattern, fusion_pass
 from passes.graph_match import constant_value, new_constant, store_around
 
 INT8 = IntegerType(8)
 UINT8 = IntegerType(8, Signedness.UNSIGNED)
 Product = Conv2DOp | FullyConnectionOp | MatMulV2Op | BatchMatMulOp
+PRODUCT_TYPES = ("Conv2D", "FullyConnection", "MatMulV2", "BatchMatMulV2")
+
+
+class Int8Pattern(FusionPattern):
+    """A pattern rewriting the cube ops of `int8`, the op types whose AI Core kernel reads int8."""
+
+    def __init__(self, int8: frozenset[str], counts: FusionCounts | None = None):
+        super().__init__(counts)
+        self.int8 = int8
 
 
 def _weight_axes(cube: Product) -> tuple[int, tuple[int, ...]] | None:
@@ -146,12 +160,16 @@ def _int8_product(
     return product
 
 
-class DequantCubeToInt8(FusionPattern):
+class DequantCubeToInt8(Int8Pattern):
     """Cube(Dequant(8-bit x), Dequant(int8 w)[, Dequant(int32 b)]) -> Dequant(int8 cube(x, w, b'))."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, cube: CubeOp, rewriter: PatternRewriter) -> None:
-        if not isinstance(cube, Product) or not is_float(dtype_of(cube.results[0].type)):
+        if (
+            not isinstance(cube, Product)
+            or cube.OP_TYPE not in self.int8
+            or not is_float(dtype_of(cube.results[0].type))
+        ):
             return
         x_deq, w_deq = cube.operands[0].owner, cube.operands[1].owner
         if not isinstance(x_deq, AscendDequantOp) or not isinstance(w_deq, AscendDequantOp):
@@ -245,7 +263,7 @@ def _moved_into_int8(x: SSAValue, cube: Product, rewriter: PatternRewriter) -> S
     return narrow.y
 
 
-class IntegerCubeToInt8(FusionPattern):
+class IntegerCubeToInt8(Int8Pattern):
     """Int32 cube(Cast(8-bit x) - zx, int32 constant w[, int32 constant b]) -> int8 cube(x, w, b');
     a uint8 x is moved into int8's range first (x - 128, with zx - 128)."""
 
@@ -253,6 +271,7 @@ class IntegerCubeToInt8(FusionPattern):
     def match_and_rewrite(self, cube: CubeOp, rewriter: PatternRewriter) -> None:
         if (
             not isinstance(cube, Product)
+            or cube.OP_TYPE not in self.int8
             or dtype_of(cube.operands[0].type) != i32
             or dtype_of(cube.operands[1].type) != i32
         ):
@@ -279,10 +298,21 @@ class IntegerCubeToInt8(FusionPattern):
 
 
 @fusion_pass
+@dataclass(frozen=True)
 class QuantCubeFusionPass(FusionPass):
     """Run dequantized (QDQ) and int32 integer Conv2D/MatMul products as int8 cube products."""
 
     name = "QuantCubeFusionPass"
 
+    soc_version: str = option_field("soc_version")
+    """The cube ops whose AI Core kernel reads int8 on this SoC (its op information) are the ones rewritten."""
+
     def patterns(self, counts: FusionCounts) -> Sequence[RewritePattern]:
-        return [DequantCubeToInt8(counts), IntegerCubeToInt8(counts)]
+        check_fields(self)
+        library = opinfo.load(self.soc_version)
+        int8 = frozenset(
+            op_type
+            for op_type in PRODUCT_TYPES
+            if (kernel := library.op(op_type).aicore) is not None and "int8" in kernel.dtypes_of(kernel.params[0])
+        )
+        return [DequantCubeToInt8(int8, counts), IntegerCubeToInt8(int8, counts)]

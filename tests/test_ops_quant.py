@@ -12,6 +12,7 @@ quantized model within a few quantization steps."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -28,10 +29,11 @@ from dialects import ascend_graph as ag
 from dialects import formats
 from dialects.ascend_kernel import KernelOp
 from dialects.shapes import ShapeError
-from ge.core import ir, reference
+from ge.core import ir, opinfo, reference
 from ge.core.errors import ModelError
 from ge.om import Model
 from ge.sim.kernels import cube
+from passes import quant_fusion
 from passes.registry import get_pass
 
 SOC = "Ascend910B1"
@@ -692,3 +694,21 @@ def test_a_quantized_convolution_over_its_whole_input_runs_as_an_int8_fully_conn
     with ge.Session() as run:
         got = run.run(compiled, {"x": x}).outputs["y"]
     assert np.abs(got - want).max() <= 3 * output_step(onnx.load(target))
+
+
+def test_qdq_fusion_needs_an_int8_cube_on_the_soc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a SoC whose Conv2D kernel does not read int8 the QDQ convolutions stay float."""
+    path = quantized(tmp_path, small_cnn())
+
+    def conv_input_dtypes() -> list[str]:
+        module, _ = ge.load_onnx(str(path))
+        quant_fusion.QuantCubeFusionPass(soc_version=SOC).apply(ir.context(), module)
+        return [str(ag.dtype_of(op.x.type)) for op in module.walk() if isinstance(op, ag.Conv2DOp)]
+
+    assert conv_input_dtypes() == ["i8", "i8"]
+    doc = json.loads((Path(opinfo.__file__).parent / f"{SOC}.json").read_text())
+    conv = doc["ops"]["Conv2D"]["aicore"]
+    keep = [i for i, d in enumerate(conv["x"].split(",")) if d != "int8"]
+    doc["ops"]["Conv2D"]["aicore"] = {k: ",".join(v.split(",")[i] for i in keep) for k, v in conv.items()}
+    monkeypatch.setattr(quant_fusion.opinfo, "load", lambda soc: opinfo.parse(doc))
+    assert conv_input_dtypes() == ["f32", "f32"]
