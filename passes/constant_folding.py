@@ -41,7 +41,14 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import Pure
 
 from dialects import shapes
-from dialects.ascend_graph import AscendDequantOp, AscendOp, ConstOp, CubeOp, DataOp, NetOutputOp
+from dialects.ascend_graph import (
+    AscendDequantOp,
+    AscendOp,
+    ConstOp,
+    CubeOp,
+    DataOp,
+    NetOutputOp,
+)
 from ge.core import dtypes
 from ge.core.errors import GEError
 from ge.core.limits import MAX_FOLDED_BYTES, tensor_bytes

@@ -39,7 +39,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, Signedness, StringAttr, TensorType, f32, f64, i32
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    TensorType,
+    f32,
+    f64,
+    i32,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from dialects import ascend_graph as ag
