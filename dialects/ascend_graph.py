@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
@@ -1330,7 +1331,9 @@ class Conv2DOp(CubeOp):
     """2-D convolution, NCHW, filter [Cout, Cin/groups, kh, kw] (CANN `Conv2D`).
 
     `strides` and `dilations` have 4 entries in NCHW order and `pads` is
-    [top, bottom, left, right], as in CANN.
+    [top, bottom, left, right], as in CANN. `offset_x` (an int8 input's
+    quantization offset, CANN's attribute of that name) is the value the padding
+    holds, 0 without it.
     """
 
     name = "ascend_graph.conv2d"
@@ -1343,6 +1346,7 @@ class Conv2DOp(CubeOp):
     pads = prop_def(DenseArrayBase)
     dilations = prop_def(DenseArrayBase)
     groups = prop_def(IntegerAttr)
+    offset_x = opt_prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
     @classmethod
@@ -1356,6 +1360,9 @@ class Conv2DOp(CubeOp):
             raise ShapeError("strides and dilations need 4 values (NCHW) and pads 4 (top, bottom, left, right)")
         if min(strides) < 1 or min(dil) < 1 or min(pads) < 0 or groups < 1:
             raise ShapeError("strides, dilations and groups must be >= 1 and pads >= 0")
+        offset = props.int("offset_x")
+        if offset and (dtype_of(operand_types[0]) != IntegerType(8) or not -128 <= offset < 128):
+            raise ShapeError(f"offset_x {offset} needs an int8 input and a value in [-128, 127]")
         if x[1] != DYN and x[1] != w[1] * groups:
             raise ShapeError(f"input channels {x[1]} != filter channels {w[1]} x groups {groups}")
         if w[0] != DYN and w[0] % groups:
@@ -3938,6 +3945,141 @@ class RNNOp(RecurrentOp):
         return [tensor(dtype, (t, b, h)), tensor(dtype, (1, b, h))]
 
 
+# ---- quantization (AscendQuant, AscendDequant, AscendRequant)
+
+
+QUANT_INTEGERS = ("i8", "ui8", "i16", "ui16")
+"""The integer dtypes a quantization writes (ONNX QuantizeLinear's, but for int4 and float8)."""
+
+
+def _quant_integer(dtype: Attribute, what: str, wide: bool = False) -> None:
+    """`dtype` is a quantized integer: int8/uint8/int16/uint16, and int32 when `wide`."""
+    allowed = QUANT_INTEGERS + (("i32",) if wide else ())
+    if not isinstance(dtype, IntegerType) or dtype == i1 or str(dtype) not in allowed:
+        raise ShapeError(f"{what} must be one of {', '.join(allowed)}, got {dtype}")
+
+
+def _quant_params(operand_types: Sequence[Attribute], props: Props, what: str) -> None:
+    """The shape rule of a scale (operand 1) and its optional offset (operand 2, one
+    value or the scale's shape) against x (operand 0): one value (rank 0 or [1]), one
+    per index along `axis` ([x[axis]]), or, with `block_size` > 0, x's shape with
+    `axis` cut into blocks (ceil(x[axis] / block_size))."""
+    x, scale = shape_of(operand_types[0]), shape_of(operand_types[1])
+    if not is_float(dtype_of(operand_types[1])):
+        raise ShapeError(f"{what} must be floating-point, got {dtype_of(operand_types[1])}")
+    one = ((), (1,))
+    offset = shape_of(operand_types[2]) if len(operand_types) > 2 else ()
+    if offset not in one and not shapes.compatible(offset, scale):
+        raise ShapeError(f"offset {shapes.fmt(offset)} is neither one value nor {what}'s shape {shapes.fmt(scale)}")
+    block = props.int("block_size")
+    if block < 0:
+        raise ShapeError(f"block_size {block} must be >= 0")
+    if block == 0 and scale in one:
+        return
+    axis = shapes.norm_axis(props.int("axis", 1), len(x))
+    if block == 0:
+        if len(scale) != 1 or not shapes.compatible(scale, (x[axis],)):
+            raise ShapeError(
+                f"{what} {shapes.fmt(scale)} is neither one value nor [{x[axis]}] (one per index along axis {axis})"
+            )
+        return
+    want = tuple(DYN if d == DYN else -(-d // block) if i == axis else d for i, d in enumerate(x))
+    if not shapes.compatible(scale, want):
+        raise ShapeError(
+            f"blocked {what} {shapes.fmt(scale)} is not {shapes.fmt(want)} "
+            f"(x {shapes.fmt(x)} in blocks of {block} along axis {axis})"
+        )
+
+
+@irdl_op_definition
+class AscendQuantOp(AscendOp):
+    """y = saturate(round_half_even(x / scale) + offset) in `dst_type` (CANN
+    `AscendQuant`, widened to ONNX QuantizeLinear: scale and offset are tensors, one
+    value, one per index along `axis`, or per block of `block_size` along it).
+
+    The quotient is rounded to `precision` (the scale's dtype unless set) before
+    it is rounded to an integer, as QuantizeLinear-23 specifies."""
+
+    name = "ascend_graph.ascend_quant"
+    OP_TYPE: ClassVar[str] = "AscendQuant"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    offset = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    block_size = prop_def(IntegerAttr)
+    dst_type = prop_def(TypeAttribute)
+    precision = opt_prop_def(TypeAttribute)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if not is_float(dtype_of(operand_types[0])):
+            raise ShapeError(f"x must be floating-point, got {dtype_of(operand_types[0])}")
+        dst = props.type("dst_type")
+        _quant_integer(dst, "dst_type")
+        if len(operand_types) > 2 and dtype_of(operand_types[2]) != dst:
+            raise ShapeError(f"offset is {dtype_of(operand_types[2])}, not the result's {dst}")
+        if props.has("precision") and not is_float(props.type("precision")):
+            raise ShapeError(f"precision must be a floating-point type, got {props.type('precision')}")
+        _quant_params(operand_types, props, "scale")
+        return [tensor(dst, shape_of(operand_types[0]))]
+
+
+@irdl_op_definition
+class AscendDequantOp(AscendOp):
+    """y = (x - offset) * scale, in the scale's dtype (CANN `AscendDequant`: an int32
+    cube result times its deq_scale; widened to ONNX DequantizeLinear's integer
+    inputs, offsets and per-axis or blocked scales)."""
+
+    name = "ascend_graph.ascend_dequant"
+    OP_TYPE: ClassVar[str] = "AscendDequant"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    offset = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    block_size = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        _quant_integer(dtype_of(operand_types[0]), "x", wide=True)
+        if len(operand_types) > 2 and dtype_of(operand_types[2]) != dtype_of(operand_types[0]):
+            raise ShapeError(f"offset is {dtype_of(operand_types[2])}, not x's {dtype_of(operand_types[0])}")
+        _quant_params(operand_types, props, "scale")
+        return [tensor(dtype_of(operand_types[1]), shape_of(operand_types[0]))]
+
+
+@irdl_op_definition
+class AscendRequantOp(AscendOp):
+    """y = saturate(round_half_even(x * scale) + offset) in `dst_type`: an int32
+    accumulator requantized (CANN `AscendRequant`; `scale` is the requant multiplier,
+    one value or one per index along `axis`)."""
+
+    name = "ascend_graph.ascend_requant"
+    OP_TYPE: ClassVar[str] = "AscendRequant"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    offset = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    dst_type = prop_def(TypeAttribute)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if dtype_of(operand_types[0]) != i32:
+            raise ShapeError(f"x must be i32 (an accumulator), got {dtype_of(operand_types[0])}")
+        dst = props.type("dst_type")
+        if str(dst) not in ("i8", "ui8"):
+            raise ShapeError(f"dst_type must be i8 or ui8, got {dst}")
+        if len(operand_types) > 2 and dtype_of(operand_types[2]) != dst:
+            raise ShapeError(f"offset is {dtype_of(operand_types[2])}, not the result's {dst}")
+        _quant_params(operand_types, props, "scale")
+        return [tensor(dst, shape_of(operand_types[0]))]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -3965,6 +4107,7 @@ AscendGraph = Dialect(
         NonZeroOp, CompressOp, UniqueOp, NonMaxSuppressionOp,
         DynamicRNNOp, DynamicGRUV2Op, RNNOp,
         ShapeOp, DynamicReshapeOp,
+        AscendQuantOp, AscendDequantOp, AscendRequantOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

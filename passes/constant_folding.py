@@ -17,6 +17,11 @@ interpreter refuses (an index out of range, say) is left for run time to report.
 
 Results of at most `INLINE_LIMIT` elements stay inline in the IR; larger ones go
 to the module's weight store, as the importer does.
+
+An AscendDequant that a cube op reads is not folded: of a constant, it is a
+quantized model's int8 weight or int32 bias, which QuantCubeFusionPass (after this
+pass) puts on the cube as it is; folded, it would be a float weight four times the
+size and the int8 product lost. One that only other ops read folds as any op does.
 """
 
 from __future__ import annotations
@@ -36,7 +41,14 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import Pure
 
 from dialects import shapes
-from dialects.ascend_graph import AscendOp, ConstOp, DataOp, NetOutputOp
+from dialects.ascend_graph import (
+    AscendDequantOp,
+    AscendOp,
+    ConstOp,
+    CubeOp,
+    DataOp,
+    NetOutputOp,
+)
 from ge.core import dtypes
 from ge.core.errors import GEError
 from ge.core.limits import MAX_FOLDED_BYTES, tensor_bytes
@@ -58,7 +70,11 @@ class FoldConstantOp(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: AscendOp, rewriter: PatternRewriter) -> None:
-        if isinstance(op, ConstOp | DataOp | NetOutputOp) or not op.operands or not op.has_trait(Pure):
+        if isinstance(op, ConstOp | DataOp | NetOutputOp) or not op.operands:
+            return
+        if isinstance(op, AscendDequantOp) and any(isinstance(use.operation, CubeOp) for use in op.y.uses):
+            return
+        if not op.has_trait(Pure):
             return
         if not all(isinstance(v.owner, ConstOp) for v in op.operands):
             return

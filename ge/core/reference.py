@@ -905,7 +905,8 @@ def _pad_hw(x: np.ndarray, pads: Sequence[int], value: Any) -> np.ndarray:
 @_kernel(ag.Conv2DOp)
 def _conv2d(op: ag.Conv2DOp, args: list[np.ndarray]) -> np.ndarray:
     """im2col per group and one (batched) product filter @ columns; a depthwise filter
-    instead multiplies and adds each kernel offset's view in place of a tiny product."""
+    instead multiplies and adds each kernel offset's view in place of a tiny product.
+    The padding holds `offset_x` (0 without it)."""
     x, w = _acc(args[0]), _acc(args[1])
     n, _, h, wd = x.shape
     cout, cin_g, kh, kw = w.shape
@@ -915,7 +916,7 @@ def _conv2d(op: ag.Conv2DOp, args: list[np.ndarray]) -> np.ndarray:
     pads = op.props.ints("pads")
     oh = shapes.window_out(h, kh, sh, pads[0], pads[1], dh)
     ow = shapes.window_out(wd, kw, sw, pads[2], pads[3], dw)
-    taps = _taps(_pad_hw(x, pads, 0), (kh, kw), (sh, sw), (dh, dw), (oh, ow))
+    taps = _taps(_pad_hw(x, pads, op.props.int("offset_x")), (kh, kw), (sh, sw), (dh, dw), (oh, ow))
     if cin_g == 1 and cout == groups:
         per_tap = w.reshape(cout, kh * kw)
         y = reduce(np.add, (tap * per_tap[:, k].reshape(1, cout, 1, 1) for k, tap in enumerate(taps)))
@@ -2380,3 +2381,58 @@ def _rnn(op: ag.RNNOp, args: list[np.ndarray]) -> list[np.ndarray]:
 
     y = cell.run(size, step)
     return [y, cell.final(h)]
+
+
+# ---- quantization (AscendQuant, AscendDequant, AscendRequant)
+
+
+def _quant_param(op: Any, param: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """A scale or offset broadcastable against x: one value, one per index along
+    `axis` (reshaped onto it), or one per block of `block_size` along it (repeated)."""
+    block = op.props.int("block_size") if op.props.has("block_size") else 0
+    if block == 0 and param.size == 1 and param.ndim <= 1:
+        return param.reshape(())
+    axis = shapes.norm_axis(op.props.int("axis", 1), x.ndim)
+    if block == 0:
+        return param.reshape((1,) * axis + (-1,) + (1,) * (x.ndim - axis - 1))
+    return np.take(np.repeat(param, block, axis=axis), np.arange(x.shape[axis]), axis=axis)
+
+
+def _saturated(values: np.ndarray, to: np.dtype) -> np.ndarray:
+    """Integers held in floats, clamped to `to`'s range and converted (saturation)."""
+    info = np.iinfo(to)
+    return np.clip(values, info.min, info.max).astype(to)
+
+
+def _offset(op: Any, args: list[np.ndarray], x: np.ndarray) -> np.ndarray | int:
+    return _quant_param(op, args[2].astype(np.int64), x) if len(args) > 2 else 0
+
+
+@_kernel(ag.AscendQuantOp)
+def _ascend_quant(op: ag.AscendQuantOp, args: list[np.ndarray]) -> np.ndarray:
+    """The quotient in float32, rounded to the precision (the scale's dtype by
+    default, as QuantizeLinear-23 says), then to the nearest integer, ties to even;
+    the offset is added exactly and the sum saturates."""
+    x = args[0]
+    scale = _quant_param(op, args[1], x)
+    precision = dtypes.to_numpy(op.precision if op.precision is not None else op.scale.type.element_type)
+    quotient = (x.astype(np.float32) / scale.astype(np.float32)).astype(precision).astype(np.float64)
+    return _saturated(np.rint(quotient) + _offset(op, args, x), dtypes.to_numpy(op.dst_type))
+
+
+@_kernel(ag.AscendDequantOp)
+def _ascend_dequant(op: ag.AscendDequantOp, args: list[np.ndarray]) -> np.ndarray:
+    """(x - offset) exactly in int64, converted to float32 and times the scale in
+    float32, rounded once to the result dtype."""
+    x = args[0]
+    shifted = (x.astype(np.int64) - _offset(op, args, x)).astype(np.float32)
+    return shifted * _quant_param(op, args[1], x).astype(np.float32)
+
+
+@_kernel(ag.AscendRequantOp)
+def _ascend_requant(op: ag.AscendRequantOp, args: list[np.ndarray]) -> np.ndarray:
+    """The accumulator in float32 times the float32 multiplier, rounded to the nearest
+    integer (ties to even), plus the offset, saturated: onnxruntime's requantization."""
+    x = args[0]
+    product = x.astype(np.float32) * _quant_param(op, args[1], x).astype(np.float32)
+    return _saturated(np.rint(product.astype(np.float64)) + _offset(op, args, x), dtypes.to_numpy(op.dst_type))

@@ -3,7 +3,8 @@
 Each converter reads its node through `Node` (inputs, constant inputs, attributes)
 and builds ops with `Node.emit`, which names them (the node's name for the op that
 produces the node's output, `<node>/<tag>` for the helpers of a decomposition) and
-folds them when all their operands are constant. It returns the node's outputs in
+folds them when all their operands are constant (but for the DequantizeLinear of a
+constant: a quantized weight stays int8, see its converter). It returns the node's outputs in
 order, `None` for an output it cannot produce (an error only if the graph uses it).
 
 `CONVERTERS` maps an op type to its converter and to the newest schema version of
@@ -45,11 +46,13 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     IntegerType,
+    Signedness,
     StringAttr,
     TensorType,
     f32,
     f64,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -579,6 +582,15 @@ def _conv(n: Node) -> Outputs:
     x, w, b = n.x(0), n.x(1), n.opt(2)
     if len(shape(x)) == 5:
         return [_conv3d(n, x, w, b)]
+    return [_conv2d(n, x, w, b)]
+
+
+def _conv2d(
+    n: Node, x: SSAValue, w: SSAValue, b: SSAValue | None, props: dict[str, Attribute] | None = None,
+    tag: str | None = None,
+) -> SSAValue:
+    """The node's 1-D or 2-D convolution of x by w (plus b) as a Conv2D, its result
+    named by `tag` (more `props` join its window's)."""
     spatial = _spatial_rank(n, x)
     kernel = shape(w)[2:]
     if len(kernel) != spatial or not is_static(kernel):
@@ -595,11 +607,12 @@ def _conv(n: Node) -> Outputs:
         "pads": ints([pads[0][0], pads[0][1], pads[1][0], pads[1][1]]),
         "dilations": ints([1, 1, *dilations]),
         "groups": int_attr(n.attr("group", 1)),
+        **(props or {}),
     }
     operands = [x, w] + ([b] if b is not None else [])
     if spatial == 1:
-        return [_squeeze_h(n, n.emit(ag.Conv2DOp, operands, props, "conv2d"))]
-    return [n.emit(ag.Conv2DOp, operands, props)]
+        return n.emit(ag.SqueezeOp, [n.emit(ag.Conv2DOp, operands, props, "conv2d")], {"axis": ints([2])}, tag)
+    return n.emit(ag.Conv2DOp, operands, props, tag)
 
 
 @converts(MaxPool=22, AveragePool=22)
@@ -2170,3 +2183,233 @@ def _recurrent(n: Node) -> Outputs:
         state = [res[i] for res in results]
         outputs.append(_stacked(n, state, 0, (1, 0, 2) if layout else None, key) if n.used(i) else None)
     return outputs
+
+
+# ---- quantization (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+#      ConvInteger, QLinearConv, QLinearMatMul)
+
+
+def _declared_type(n: Node, key: str) -> Attribute | None:
+    """The element type an attribute names (`output_dtype`, `precision`), None when unset (0)."""
+    code = n.attr(key, 0)
+    return element_type(code, f"node '{n.name}' ({n.op_type}) attribute {key}") if code else None
+
+
+def _quant_props(n: Node) -> dict[str, Attribute]:
+    return {"axis": int_attr(n.attr("axis", 1)), "block_size": int_attr(n.attr("block_size", 0))}
+
+
+@converts(QuantizeLinear=25)
+def _quantize_linear(n: Node) -> Outputs:
+    """AscendQuant. The result type is the zero point's, else `output_dtype`, else
+    uint8; `saturate` concerns float8 results only, which the importer refuses. Before
+    version 23 (which divides in `precision`, by default the scale's dtype) the
+    quotient is float32's, as onnxruntime computes it."""
+    x, scale, offset = n.x(0), n.x(1), n.opt(2)
+    declared = _declared_type(n, "output_dtype")
+    if offset is not None and declared is not None and declared != dtype(offset):
+        raise n.error(f"output_dtype {declared} differs from the zero point's {dtype(offset)}")
+    dst = dtype(offset) if offset is not None else declared or IntegerType(8, Signedness.UNSIGNED)
+    props = {**_quant_props(n), "dst_type": dst}
+    precision = _declared_type(n, "precision") if n.since >= 23 else f32
+    if precision is not None:
+        props["precision"] = precision
+    return [n.emit(ag.AscendQuantOp, [x, scale, *([offset] if offset is not None else [])], props)]
+
+
+@converts(DequantizeLinear=25)
+def _dequantize_linear(n: Node) -> Outputs:
+    """AscendDequant (in the scale's dtype, then a Cast to `output_dtype` if that
+    differs). A constant x (a quantized weight) is not folded at import, where its
+    users are not known yet: kept int8, the weight is what QuantCubeFusionPass puts on
+    the cube (constant folding folds it when no cube op reads it)."""
+    x, scale, offset = n.x(0), n.x(1), n.opt(2)
+    declared = _declared_type(n, "output_dtype")
+    operands = [x, scale, *([offset] if offset is not None else [])]
+    tag = None if declared in (None, dtype(scale)) else "dequant"
+    if n.importer.array_of(x) is None:
+        y = n.emit(ag.AscendDequantOp, operands, _quant_props(n), tag)
+    else:
+        op = ag.AscendDequantOp(operands, _quant_props(n), n.label(tag))
+        n.importer.block.add_op(op)
+        y = op.y
+    return [y if tag is None else n.emit(ag.CastOp, [y], {"dst_type": declared})]
+
+
+@converts(DynamicQuantizeLinear=11)
+def _dynamic_quantize_linear(n: Node) -> Outputs:
+    """ONNX's function body for it, as GE decomposes it: [min(x, 0), max(x, 0)] maps
+    onto uint8's [0, 255], scale = (max - min) / 255, zero point = round(-min / scale)
+    saturated, and y = AscendQuant(x, scale, zero point)."""
+    x = n.x(0)
+    zero = n.scalar(0.0, x, "zero")
+    high = n.emit(ag.MaximumOp, [_reduce(n, ag.ReduceMaxOp, x, (), False, "max"), zero], tag="high")
+    low = n.emit(ag.MinimumOp, [_reduce(n, ag.ReduceMinOp, x, (), False, "min"), zero], tag="low")
+    span = n.emit(ag.SubOp, [high, low], tag="span")
+    scale = n.emit(ag.DivOp, [span, n.scalar(255.0, x, "levels")], tag="scale")
+    shift = n.emit(ag.NegOp, [n.emit(ag.DivOp, [low, scale], tag="low_steps")], tag="shift")
+    clipped = n.emit(ag.ClipByValueOp, [shift], {"min": float_attr(0.0), "max": float_attr(255.0)}, "clip")
+    uint8 = IntegerType(8, Signedness.UNSIGNED)
+    offset = n.emit(ag.CastOp, [n.emit(ag.RoundOp, [clipped], tag="round")], {"dst_type": uint8}, "zero_point")
+    props = {"axis": int_attr(1), "block_size": int_attr(0), "dst_type": uint8}
+    return [n.emit(ag.AscendQuantOp, [x, scale, offset], props), scale, offset]
+
+
+def _no_offset(n: Node, zero_point: SSAValue | None) -> bool:
+    """The zero point is absent or a constant of zeros."""
+    if zero_point is None:
+        return True
+    values = n.importer.array_of(zero_point)
+    return values is not None and not values.any()
+
+
+def _minus_offset(n: Node, x: SSAValue, zero_point: SSAValue | None, axis: int, tag: str) -> SSAValue:
+    """x - zero_point, exactly, in int32. A zero point is one value (rank 0 or [1]) or
+    one per index along `axis` of x (reshaped onto it)."""
+    wide = n.emit(ag.CastOp, [x], {"dst_type": i32}, f"{tag}_int32")
+    if _no_offset(n, zero_point):
+        return wide
+    assert zero_point is not None
+    offset = n.emit(ag.CastOp, [zero_point], {"dst_type": i32}, f"{tag}_zero_point")
+    points = shape(zero_point)
+    if points not in ((), (1,)):
+        rank = len(shape(x))
+        if len(points) != 1 or not 0 <= axis < rank or points[0] != shape(x)[axis]:
+            raise n.error(
+                f"{tag} zero point {fmt(points)} is neither one value "
+                f"nor one per index along axis {axis} of {fmt(shape(x))}"
+            )
+        if axis < rank - 1:
+            offset = n.emit(ag.UnsqueezeOp, [offset], {"axes": ints(range(1, rank - axis))}, f"{tag}_zero_point_axes")
+    return n.emit(ag.SubOp, [wide, offset], tag=f"{tag}_shifted")
+
+
+def _integer_operands(
+    n: Node, a: SSAValue, a_offset: SSAValue | None, a_axis: int, b: SSAValue, b_offset: SSAValue | None, b_axis: int
+) -> tuple[SSAValue, SSAValue, dict[str, Attribute]]:
+    """The operands of an integer product (a - a_offset) x (b - b_offset) and the cube
+    op's extra properties: int8 operands without offsets go to the int8 cube as they
+    are (int32 result); the others are shifted in int32 (QuantCubeFusionPass moves
+    what fits back to int8)."""
+    if dtype(a) == dtype(b) == IntegerType(8) and _no_offset(n, a_offset) and _no_offset(n, b_offset):
+        return a, b, {"dtype": i32}
+    return _minus_offset(n, a, a_offset, a_axis, "a"), _minus_offset(n, b, b_offset, b_axis, "b"), {}
+
+
+def _integer_matmul(n: Node, tag: str | None) -> SSAValue:
+    """(A - a_zero_point) @ (B - b_zero_point) in int32, from inputs 0, 2 and 3, 5 (QLinearMatMul's
+    order) or 0, 1 and 2, 3 (MatMulInteger's); a zero point per row of A or per column of B.
+    A computed B with one-value zero points runs on the int8 cube (`_corrected_matmul`)."""
+    quantized = n.op_type == "QLinearMatMul"
+    a, b = n.x(0), n.x(3 if quantized else 1)
+    a_offset, b_offset = n.opt(2), n.opt(5 if quantized else 3)
+    plain = dtype(a) == dtype(b) == IntegerType(8) and _no_offset(n, a_offset) and _no_offset(n, b_offset)
+    ranks = min(len(shape(a)), len(shape(b))) >= 2 and shape(a)[-1] != DYN
+    if not plain and n.importer.array_of(b) is None and _one_value(a_offset) and _one_value(b_offset) and ranks:
+        return _corrected_matmul(n, a, a_offset, b, b_offset, tag)
+    x1, x2, props = _integer_operands(n, a, a_offset, len(shape(a)) - 2, b, b_offset, len(shape(b)) - 1)
+    return _matmul_op(n, x1, x2, props, tag)
+
+
+def _matmul_op(n: Node, x1: SSAValue, x2: SSAValue, props: dict[str, Attribute], tag: str | None) -> SSAValue:
+    if len(shape(x1)) == 2 and len(shape(x2)) == 2:
+        props = props | {"transpose_x1": bool_attr(False), "transpose_x2": bool_attr(False)}
+        return n.emit(ag.MatMulV2Op, [x1, x2], props, tag)
+    return n.emit(ag.BatchMatMulOp, [x1, x2], props | {"adj_x1": bool_attr(False), "adj_x2": bool_attr(False)}, tag)
+
+
+def _int8_of(n: Node, x: SSAValue, offset: SSAValue | None, tag: str) -> tuple[SSAValue, SSAValue | None]:
+    """x as int8 and its offset in int32 (None for none): a uint8 x moves by -128 into
+    int8's range, exactly, and its offset with it."""
+    unsigned = dtype(x) != IntegerType(8)
+    wide_offset = None if offset is None else n.emit(ag.CastOp, [offset], {"dst_type": i32}, f"{tag}_zero_point")
+    if not unsigned:
+        return x, wide_offset
+    shift = n.const(np.array(128, np.int32), f"{tag}_shift")
+    moved = n.emit(ag.SubOp, [n.emit(ag.CastOp, [x], {"dst_type": i32}, f"{tag}_int32"), shift], tag=f"{tag}_moved")
+    x8 = n.emit(ag.CastOp, [moved], {"dst_type": IntegerType(8)}, f"{tag}_int8")
+    if wide_offset is None:
+        return x8, n.const(np.array(-128, np.int32), f"{tag}_moved_zero_point")
+    return x8, n.emit(ag.SubOp, [wide_offset, shift], tag=f"{tag}_moved_zero_point")
+
+
+def _corrected_matmul(
+    n: Node, a: SSAValue, a_offset: SSAValue | None, b: SSAValue, b_offset: SSAValue | None, tag: str | None
+) -> SSAValue:
+    """(a - za) @ (b - zb) = a @ b - za * colsum(b) - zb * rowsum(a) + K * za * zb: the
+    product of the int8 values on the int8 cube, the sums and corrections in int32
+    vector ops, all exact (a uint8 operand moved into int8 first)."""
+    a8, za = _int8_of(n, a, a_offset, "a")
+    b8, zb = _int8_of(n, b, b_offset, "b")
+    product = _matmul_op(n, a8, b8, {"dtype": i32}, "product")
+    terms: list[tuple[type[ag.AscendOp], SSAValue]] = []
+    if za is not None:
+        b_wide = n.emit(ag.CastOp, [b8], {"dst_type": i32}, "b_sum_int32")
+        colsum = _reduce(n, ag.ReduceSumOp, b_wide, (-2,), True, "b_column_sums")
+        terms.append((ag.SubOp, n.emit(ag.MulOp, [za, colsum], tag="a_correction")))
+    if zb is not None:
+        a_wide = n.emit(ag.CastOp, [a8], {"dst_type": i32}, "a_sum_int32")
+        rowsum = _reduce(n, ag.ReduceSumOp, a_wide, (-1,), True, "a_row_sums")
+        terms.append((ag.SubOp, n.emit(ag.MulOp, [zb, rowsum], tag="b_correction")))
+    if za is not None and zb is not None:
+        k = n.const(np.array(shape(a)[-1], np.int32), "depth")
+        terms.append((ag.AddOp, n.emit(ag.MulOp, [n.emit(ag.MulOp, [za, zb], tag="offsets"), k], tag="offset_term")))
+    y = product
+    for i, (cls, term) in enumerate(terms):  # a uint8 operand or a zero point: never none
+        y = n.emit(cls, [y, term], tag=tag if i == len(terms) - 1 else f"corrected_{i}")
+    return y
+
+
+@converts(MatMulInteger=10)
+def _matmul_integer(n: Node) -> Outputs:
+    return [_integer_matmul(n, None)]
+
+
+@converts(ConvInteger=10)
+def _conv_integer(n: Node) -> Outputs:
+    """conv(x - x_zero_point, w - w_zero_point) in int32; the filter's zero point is one
+    value or one per output channel."""
+    x, w, x_offset = n.x(0), n.x(1), n.opt(2)
+    if not _one_value(x_offset):
+        raise n.error(f"x_zero_point {fmt(shape(x_offset))} must be one value")  # type: ignore[arg-type]
+    a, b, props = _integer_operands(n, x, x_offset, 1, w, n.opt(3), 0)
+    return [_conv2d(n, a, b, None, props)]
+
+
+def _one_value(value: SSAValue | None) -> bool:
+    return value is None or shape(value) in ((), (1,))
+
+
+def _requantized(n: Node, acc: SSAValue, scales: tuple[int, int, int], offset: int, axis: int) -> SSAValue:
+    """The int32 accumulator requantized to y's zero point's dtype by the multiplier
+    a_scale * b_scale / y_scale (computed in the scales' dtype, as ONNX does)."""
+    a_scale, b_scale, y_scale = (n.x(i) for i in scales)
+    if not _one_value(a_scale) or not _one_value(y_scale):
+        raise n.error(
+            f"the scales of the first input {fmt(shape(a_scale))} and of y {fmt(shape(y_scale))} must be one value each"
+        )
+    product = n.emit(ag.MulOp, [a_scale, b_scale], tag="scale_product")
+    multiplier = n.emit(ag.DivOp, [product, y_scale], tag="multiplier")
+    y_offset = n.x(offset)
+    props = {"axis": int_attr(axis), "dst_type": dtype(y_offset)}
+    return n.emit(ag.AscendRequantOp, [acc, multiplier, y_offset], props)
+
+
+@converts(QLinearConv=10)
+def _qlinear_conv(n: Node) -> Outputs:
+    """ConvInteger's product plus the int32 bias, requantized (AscendRequant) by
+    x_scale * w_scale / y_scale, one value or one per output channel."""
+    x, w, x_offset = n.x(0), n.x(3), n.opt(2)
+    if not _one_value(x_offset):
+        raise n.error(f"x_zero_point {fmt(shape(x_offset))} must be one value")  # type: ignore[arg-type]
+    a, b, props = _integer_operands(n, x, x_offset, 1, w, n.opt(5), 0)
+    acc = _conv2d(n, a, b, n.opt(8), props, "conv")
+    return [_requantized(n, acc, (1, 4, 6), 7, 1)]
+
+
+@converts(QLinearMatMul=21)
+def _qlinear_matmul(n: Node) -> Outputs:
+    """MatMulInteger's product requantized (AscendRequant) by a_scale * b_scale /
+    y_scale; b's scale may be one per column."""
+    acc = _integer_matmul(n, "matmul")
+    return [_requantized(n, acc, (1, 4, 6), 7, len(shape(acc)) - 1)]

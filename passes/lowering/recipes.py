@@ -247,6 +247,8 @@ def recipe(op: Operation) -> Recipe:
     if isinstance(op, ag.MatrixDeterminantOp):
         n = ag.shape_of(op.x.type)[-1]  # LU: n pivots per matrix, ~n^3/3 multiply-subtracts
         return [("VDIV", BINARY, "row")] * n + [("VMUL", BINARY, "in"), ("VSUB", BINARY, "in")] * max(1, -(-n // 3))
+    if isinstance(op, ag.AscendQuantOp | ag.AscendDequantOp | ag.AscendRequantOp):
+        return _quantization(op)
     if isinstance(op, ag.TransDataOp):
         fmts = {op.props.str("src_format"), op.props.str("dst_format")}
         return [] if "FRACTAL_NZ" in fmts else [("VNCHWCONV", "{u}_{u}", "out")]
@@ -324,6 +326,18 @@ def _loss(op: ag.NLLLossOp | ag.SoftmaxCrossEntropyLossOp) -> Recipe:
     if reduction == "mean":
         steps += [("VCADD", UNARY, "param"), ("VDIV", BINARY, "out")]
     return steps
+
+
+def _quantization(op: ag.AscendQuantOp | ag.AscendDequantOp | ag.AscendRequantOp) -> Recipe:
+    """AscendQuant divides by the scale, adds the offset and converts with rounding;
+    AscendDequant subtracts the offset and converts while scaling (VCONVDEQ), and
+    AscendRequant scales and converts int32 to int8 in one (VCONVVDEQ), then adds the offset."""
+    offset = op.offset is not None
+    if isinstance(op, ag.AscendQuantOp):
+        return [("VDIV", BINARY, "out"), *([("VADD", BINARY, "out")] if offset else []), ("VCONV", "{i}_{o}", "out")]
+    if isinstance(op, ag.AscendDequantOp):
+        return [*([("VSUB", BINARY, "out")] if offset else []), ("VCONVDEQ", "{i}_{o}", "out")]
+    return [("VCONVVDEQ", "{i}_{o}", "out"), *([("VADD", "{o}_{o}_{o}", "out")] if offset else [])]
 
 
 _DTYPE_NAMES = {"float16": "FP16", "bfloat16": "BF16", "float32": "FP32", "float64": "FP64", "bool": "UINT8"}

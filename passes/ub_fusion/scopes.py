@@ -39,12 +39,17 @@ def is_cube(op: Operation) -> bool:
     return op_type(op) in CUBE_TYPES and not is_aicpu(op)
 
 
+QUANTIZATION = ag.AscendQuantOp | ag.AscendDequantOp | ag.AscendRequantOp
+
+
 def is_elementwise(op: Operation) -> bool:
     """A vector op on the AI Core computing each output element from the same element
-    of its (broadcast) inputs."""
+    of its (broadcast) inputs; a quantization's scale and offset broadcast along its
+    axis (so AscendDequant and AscendQuant join a cube op's tail, as in CANN's
+    dequant/quant UB fusions)."""
     if isinstance(op, ag.IdentityOp) or is_aicpu(op):
         return False
-    return isinstance(op, ag.UnaryOp | ag.BinaryOp | ag.CastOp | ag.SelectOp | ag.ExpandOp)
+    return isinstance(op, ag.UnaryOp | ag.BinaryOp | ag.CastOp | ag.SelectOp | ag.ExpandOp | QUANTIZATION)
 
 
 def is_row_reduction(op: Operation) -> bool:

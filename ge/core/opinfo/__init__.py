@@ -59,6 +59,12 @@ The values are this project's model of the parts, not copied from CANN:
   (float64 and the unsigned types included). NonZero, Compress,
   UniqueWithCountsExt2 and NonMaxSuppressionV6, whose result shapes depend on
   their input values, have AI CPU kernels only.
+- Quantization (AscendQuant, AscendDequant, AscendRequant) is gray and vector. On
+  AI Core it reads and writes int8 and uint8 (AscendDequant also int32, the cube's
+  accumulators), on AI CPU the 16-bit integers too. A convolution or matmul whose
+  integer product does not fit the int8 cube (ConvInteger, MatMulInteger and the
+  QLinear ops with offsets that do not fit, or a computed weight) runs in int32 on
+  AI CPU: Conv2D, MatMulV2, BatchMatMulV2 and FullyConnection list int32 there.
 - bfloat16 exists only on Ascend910B1. BatchNorm keeps float32 scale, offset,
   mean and variance beside a float16 input, as CANN's BNInfer does.
 - Two assumptions give the fallback rules something to act on: on Ascend310, Pow
