@@ -43,12 +43,13 @@ def _onnxruntime(path: Path, feeds: dict[str, np.ndarray], runs: int) -> tuple[d
 
 
 def _error(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> float:
-    """The largest |got - want| over the outputs, relative to the output's largest magnitude."""
+    """The largest |got - want| over the outputs, relative to the output's largest magnitude
+    (inf for a wrong shape or a non-finite value where onnxruntime's is finite)."""
     worst = 0.0
     for name, ref in want.items():
         ref64, got64 = np.asarray(ref, np.float64), np.asarray(got[name], np.float64)
-        if ref64.shape != got64.shape:
-            return float("inf")
+        if ref64.shape != got64.shape or (np.isfinite(ref64) & ~np.isfinite(got64)).any():
+            return float("inf")  # a wrong shape, or inf/NaN where onnxruntime has a number
         scale = max(float(np.max(np.abs(ref64), initial=0.0)), 1e-6)
         worst = max(worst, float(np.max(np.abs(got64 - ref64), initial=0.0)) / scale)
     return worst

@@ -13,7 +13,8 @@ Each op records why in the discardable attribute `_precision_reason` (the rule,
 or the file and line, that decided), its engine in `_engine = "DNN_VM_AICPU"`
 (absent: AI Core), and its implementation mode in `impl_mode`. An op with GE's
 `keep_dtype = true` keeps its dtype; the keep_dtype file sets that attribute on
-the ops it names. A cube op whose result is wider than its inputs carries the
+the ops it names. So does an op reading a 32- or 64-bit integer converted to float
+(the int32 sums of an integer product before their scales): float16 cannot hold them. A cube op whose result is wider than its inputs carries the
 `dtype` property (float16 in, float32 out).
 
 A float constant converted to float16 or bfloat16 saturates: a finite value beyond the
@@ -71,6 +72,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -373,7 +375,7 @@ class _Selector:
         self, op: ag.AscendOp, info: OpInfo, key_in: str | None, key_out: str | None
     ) -> tuple[list[Candidate], str]:
         """The dtypes to try for the op, best first, and the rule that chose them."""
-        keep = self._kept(op)
+        keep = self._kept(op) or self._reads_integer_sums(op)
         if keep is not None:
             return self._keep_origin(key_in, key_out), keep
         policy, reason = self.settings.policy, self.settings.spelled
@@ -538,6 +540,21 @@ class _Selector:
             return None
         op.attributes[KEEP_DTYPE] = BoolAttr.from_bool(True)
         return str(source)
+
+    @staticmethod
+    def _reads_integer_sums(op: ag.AscendOp) -> str | None:
+        """Why an op keeps its dtype: it reads a 32- or 64-bit integer converted to float,
+        the int32 sums of an integer product on their way to being scaled back
+        (MatMulInteger, Cast, Mul by the scales: onnxruntime's dynamic quantization),
+        whose values float16 cannot hold."""
+        for value in op.operands:
+            cast = value.owner
+            if not isinstance(cast, ag.CastOp):
+                continue
+            source = ag.dtype_of(cast.x.type)
+            if isinstance(source, IntegerType) and source.width.data >= 32:
+                return f"reads {dtypes.name(source)} converted to float ('{cast.label}'), beyond float16's range"
+        return None
 
     def _customized(self, op: ag.AscendOp) -> DtypeRule | None:
         """The op's customize_dtypes rule: by node name, else by op type."""

@@ -712,3 +712,28 @@ def test_qdq_fusion_needs_an_int8_cube_on_the_soc(tmp_path: Path, monkeypatch: p
     doc["ops"]["Conv2D"]["aicore"] = {k: ",".join(v.split(",")[i] for i in keep) for k, v in conv.items()}
     monkeypatch.setattr(quant_fusion.opinfo, "load", lambda soc: opinfo.parse(doc))
     assert conv_input_dtypes() == ["f32", "f32"]
+
+
+def test_integer_sums_keep_float32_under_force_fp16() -> None:
+    """onnxruntime's dynamic quantization scales MatMulInteger's int32 sums after a Cast
+    to float: sums beyond 65504 must not pass through float16 on their way (they were
+    inf, then NaN, under force_fp16)."""
+    rng = np.random.default_rng(0)
+    a = helper.make_tensor_value_info("a", TensorProto.INT8, [4, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
+    w = numpy_helper.from_array(rng.integers(100, 127, (64, 8)).astype(np.int8), "w")
+    scale = numpy_helper.from_array(np.array(1e-4, np.float32), "scale")
+    nodes = [
+        helper.make_node("MatMulInteger", ["a", "w"], ["sums"]),
+        helper.make_node("Cast", ["sums"], ["sums_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["sums_f", "scale"], ["y"]),
+    ]
+    model = helper.make_model(helper.make_graph(nodes, "dyn", [a], [y], [w, scale]), opset_imports=[helper.make_opsetid("", 13)])
+    feeds = {"a": rng.integers(100, 127, (4, 64)).astype(np.int8)}
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(["y"], feeds)[0]
+    assert np.abs(feeds["a"].astype(np.int64) @ numpy_helper.to_array(w).astype(np.int64)).max() > 65504
+    compiled = ge.compile(ge.load_onnx(model)[0], {"soc_version": "Ascend310P3", "precision_mode": "force_fp16"})
+    with ge.Session() as session:
+        got = session.run(compiled, feeds).outputs["y"]
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=2e-3)
