@@ -51,9 +51,10 @@ def om(tmp_path_factory) -> Path:
 
 
 def unsupported_model() -> onnx.ModelProto:
-    """Four ops the importer lacks (LRN, ConvTranspose, IsNaN, GatherND), an attribute
-    Sigmoid does not have and a Softmax axis out of range; IsNaN and GatherND sit behind
-    failed nodes, and a dead LSTM branch is not imported at all."""
+    """Three ops the importer lacks (RandomNormalLike twice, GlobalLpPool), an attribute
+    Sigmoid does not have and a Softmax axis out of range; IsNaN and the second
+    RandomNormalLike sit behind failed nodes, and a dead Multinomial branch is not
+    imported at all."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     inits = [
@@ -63,17 +64,17 @@ def unsupported_model() -> onnx.ModelProto:
         numpy_helper.from_array(np.ones((1, 32, 8), np.float32), "lstm_r"),
     ]
     nodes = [
-        helper.make_node("LRN", ["x"], ["lrn"], name="lrn", size=3),
+        helper.make_node("RandomNormalLike", ["x"], ["lrn"], name="noise"),
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
-        helper.make_node("ConvTranspose", ["r", "w"], ["ct"], name="deconv", pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalLpPool", ["r"], ["ct"], name="lppool"),
         helper.make_node("Sigmoid", ["r"], ["sig"], name="sigmoid", alpha=1.0),
         helper.make_node("Softmax", ["r"], ["sm"], name="softmax", axis=7),
         helper.make_node("IsNaN", ["sm"], ["nan"], name="isnan"),
         helper.make_node("Where", ["nan", "ct", "lrn"], ["wh"], name="where"),
         helper.make_node("Add", ["wh", "sig"], ["s"], name="add"),
-        helper.make_node("GatherND", ["s", "idx"], ["y"], name="gathernd"),
+        helper.make_node("RandomNormalLike", ["s"], ["y"], name="noise2"),
         helper.make_node("Reshape", ["x"], ["dead_in"], name="dead_reshape"),
-        helper.make_node("LSTM", ["dead_in", "lstm_w", "lstm_r"], ["dead"], name="dead_lstm", hidden_size=8),
+        helper.make_node("Multinomial", ["dead_in"], ["dead"], name="dead_multinomial"),
     ]
     graph = helper.make_graph(nodes, "unsupported", [x], [y], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -151,19 +152,18 @@ def test_mode3_lists_every_problem_at_once(bad_onnx, tmp_path):
     report = json.loads((tmp_path / "check_result.json").read_text())
     found = {(p["node"], p["op_type"], p["category"]) for p in report["details"]}
     assert found == {
-        ("lrn", "LRN", "unsupported op"),
-        ("deconv", "ConvTranspose", "unsupported op"),
+        ("noise", "RandomNormalLike", "unsupported op"),
+        ("lppool", "GlobalLpPool", "unsupported op"),
         ("sigmoid", "Sigmoid", "bad attribute"),
         ("softmax", "Softmax", "bad attribute"),
-        ("isnan", "IsNaN", "unsupported op"),
-        ("gathernd", "GatherND", "unsupported op"),
+        ("noise2", "RandomNormalLike", "unsupported op"),
     }
-    assert report["result"] == "failed" and report["problems"] == 6
-    assert report["categories"] == {"unsupported op": 4, "bad attribute": 2}
-    assert report["nodes_checked"] == 9 and report["nodes_checked_for_support_only"] == ["isnan", "where", "add", "gathernd"]
+    assert report["result"] == "failed" and report["problems"] == 5
+    assert report["categories"] == {"unsupported op": 3, "bad attribute": 2}
+    assert report["nodes_checked"] == 9 and report["nodes_checked_for_support_only"] == ["isnan", "where", "add", "noise2"]
     assert all(p["message"] for p in report["details"])
     summary = result.stdout.strip().splitlines()[-1]
-    assert summary.startswith(f"pre-check of {bad_onnx}: failed, 6 problems") and "check_result.json" in summary
+    assert summary.startswith(f"pre-check of {bad_onnx}: failed, 5 problems") and "check_result.json" in summary
 
 
 def test_mode3_passes_a_good_model_with_its_input_shape(tmp_path):

@@ -189,12 +189,11 @@ def test_range_of_tebibytes_is_refused():
 
 
 def test_unsupported_op_is_not_evaluated_to_tebibytes():
-    """OneHot has no converter: ONNX's reference would evaluate it, after the size check."""
-    inits = [init("i", np.array([1, 2], np.int64)), init("d", np.array(10**12, np.int64)),
-             init("v", np.array([0, 1], np.float32))]
-    node = helper.make_node("OneHot", ["i", "d", "v"], ["y"], name="onehot")
+    """MaxRoiPool has no converter: ONNX's reference would evaluate it, after the size check."""
+    inits = [init("x", np.ones((1, 1, 2, 2), np.float32)), init("rois", np.array([[0, 0, 0, 1, 1]], np.float32))]
+    node = helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], name="roipool", pooled_shape=[10**6, 10**6])
     model = make([node], [], [helper.make_empty_tensor_value_info("y")], inits)
-    refused(model, "node 'onehot' (OneHot)", "[2, 1000000000000]", "limit of a constant", error=LimitError)
+    refused(model, "node 'roipool' (MaxRoiPool)", "[1, 1, 1000000, 1000000]", "limit of a constant", error=LimitError)
 
 
 def test_huge_input_shape_is_refused():
