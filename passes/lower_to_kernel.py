@@ -317,6 +317,12 @@ class LowerToKernel(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_fields(self)
+        flow = next((o for o in op.walk() if isinstance(o, ag.ControlFlowOp)), None)
+        if flow is not None:
+            raise ModelError(
+                f"{flow.OP_TYPE} '{flow.label}': control flow (If, Loop, Scan) is not lowered to kernels and "
+                "label tasks yet, so a graph with it does not compile; ge.reference runs it"
+            )
         lowering = _Lowering(op, self.soc_version)
         for graph in [g for g in op.ops if isinstance(g, ag.GraphOp)]:
             lowering.lower(graph)

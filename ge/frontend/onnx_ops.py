@@ -1616,15 +1616,19 @@ def _loop(n: Node) -> Outputs:
 
 def _trips(n: Node, body: Any) -> int:
     """The loop's iteration count when it is known at import: a constant trip count,
-    and a condition that is true and that the body passes through unchanged."""
-    count = n.scalar_input(0, "M") if n.has(0) else None
-    start = n.scalar_input(1, "cond") if n.has(1) else True
+    and a condition that is true and that the body passes on unchanged (or yields true)."""
+    importer = n.importer
+    count = importer.constant_value(n.proto.input[0]) if n.has(0) else None
+    start = importer.constant_value(n.proto.input[1]) if n.has(1) else np.array(True)
     block = body.block
     stays = block.last_op.values[0]
-    kept = stays is block.args[1] or (isinstance(stays.owner, ag.ConstOp) and bool(n.importer.array_of(stays).all()))
-    if count is None or not start or not kept:
+    while isinstance(stays.owner, ag.AscendOp) and (through := stays.owner.folded_operand()) is not None:
+        stays = through  # an Identity of the condition
+    kept = importer.array_of(stays)
+    passed = stays is block.args[1] or (kept is not None and bool(kept.all()))
+    if count is None or start is None or not start.all() or not passed:
         return DYN
-    return max(int(count), 0)
+    return max(int(count.reshape(-1)[0]), 0)
 
 
 @converts(Scan=25)
