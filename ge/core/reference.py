@@ -198,7 +198,7 @@ def evaluate_op(op: Operation, inputs: Sequence[np.ndarray], weights: WeightStor
         return [const_value(op, weights)]
     if isinstance(op, ag.ControlFlowOp):
         args = _check_args(op, inputs)
-        return [_conform(op, i, v) for i, v in enumerate(_CONTROL_FLOW[type(op)](op, args, weights))]
+        return [_conform(op, i, v) for i, v in enumerate(BODY_KERNELS[type(op)](op, args, weights))]
     kernel = KERNELS.get(type(op))
     if kernel is None:
         raise ModelError(f"{_label(op)}: the reference interpreter has no kernel for {op.name}")
@@ -1970,7 +1970,8 @@ def _scan(op: ag.ScanOp, args: list[np.ndarray], weights: WeightStore | None) ->
     return [*states, *stacked]
 
 
-_CONTROL_FLOW: dict[type[Operation], Callable[[Any, list[np.ndarray], WeightStore | None], list[np.ndarray]]] = {
+BODY_KERNELS: dict[type[Operation], Callable[[Any, list[np.ndarray], WeightStore | None], list[np.ndarray]]] = {
     ag.IfOp: _if, ag.LoopOp: _loop, ag.ScanOp: _scan,
 }
-"""The kernels of the ops with bodies, which run their bodies with the caller's weights."""
+"""The kernels of the ops with bodies (If, Loop, Scan), apart from `KERNELS` because
+they run their bodies with the caller's weights."""
