@@ -122,6 +122,7 @@ def test_if_on_a_constant_condition_is_still_the_branch_it_takes() -> None:
     assert not ops_of(proto, ag.IfOp)
 
 
+@pytest.mark.slow
 def test_torch_cond_exported_with_dynamo_matches_onnxruntime() -> None:
     pytest.importorskip("onnxscript")
     from ge.testing.user_models import user_model
@@ -216,6 +217,7 @@ def test_loop_inside_an_if_branch() -> None:
     assert isinstance(loop.parent_op(), ag.IfOp) and loop.label == "if/inner"
 
 
+@pytest.mark.slow
 def test_torch_scripted_loop_matches_onnxruntime() -> None:
     pytest.importorskip("torch")
     from ge.testing.user_models import user_model
@@ -285,6 +287,13 @@ def test_if_branches_of_different_element_types_are_refused() -> None:
         ge.load_onnx(proto)
 
 
+def test_a_loop_body_with_the_wrong_number_of_inputs_is_refused() -> None:
+    proto = loop_model()
+    proto.graph.node[0].attribute[0].g.input.append(info("extra"))
+    with pytest.raises(ModelError, match=r"node 'loop' \(Loop\): its body has 4 inputs, but the op gives it 3"):
+        ge.load_onnx(proto)
+
+
 def test_the_compile_path_refuses_control_flow(tmp_path) -> None:
     path = tmp_path / "if.onnx"
     onnx.save(if_model(), str(path))
@@ -311,6 +320,28 @@ def test_a_body_whose_arguments_disagree_with_the_operands_does_not_verify() -> 
     op.else_branch.block.insert_arg(ag.tensor(ag.f32, (2, 3)), 2)
     with pytest.raises(VerifyException, match=r"If 'if': the else branch's arguments: 3 values, expected 2"):
         module.verify()
+
+
+def test_format_selection_runs_inside_the_bodies() -> None:
+    """A convolution in a branch reads its argument through a TransData to NC1HWC0
+    placed at the top of the branch; the If itself passes and yields NCHW."""
+    weight = helper.make_tensor("w", F, [4, 2, 3, 3], normal(4, 2, 3, 3).reshape(-1).tolist())
+    then = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["t"], pads=[1, 1, 1, 1])], "then", [], [info("t")], [weight])
+    other = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["e"], axis=1)], "else", [], [info("e")])
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["c"]),
+        helper.make_node("If", ["c"], ["out"], name="if", then_branch=then, else_branch=other),
+    ]
+    proto = make(nodes, [info("x", F, [1, 2, 5, 5])], [info("out")], [scalar("zero", 0.0)])
+    for sign in (1.0, -1.0):
+        check(proto, {"x": sign * np.abs(normal(1, 2, 5, 5))}, rtol=1e-4, atol=1e-5)
+    module = ge.load_onnx(proto)[0]
+    pipeline.optimize(module, CompileOptions(soc_version="Ascend910B1", precision_mode="must_keep_origin_dtype"))
+    (op,) = [o for o in module.walk() if isinstance(o, ag.IfOp)]
+    first = op.then_branch.block.first_op
+    assert isinstance(first, ag.TransDataOp) and first.x is op.then_branch.block.args[0]
+    assert ag.format_of(op.results[0].type) is None
 
 
 def test_precision_selection_runs_inside_the_bodies() -> None:

@@ -198,7 +198,11 @@ def evaluate_op(op: Operation, inputs: Sequence[np.ndarray], weights: WeightStor
         return [const_value(op, weights)]
     if isinstance(op, ag.ControlFlowOp):
         args = _check_args(op, inputs)
-        return [_conform(op, i, v) for i, v in enumerate(BODY_KERNELS[type(op)](op, args, weights))]
+        try:
+            produced = BODY_KERNELS[type(op)](op, args, weights)
+        except ValueError as e:  # scan slices of different shapes cannot stack
+            raise ModelError(f"{_label(op)}: {e}") from e
+        return [_conform(op, i, v) for i, v in enumerate(produced)]
     kernel = KERNELS.get(type(op))
     if kernel is None:
         raise ModelError(f"{_label(op)}: the reference interpreter has no kernel for {op.name}")
