@@ -10,10 +10,14 @@ from ge.om.model import FORMAT_VERSION, Model, OmError, TensorDesc, read, write
 from ge.om.tasks import (
     TASK_KINDS,
     Arg,
+    DeviceCopyTask,
     Direction,
     EventRecordTask,
     EventWaitTask,
     KernelTask,
+    LabelGotoTask,
+    LabelSetTask,
+    LabelSwitchTask,
     MemcpyTask,
     ModelEndGraphTask,
     Task,
@@ -21,6 +25,6 @@ from ge.om.tasks import (
 
 __all__ = [
     "ALIGNMENT", "FORMAT_VERSION", "REGION_ORDER", "TASK_KINDS", "Arg", "Direction", "EventRecordTask", "EventWaitTask",
-    "KernelTask", "MemcpyTask", "MemoryPlan", "Model", "ModelEndGraphTask", "OmError", "Placement", "Region", "Task",
+    "KernelTask", "MemcpyTask", "DeviceCopyTask", "LabelSetTask", "LabelGotoTask", "LabelSwitchTask", "MemoryPlan", "Model", "ModelEndGraphTask", "OmError", "Placement", "Region", "Task",
     "TensorDesc", "read", "write",
 ]
