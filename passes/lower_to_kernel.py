@@ -36,6 +36,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -54,6 +55,8 @@ from ge.core import dtypes, ir, kernel_cache
 from ge.core import soc as socs
 from ge.core.options import check_fields, option_field
 from ge.core.errors import ModelError
+from ge.core.weights import WeightStore, store_of
+from passes.graph_match import new_constant
 from passes.lowering import plan
 from dialects.kernel_boundary import makes_kernel, scope_of, virtual_cores
 
@@ -126,8 +129,12 @@ class _Lowering:
         self.kernels: dict[str, KernelOp] = {}
         self.names = {op.sym_name.data for op in module.ops if isinstance(op, KernelOp)}
 
-    def lower(self, graph: ag.GraphOp) -> None:
-        block = graph.body.block
+    def lower(self, block: Block) -> None:
+        """Lower the block's scopes, and those of the bodies of its control-flow ops."""
+        for op in list(block.ops):
+            if isinstance(op, ag.ControlFlowOp):
+                for body in op.regions:
+                    self.lower(body.block)
         for ops in kernel_scopes_of(block):
             scope = Scope.of(ops)  # after the launches before it replaced their scopes' values
             kernel = self.kernel(scope)
@@ -317,12 +324,71 @@ class LowerToKernel(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_fields(self)
-        flow = next((o for o in op.walk() if isinstance(o, ag.ControlFlowOp)), None)
-        if flow is not None:
-            raise ModelError(
-                f"{flow.OP_TYPE} '{flow.label}': control flow (If, Loop, Scan) is not lowered to kernels and "
-                "label tasks yet, so a graph with it does not compile; ge.reference runs it"
-            )
+        loops = []
+        for flow in (o for o in op.walk() if isinstance(o, ag.ControlFlowOp)):
+            if isinstance(flow, ag.ScanOp) or (isinstance(flow, ag.LoopOp) and len(flow.results) > flow.carried):
+                raise ModelError(
+                    f"{flow.OP_TYPE} '{flow.label}': its scan outputs take a row at a new address every "
+                    "iteration, which static tasks cannot address; only If and Loops without scan outputs "
+                    "compile (ge.reference runs the graph)"
+                )
+            if isinstance(flow, ag.LoopOp):
+                loops.append(flow)
+        store = store_of(op)
+        for loop in loops:
+            _counted(loop, store)
         lowering = _Lowering(op, self.soc_version)
         for graph in [g for g in op.ops if isinstance(g, ag.GraphOp)]:
-            lowering.lower(graph)
+            lowering.lower(graph.body.block)
+
+
+# ------------------------------------------------------------------- control flow
+
+
+def _counted(loop: ag.LoopOp, store: WeightStore) -> None:
+    """Give a Loop the control data the device runs it on (GE's While: a condition
+    computed by the body, tested by LABEL_SWITCH_BY_INDEX). The same loop in meaning:
+
+    - the iteration number becomes a loop-carried counter from 0 (a device tensor
+      the body's kernels read), and the body computes `counter + 1`;
+    - the trip-count test joins the condition: the body yields
+      `cond and counter + 1 < trip_count`, and the loop starts on
+      `cond and 0 < trip_count`, computed before it;
+    - the body's condition argument is true wherever the body runs.
+
+    The reference interpreter gives the rewritten loop the results of the original."""
+    block = loop.parent_block()
+    assert block is not None
+    name, trips = loop.label, loop.trip_count
+    n = loop.carried
+    zero = new_constant(np.array(0), ag.i64, f"{name}/zero", store)
+    first = ag.LessOp([zero.out, trips], name=f"{name}/first")
+    start = ag.LogicalAndOp([loop.cond, first.y], name=f"{name}/start")
+    block.insert_ops_before([zero, first, start], loop)
+
+    body = loop.body.block
+    iteration, running = body.args[0], body.args[1]
+    counter = body.insert_arg(ag.tensor(ag.i64, ()), 2)
+    bound = body.insert_arg(trips.type, len(body.args))
+    true = new_constant(np.array(True), ag.i1, f"{name}/running", store)
+    body.insert_op_before(true, body.first_op)  # type: ignore[arg-type]
+    running.replace_all_uses_with(true.out)
+    iteration.replace_all_uses_with(counter)
+    yielded = body.last_op
+    assert isinstance(yielded, ag.YieldOp)
+    one = new_constant(np.array(1), ag.i64, f"{name}/one", store)
+    after = ag.AddOp([counter, one.out], name=f"{name}/next")
+    more = ag.LessOp([after.y, bound], name=f"{name}/more")
+    go = ag.LogicalAndOp([yielded.values[0], more.y], name=f"{name}/go")
+    body.insert_ops_before([one, after, more, go], yielded)
+    yielded.operands = [go.y, after.y, *yielded.values[1:]]
+
+    operands = [trips, start.y, zero.out, *loop.inputs[:n], *loop.inputs[n:], trips]
+    region = Region()
+    region.add_block(loop.body.detach_block(body))
+    types = [ag.tensor(ag.i64, ()), *(r.type for r in loop.results)]
+    counted = ag.LoopOp(operands, [region], types, {"captures": ag.int_attr(loop.captures.value.data + 1)}, name)
+    block.insert_op_before(counted, loop)
+    for old, new in zip(loop.results, counted.results[1:]):
+        old.replace_all_uses_with(new)
+    block.erase_op(loop)
