@@ -28,7 +28,10 @@ from ge import pipeline
 from ge.core import ir
 from ge.core.errors import ModelError
 from ge.core.options import CompileOptions
+from ge.session import Session
+from ge.sim.runtime import RunOutput
 
+SOC = "Ascend910B1"
 RNG = np.random.default_rng(20261126)
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -52,19 +55,28 @@ def onnxruntime(proto: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[st
     return dict(zip(names, session.run(names, feeds)))
 
 
-def check(proto: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: float = 1e-5, atol: float = 1e-6) -> None:
+def check(
+    proto: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: float = 1e-5, atol: float = 1e-6, compiled: bool = True
+) -> RunOutput | None:
     """The reference interpreter gives onnxruntime's outputs, before and after the
-    graph optimisation phases (which run inside the bodies)."""
+    graph optimisation phases (which run inside the bodies), and so does the compiled
+    model on the simulator (when `compiled`); its run is returned."""
     want = onnxruntime(proto, feeds)
     imported = ge.load_onnx(proto)[0]
     optimised = ge.load_onnx(proto)[0]
-    pipeline.optimize(optimised, CompileOptions(soc_version="Ascend910B1", precision_mode="must_keep_origin_dtype"))
-    for route, module in (("imported", imported), ("optimised", optimised)):
-        got = ge.reference.run(module, feeds)
+    pipeline.optimize(optimised, CompileOptions(soc_version=SOC, precision_mode="must_keep_origin_dtype"))
+    routes = {"imported": ge.reference.run(imported, feeds), "optimised": ge.reference.run(optimised, feeds)}
+    run = None
+    if compiled:
+        model = ge.compile(ge.load_onnx(proto)[0], {"soc_version": SOC, "precision_mode": "must_keep_origin_dtype"})
+        run = Session().run(model, feeds)
+        routes["compiled"] = run.outputs
+    for route, got in routes.items():
         assert sorted(got) == sorted(want), route
         for name, value in want.items():
             assert got[name].dtype == value.dtype and got[name].shape == value.shape, (route, name)
             np.testing.assert_allclose(got[name], value, rtol=rtol, atol=atol, err_msg=f"{route} {name}")
+    return run
 
 
 def ops_of(proto: onnx.ModelProto, cls: type) -> list:
@@ -110,9 +122,11 @@ def test_if_on_a_computed_condition_runs_the_branch_it_takes(opset: int, sign: f
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_if_branches_of_different_shapes_give_a_dynamic_dim(sign: float) -> None:
     proto = if_model(branch_shapes=True)
-    check(proto, {"x": sign * np.abs(normal(2, 3)), "y": normal(2, 3)})
+    check(proto, {"x": sign * np.abs(normal(2, 3)), "y": normal(2, 3)}, compiled=False)
     (op,) = ops_of(proto, ag.IfOp)
     assert ag.shape_of(op.results[0].type) == (ag.DYN, 3)
+    with pytest.raises(ModelError, match=r"ascend_graph.if 'if': shape \[\?, 3\] is dynamic; the build plans static shapes only"):
+        ge.compile(ge.load_onnx(proto)[0], {"soc_version": SOC})
 
 
 def test_if_on_a_constant_condition_is_still_the_branch_it_takes() -> None:
@@ -137,10 +151,10 @@ def test_torch_cond_exported_with_dynamo_matches_onnxruntime() -> None:
 # ----------------------------------------------------------------------------- Loop
 
 
-def loop_model(trip_count: bool = True, condition: bool = True, opset: int = 17) -> onnx.ModelProto:
+def loop_model(trip_count: bool = True, condition: bool = True, opset: int = 17, scans: bool = True) -> onnx.ModelProto:
     """y = y * 1.5 + x per iteration (x read from outside the body), while sum(y) < 100
     (when `condition`) and for at most n iterations (when `trip_count`); each iteration's
-    y and its iteration number are scanned out."""
+    y and its iteration number are scanned out (when `scans`)."""
     nodes = [
         helper.make_node("Mul", ["y_in", "k"], ["m"]),
         helper.make_node("Add", ["m", "x"], ["y_out"]),
@@ -153,21 +167,41 @@ def loop_model(trip_count: bool = True, condition: bool = True, opset: int = 17)
         nodes, "body", [info("i", I64, []), info("c_in", B, []), info("y_in")],
         [info("c_out", B, []), info("y_out"), info("y_scan"), info("i_scan", I64)], initializer=[scalar("k", 1.5)],
     )
-    loop = helper.make_node("Loop", ["n" if trip_count else "", "", "y0"], ["y", "ys", "is"], name="loop", body=body)
+    outputs = ["y", "ys", "is"] if scans else ["y"]
+    if not scans:
+        del body.node[4:]
+        del body.output[2:]
+    loop = helper.make_node("Loop", ["n" if trip_count else "", "", "y0"], outputs, name="loop", body=body)
     inputs = [info("x", F, [2, 3]), info("y0", F, [2, 3])] + ([info("n", I64, [])] if trip_count else [])
-    return make([loop], inputs, [info("y"), info("ys"), info("is", I64)], [scalar("limit", 100.0)], opset)
+    declared = [info("y"), info("ys"), info("is", I64)][: len(outputs)]
+    return make([loop], inputs, declared, [scalar("limit", 100.0)], opset)
 
 
 @pytest.mark.parametrize("opset", [11, 13, 21])
 @pytest.mark.parametrize("trips", [1, 4, 40])
 def test_loop_with_a_trip_count_and_a_condition(opset: int, trips: int) -> None:
     x = np.abs(normal(2, 3)) + 0.5
-    check(loop_model(opset=opset), {"x": x, "y0": x, "n": np.array(trips, np.int64)})
+    check(loop_model(opset=opset), {"x": x, "y0": x, "n": np.array(trips, np.int64)}, compiled=False)
+    check(loop_model(opset=opset, scans=False), {"x": x, "y0": x, "n": np.array(trips, np.int64)})
 
 
 def test_loop_without_a_trip_count_runs_until_its_condition_fails() -> None:
     x = np.abs(normal(2, 3)) + 0.5
-    check(loop_model(trip_count=False), {"x": x, "y0": x})
+    check(loop_model(trip_count=False), {"x": x, "y0": x}, compiled=False)
+    check(loop_model(trip_count=False, scans=False), {"x": x, "y0": x})
+
+
+@pytest.mark.parametrize(("trips", "iterations"), [(0, 0), (1, 1), (3, 3), (40, 5)])
+def test_compiled_loop_runs_its_body_kernels_once_per_iteration(trips: int, iterations: int) -> None:
+    """sum(y) passes 100 in the fifth iteration on these inputs: the condition ends
+    the loop then. The profile holds the body's kernels once per iteration."""
+    x = np.full((2, 3), 1.0, np.float32)
+    run = check(loop_model(scans=False), {"x": x, "y0": x, "n": np.array(trips, np.int64)})
+    assert run is not None
+    names = [r.name for r in run.profile.records if r.kind == "KERNEL"]
+    assert names.count("loop/Mul_0") == iterations and names.count("loop/go") == iterations
+    switches = [r for r in run.profile.records if r.kind == "LABEL_SWITCH_BY_INDEX"]
+    assert len(switches) == 1 + iterations
 
 
 def test_loop_with_a_constant_trip_count_and_no_condition_has_static_scan_outputs() -> None:
@@ -175,7 +209,7 @@ def test_loop_with_a_constant_trip_count_and_no_condition_has_static_scan_output
     proto.graph.initializer.append(helper.make_tensor("n", I64, [], [3]))
     del proto.graph.input[2]
     x = normal(2, 3)
-    check(proto, {"x": x, "y0": x})
+    check(proto, {"x": x, "y0": x}, compiled=False)
     (op,) = ops_of(proto, ag.LoopOp)
     assert [ag.shape_of(r.type) for r in op.results] == [(2, 3), (3, 2, 3), (3,)]
     assert op.captures.value.data == 1  # x: the trip count and the factors are constants
@@ -189,7 +223,7 @@ def test_loop_whose_carried_value_grows_is_imported_with_a_dynamic_dim() -> None
     )
     loop = helper.make_node("Loop", ["n", "", "acc0"], ["acc"], name="grow", body=body)
     proto = make([loop], [info("row", F, [1, 4]), info("acc0", F, [1, 4]), info("n", I64, [])], [info("acc")])
-    check(proto, {"row": normal(1, 4), "acc0": normal(1, 4), "n": np.array(3, np.int64)})
+    check(proto, {"row": normal(1, 4), "acc0": normal(1, 4), "n": np.array(3, np.int64)}, compiled=False)
     (op,) = ops_of(proto, ag.LoopOp)
     assert ag.shape_of(op.results[0].type) == (ag.DYN, 4)
 
@@ -252,7 +286,7 @@ def scan_model(in_axis: int = 0, in_dir: int = 0, out_axis: int = 0, out_dir: in
 def test_scan_axes_and_directions(in_axis: int, in_dir: int, out_axis: int, out_dir: int) -> None:
     proto = scan_model(in_axis, in_dir, out_axis, out_dir)
     x_shape = (4, 3) if in_axis in (0, -2) else (3, 4)
-    check(proto, {"s0": normal(3), "x": normal(*x_shape), "w": normal(3)})
+    check(proto, {"s0": normal(3), "x": normal(*x_shape), "w": normal(3)}, compiled=False)
 
 
 def test_scan_of_two_inputs_at_opset_11() -> None:
@@ -262,7 +296,7 @@ def test_scan_of_two_inputs_at_opset_11() -> None:
     )
     scan = helper.make_node("Scan", ["acc0", "a_seq", "b_seq"], ["acc"], body=body, num_scan_inputs=2, scan_input_directions=[0, 1])
     proto = make([scan], [info("acc0", F, [2]), info("a_seq", F, [5, 2]), info("b_seq", F, [5, 2])], [info("acc")], opset=11)
-    check(proto, {"acc0": normal(2), "a_seq": normal(5, 2), "b_seq": normal(5, 2)})
+    check(proto, {"acc0": normal(2), "a_seq": normal(5, 2), "b_seq": normal(5, 2)}, compiled=False)
 
 
 # ------------------------------------------------------------------------ refusals
@@ -294,11 +328,11 @@ def test_a_loop_body_with_the_wrong_number_of_inputs_is_refused() -> None:
         ge.load_onnx(proto)
 
 
-def test_the_compile_path_refuses_control_flow(tmp_path) -> None:
-    path = tmp_path / "if.onnx"
-    onnx.save(if_model(), str(path))
-    with pytest.raises(ModelError, match=r"If 'if': control flow \(If, Loop, Scan\) is not lowered to kernels"):
-        ge.compile(str(path), {"soc_version": "Ascend910B1"})
+@pytest.mark.parametrize("proto", [scan_model(), loop_model()], ids=["scan", "loop"])
+def test_the_compile_path_refuses_scan_outputs(proto: onnx.ModelProto) -> None:
+    op_type, name = ("Scan", "scan") if proto.graph.node[0].op_type == "Scan" else ("Loop", "loop")
+    with pytest.raises(ModelError, match=rf"{op_type} '{name}': its scan outputs take a row at a new address every iteration"):
+        ge.compile(ge.load_onnx(proto)[0], {"soc_version": SOC})
 
 
 # ----------------------------------------------------------------- the IR itself
