@@ -12,6 +12,7 @@ flow with one sentence.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import numpy as np
@@ -24,12 +25,14 @@ from xdsl.utils.exceptions import VerifyException
 
 import ge
 from dialects import ascend_graph as ag
-from ge import pipeline
+from ge import om, pipeline
 from ge.core import ir
 from ge.core.errors import ModelError
 from ge.core.options import CompileOptions
+from ge.backend.verify import UnsafeModel, verify
 from ge.session import Session
-from ge.sim.runtime import RunOutput
+from ge.sim.config import RunConfig
+from ge.sim.runtime import RunOutput, Runtime
 
 SOC = "Ascend910B1"
 RNG = np.random.default_rng(20261126)
@@ -297,6 +300,37 @@ def test_scan_of_two_inputs_at_opset_11() -> None:
     scan = helper.make_node("Scan", ["acc0", "a_seq", "b_seq"], ["acc"], body=body, num_scan_inputs=2, scan_input_directions=[0, 1])
     proto = make([scan], [info("acc0", F, [2]), info("a_seq", F, [5, 2]), info("b_seq", F, [5, 2])], [info("acc")], opset=11)
     check(proto, {"acc0": normal(2), "a_seq": normal(5, 2), "b_seq": normal(5, 2)}, compiled=False)
+
+
+def test_compiled_control_flow_survives_the_om_file(tmp_path) -> None:
+    """The label tasks and copies are written and read back; a run of the model read
+    gives the same outputs (its Add computes in float16 under the default precision
+    mode: selected inside the branch), and without numerics the switches take label 0."""
+    x = np.abs(normal(2, 3))
+    model = ge.compile(ge.load_onnx(if_model())[0], {"soc_version": SOC})
+    path = tmp_path / "if.om"
+    om.write(model, str(path))
+    again = om.read(str(path))
+    assert again.tasks == model.tasks
+    kinds = [t.KIND for t in again.tasks]
+    assert kinds.count("LABEL_SET") == 3 and "LABEL_SWITCH_BY_INDEX" in kinds and "MEMCPY_ASYNC_D2D" in kinds
+    np.testing.assert_allclose(Session().run(again, {"x": x, "y": x}).outputs["out"], x + x, rtol=2e-3)
+    timed = Runtime(again, RunConfig(timing_only=True)).run()
+    ran = [r.name for r in timed.profile.records if r.kind == "KERNEL"]
+    assert "if/Mul_0" in ran and "if/Add_0" not in ran
+
+
+def test_a_jump_to_a_label_no_task_sets_is_refused(tmp_path) -> None:
+    model = ge.compile(ge.load_onnx(if_model())[0], {"soc_version": SOC})
+    switch = next(i for i, t in enumerate(model.tasks) if isinstance(t, om.LabelSwitchTask))
+    tasks = list(model.tasks)
+    tasks[switch] = om.LabelSwitchTask(0, tasks[switch].index, (7, 1))
+    with pytest.raises(UnsafeModel, match="task .* jumps to label 7, which no task sets"):
+        verify(tasks, model.memory)
+    path = tmp_path / "bad.om"
+    om.write(dataclasses.replace(model, tasks=tuple(tasks)), str(path))
+    with pytest.raises(ModelError, match=r"tasks\[\d+\] jumps to label 7, which no LABEL_SET of stream 0 sets"):
+        om.read(str(path))
 
 
 # ------------------------------------------------------------------------ refusals
