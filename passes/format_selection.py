@@ -6,7 +6,9 @@ operand and makes its results; a value in another format than a consumer wants
 gets one `TransData` per format it is needed in, placed right after its producer.
 A constant is converted in the weight store instead: it gets a new constant holding
 the physical array, typed in the device format (TransData folded into the weight).
-Graph inputs and outputs keep the user's format (ND, or NCHW for 4-D).
+Graph inputs and outputs keep the user's format (ND, or NCHW for 4-D); so do the
+operands, arguments, yields and results of If, Loop and Scan, whose bodies are
+selected as graphs of their own (a TransData of an argument goes first in its body).
 
 What each op wants (C0 = 32 bytes of the dtype, see `dialects/formats.py`):
 

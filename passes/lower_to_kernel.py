@@ -25,6 +25,13 @@ compiled from the cache is the model compiled without it.
 The launches are placed in a topological order that keeps the graph's order where
 it can (a scope's launch goes where its first op was, once its inputs exist), so
 the build can plan memory and emit tasks in list order.
+
+Control flow: the bodies of If and Loop are lowered like the graph, their launches
+inside them (the build turns the ops into label tasks, `ge.backend.schedule`). A Loop
+is first given the control data the device runs it on (`_counted`: its iteration
+number a carried counter, the trip-count test part of the condition its body
+yields). Scan, and a Loop with scan outputs, are refused: each iteration writes its
+row at another address, which a static task cannot address.
 """
 
 from __future__ import annotations

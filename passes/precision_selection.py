@@ -9,6 +9,10 @@ the graph agree: a constant is converted in the weight store, any other value
 gets one Cast per dtype it is needed in, and graph inputs and outputs keep their
 dtypes. Cast pairs that cancel are removed at the end.
 
+The bodies of If, Loop and Scan are selected as graphs of their own: the op passes
+its operands to them and takes their yields in the dtypes it has (like graph
+inputs and outputs), so Casts go inside a body where its ops compute otherwise.
+
 Each op records why in the discardable attribute `_precision_reason` (the rule,
 or the file and line, that decided), its engine in `_engine = "DNN_VM_AICPU"`
 (absent: AI Core), and its implementation mode in `impl_mode`. An op with GE's

@@ -21,6 +21,14 @@ It walks one `ascend_graph.graph` in block order (a topological order) and makes
 A tensor's byte size is the product of its type's shape (the physical shape once
 formats are chosen) times the element size; dynamic dims cannot be planned and
 are refused with the value's op named.
+
+Control flow (If, and Loop as `lower-to-kernel` leaves it) becomes GE's label
+tasks in the same list: a LABEL_SWITCH_BY_INDEX node on the condition, the nodes of
+each body after a LABEL_SET, LABEL_GOTO past the branch not taken, and COPY nodes
+(MEMCPY_ASYNC_D2D) that move what a body yields into the op's result buffers (a
+loop's carried buffers). A body's arguments are its op's operand slices. Such a
+schedule runs on one stream (`has_control_flow`); see `_Builder.branch` and
+`_Builder.loop` for how list-order planning stays safe across the jumps.
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ against:
   backend node tests that conformance is measured with.
 
 Kernels are plain functions registered per op class in `KERNELS`. `evaluate_op`
-runs one op (the importer's constant folding, passes); `run` runs a module's graph.
+runs one op (the importer's constant folding, passes); `run` runs a module's graph,
+and `run_block` a block: the graph's, or a body of If, Loop and Scan, whose kernels
+(`BODY_KERNELS`) run their bodies with ONNX's semantics.
 """
 
 from __future__ import annotations
