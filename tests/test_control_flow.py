@@ -254,6 +254,39 @@ def test_loop_inside_an_if_branch() -> None:
     assert isinstance(loop.parent_op(), ag.IfOp) and loop.label == "if/inner"
 
 
+def test_loop_whose_carried_values_trade_places() -> None:
+    """(a, b) -> (b, a + b): the next a is the current b, which the build copies aside
+    before b's copy overwrites it."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Add", ["a", "b"], ["s"])],
+        "body", [info("i", I64, []), info("c_in", B, []), info("a"), info("b")], [info("c_out", B, []), info("b"), info("s")],
+    )
+    loop = helper.make_node("Loop", ["n", "", "a0", "b0"], ["a", "b"], name="fib", body=body)
+    proto = make([loop], [info("a0", F, [3]), info("b0", F, [3]), info("n", I64, [])], [info("a"), info("b")])
+    for trips in (0, 1, 6):
+        check(proto, {"a0": normal(3), "b0": normal(3), "n": np.array(trips, np.int64)})
+
+
+def test_if_inside_a_loop_body() -> None:
+    """Each iteration adds x where the running sum is positive, else subtracts it."""
+    then = helper.make_graph([helper.make_node("Add", ["v", "x"], ["t"])], "then", [], [info("t")])
+    other = helper.make_graph([helper.make_node("Sub", ["v", "x"], ["e"])], "else", [], [info("e")])
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["c_in"], ["c_out"]),
+            helper.make_node("ReduceSum", ["v"], ["s"], keepdims=0),
+            helper.make_node("Greater", ["s", "zero"], ["positive"]),
+            helper.make_node("If", ["positive"], ["v_out"], name="sign", then_branch=then, else_branch=other),
+        ],
+        "body", [info("i", I64, []), info("c_in", B, []), info("v")], [info("c_out", B, []), info("v_out")],
+    )
+    loop = helper.make_node("Loop", ["n", "", "v0"], ["v"], name="walk", body=body)
+    proto = make([loop], [info("x", F, [4]), info("v0", F, [4]), info("n", I64, [])], [info("v")], [scalar("zero", 0.0)])
+    run = check(proto, {"x": normal(4), "v0": normal(4), "n": np.array(5, np.int64)})
+    assert run is not None
+    assert sum(r.kind == "LABEL_SWITCH_BY_INDEX" for r in run.profile.records) == 1 + 5 + 5  # start, 5 ifs, 5 tests
+
+
 @pytest.mark.slow
 def test_torch_scripted_loop_matches_onnxruntime() -> None:
     pytest.importorskip("torch")
