@@ -26,10 +26,10 @@ from xdsl.utils.exceptions import VerifyException
 import ge
 from dialects import ascend_graph as ag
 from ge import om, pipeline
+from ge.backend.verify import UnsafeModel, verify
 from ge.core import ir
 from ge.core.errors import ModelError
 from ge.core.options import CompileOptions
-from ge.backend.verify import UnsafeModel, verify
 from ge.session import Session
 from ge.sim.config import RunConfig
 from ge.sim.runtime import RunOutput, Runtime

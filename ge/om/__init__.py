@@ -24,7 +24,7 @@ from ge.om.tasks import (
 )
 
 __all__ = [
-    "ALIGNMENT", "FORMAT_VERSION", "REGION_ORDER", "TASK_KINDS", "Arg", "Direction", "EventRecordTask", "EventWaitTask",
-    "KernelTask", "MemcpyTask", "DeviceCopyTask", "LabelSetTask", "LabelGotoTask", "LabelSwitchTask", "MemoryPlan", "Model", "ModelEndGraphTask", "OmError", "Placement", "Region", "Task",
-    "TensorDesc", "read", "write",
+    "ALIGNMENT", "FORMAT_VERSION", "REGION_ORDER", "TASK_KINDS", "Arg", "DeviceCopyTask", "Direction", "EventRecordTask",
+    "EventWaitTask", "KernelTask", "LabelGotoTask", "LabelSetTask", "LabelSwitchTask", "MemcpyTask", "MemoryPlan", "Model",
+    "ModelEndGraphTask", "OmError", "Placement", "Region", "Task", "TensorDesc", "read", "write",
 ]
