@@ -27,11 +27,13 @@ it can (a scope's launch goes where its first op was, once its inputs exist), so
 the build can plan memory and emit tasks in list order.
 
 Control flow: the bodies of If and Loop are lowered like the graph, their launches
-inside them (the build turns the ops into label tasks, `ge.backend.schedule`). A Loop
-is first given the control data the device runs it on (`_counted`: its iteration
-number a carried counter, the trip-count test part of the condition its body
-yields). Scan, and a Loop with scan outputs, are refused: each iteration writes its
-row at another address, which a static task cannot address.
+inside them (the build turns the ops into label tasks, `ge.backend.schedule`). First,
+a Scan becomes the Loop GE would run (`_as_loop`), a Loop's scan outputs become
+carried tensors that each iteration writes one row of (`_accumulated`: a task
+writes at fixed addresses), and a Loop gets the control data the device runs it on
+(`_counted`: its iteration number a carried counter, the trip-count test part of
+the condition its body yields). Scan outputs need a number of rows known before
+the loop runs.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ import dialects
 import passes.lowering
 
 from dialects import ascend_graph as ag
+from dialects.shapes import DYN, fmt, is_static
 from dialects.ascend_kernel import ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
 from ge.core import dtypes, ir, kernel_cache
 from ge.core import soc as socs
@@ -331,25 +334,136 @@ class LowerToKernel(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_fields(self)
-        loops = []
-        for flow in (o for o in op.walk() if isinstance(o, ag.ControlFlowOp)):
-            if isinstance(flow, ag.ScanOp) or (isinstance(flow, ag.LoopOp) and len(flow.results) > flow.carried):
-                raise ModelError(
-                    f"{flow.OP_TYPE} '{flow.label}': its scan outputs take a row at a new address every "
-                    "iteration, which static tasks cannot address; only If and Loops without scan outputs "
-                    "compile (ge.reference runs the graph)"
-                )
-            if isinstance(flow, ag.LoopOp):
-                loops.append(flow)
         store = store_of(op)
-        for loop in loops:
-            _counted(loop, store)
+        # innermost first: a Scan's body is cloned into its loop with the loops in it done
+        for flow in reversed([o for o in op.walk() if isinstance(o, ag.LoopOp | ag.ScanOp)]):
+            loop, reverse = _as_loop(flow, store) if isinstance(flow, ag.ScanOp) else (flow, ())
+            _counted(_accumulated(loop, store, reverse), store)
         lowering = _Lowering(op, self.soc_version)
         for graph in [g for g in op.ops if isinstance(g, ag.GraphOp)]:
             lowering.lower(graph.body.block)
 
 
 # ------------------------------------------------------------------- control flow
+
+
+def _as_loop(scan: ag.ScanOp, store: WeightStore) -> tuple[ag.LoopOp, tuple[bool, ...]]:
+    """The Scan as a Loop of its sequence length (GE has no Scan): each iteration
+    gathers its slices at the iteration number (counted from the end in a reverse
+    direction), and its scan outputs stack on a first axis, transposed after the
+    loop to their output axes. Returns the loop and which outputs go in reverse."""
+    block = scan.parent_block()
+    assert block is not None
+    name = scan.label
+    n, m = scan.states, scan.num_scan_inputs.value.data
+    inputs = list(scan.inputs)
+    scanned = inputs[n : n + m]
+    in_axes, in_dirs = scan.scan_input_axes.get_values(), scan.scan_input_directions.get_values()
+    length = ag.ScanOp.length([x.type for x in scanned], in_axes)
+    if length == DYN:
+        raise ModelError(f"Scan '{name}': its sequence length is dynamic; the build runs a Scan of a static length")
+    trips = new_constant(np.array(length), ag.i64, f"{name}/length", store)
+    running = new_constant(np.array(True), ag.i1, f"{name}/running", store)
+    block.insert_ops_before([trips, running], scan)
+
+    old = scan.body.block
+    state_args, slice_args, captured_args = old.args[:n], old.args[n : n + m], old.args[n + m :]
+    body = Block(arg_types=[ag.tensor(ag.i64, ()), ag.tensor(ag.i1, ()), *(a.type for a in state_args), *(x.type for x in scanned), *(a.type for a in captured_args)])
+    iteration = body.args[0]
+    mapping: dict[SSAValue, SSAValue] = dict(zip([*state_args, *captured_args], [*body.args[2 : 2 + n], *body.args[2 + n + m :]]))
+    at: SSAValue = iteration
+    if any(in_dirs):
+        last = new_constant(np.array(length - 1), ag.i64, f"{name}/last", store)
+        backwards = ag.SubOp([last.out, iteration], name=f"{name}/backwards")
+        body.add_ops([last, backwards])
+        at = backwards.y
+    for j, (arg, x, axis, reverse) in enumerate(zip(slice_args, body.args[2 + n : 2 + n + m], in_axes, in_dirs)):
+        gather = ag.GatherOp([x, at if reverse else iteration], {"axis": ag.int_attr(axis)}, f"{name}/slice{j}")
+        body.add_op(gather)
+        mapping[arg] = gather.y
+    for inner in old.ops:
+        if isinstance(inner, ag.YieldOp):
+            true = new_constant(np.array(True), ag.i1, f"{name}/true", store)
+            body.add_ops([true, ag.YieldOp([true.out, *(mapping[v] for v in inner.values)])])
+        else:
+            body.add_op(inner.clone(value_mapper=mapping))
+
+    outs = scan.results[n:]
+    out_axes, out_dirs = scan.scan_output_axes.get_values(), scan.scan_output_directions.get_values()
+    stacked = []
+    for r, axis in zip(outs, out_axes):
+        shape = ag.shape_of(r.type)
+        stacked.append(ag.tensor(ag.dtype_of(r.type), (length, *shape[:axis], *shape[axis + 1 :])))
+    types = [*(r.type for r in scan.results[:n]), *stacked]
+    operands = [trips.out, running.out, *inputs[:n], *scanned, *inputs[n + m :]]
+    loop = ag.LoopOp(operands, [Region(body)], types, {"captures": ag.int_attr(len(inputs) - n)}, name)
+    block.insert_op_before(loop, scan)
+    for old_result, new in zip(scan.results[:n], loop.results[:n]):
+        old_result.replace_all_uses_with(new)
+    for j, (old_result, new, axis) in enumerate(zip(outs, loop.results[n:], out_axes)):
+        if axis:
+            rank = len(ag.shape_of(old_result.type))
+            perm = [*range(1, axis + 1), 0, *range(axis + 1, rank)]
+            moved = ag.TransposeOp([new], {"perm": ag.ints(perm)}, f"{name}/output{j}")
+            block.insert_op_after(moved, loop)
+            new = moved.y
+        old_result.replace_all_uses_with(new)
+    block.erase_op(scan)
+    return loop, tuple(bool(d) for d in out_dirs)
+
+
+def _accumulated(loop: ag.LoopOp, store: WeightStore, reverse: Sequence[bool] = ()) -> ag.LoopOp:
+    """The Loop with its scan outputs as carried tensors of all their rows, from zeros:
+    each iteration writes its row (ScatterNdUpdate at the iteration number, or
+    counted from the end where `reverse` says), so every task has fixed addresses.
+    The rows must be known before the loop runs (a static first dim)."""
+    n = loop.carried
+    scans = list(loop.results[n:])
+    if not scans:
+        return loop
+    name = loop.label
+    for r in scans:
+        if not is_static(ag.shape_of(r.type)):
+            raise ModelError(
+                f"Loop '{name}': a scan output of {fmt(ag.shape_of(r.type))} has a row per iteration, and the "
+                "iterations are not known before it runs (a computed trip count or condition); it cannot be built"
+            )
+    block = loop.parent_block()
+    assert block is not None
+    rows = [ag.shape_of(r.type)[0] for r in scans]
+    zeros = [
+        new_constant(np.zeros(ag.shape_of(r.type)), ag.dtype_of(r.type), f"{name}/rows{i}", store) for i, r in enumerate(scans)
+    ]
+    block.insert_ops_before(zeros, loop)
+    body = loop.body.block
+    yielded = body.last_op
+    assert isinstance(yielded, ag.YieldOp)
+    accumulators = [body.insert_arg(r.type, 2 + n + i) for i, r in enumerate(scans)]
+    written = []
+    for i, (acc, row, count, back) in enumerate(zip(accumulators, yielded.values[1 + n :], rows, [*reverse, *[False] * len(scans)])):
+        at: SSAValue = body.args[0]
+        ops: list[Operation] = []
+        if back:
+            last = new_constant(np.array(count - 1), ag.i64, f"{name}/last{i}", store)
+            backwards = ag.SubOp([last.out, at], name=f"{name}/backwards{i}")
+            ops += [last, backwards]
+            at = backwards.y
+        index = ag.ReshapeOp([at], {"shape": ag.ints([1, 1])}, f"{name}/index{i}")
+        update = ag.UnsqueezeOp([row], {"axes": ag.ints([0])}, f"{name}/row{i}")
+        write = ag.ScatterNdUpdateOp([acc, index.y, update.y], {"reduction": StringAttr("none")}, f"{name}/write{i}")
+        body.insert_ops_before([*ops, index, update, write], yielded)
+        written.append(write.y)
+    yielded.operands = [*yielded.values[: 1 + n], *written]
+    captured = list(loop.inputs[n:])
+    operands = [loop.trip_count, loop.cond, *loop.inputs[:n], *(z.out for z in zeros), *captured]
+    region = Region()
+    region.add_block(loop.body.detach_block(body))
+    carried = ag.LoopOp(operands, [region], [r.type for r in loop.results], {"captures": loop.captures}, name)
+    block.insert_op_before(carried, loop)
+    for old, new in zip(loop.results, carried.results):
+        old.replace_all_uses_with(new)
+    block.erase_op(loop)
+    return carried
 
 
 def _counted(loop: ag.LoopOp, store: WeightStore) -> None:
