@@ -1,13 +1,15 @@
 """Control flow: ONNX If, Loop and Scan as `ascend_graph.if`, `loop` and `scan`.
 
 Hand-built graphs (a computed If condition, Loops with and without a trip count and a
-condition, carried values whose shape grows, scan outputs, Scans in both directions
-and on other axes, nested bodies) are imported and run by the reference interpreter,
-and must give onnxruntime's outputs; so must torch's exports (torch.cond through the
-dynamo exporter, a scripted Python loop through the TorchScript one). The graph
-optimisation runs inside the bodies (precision and format selection) without changing
-the answer; the printed IR parses back to itself; the compile path refuses control
-flow with one sentence.
+condition, carried values that grow or trade places, scan outputs, Scans in both
+directions and on other axes, bodies nested in bodies) are imported and run by the
+reference interpreter, before and after the graph optimisation (which runs inside
+the bodies), and compiled to label tasks and run on the simulator; each must give
+onnxruntime's outputs, and so must torch's exports (torch.cond through the dynamo
+exporter, a scripted Python loop through the TorchScript one). The profile holds a
+loop body's kernels once per iteration; the printed IR parses back to itself; what
+cannot be built (dynamic shapes, scan outputs of unknown length) is refused with
+one sentence.
 """
 
 from __future__ import annotations
