@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Region
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -65,6 +66,7 @@ from xdsl.parser import AttrParser
 from xdsl.pattern_rewriter import RewritePattern
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, HasFolder, IsTerminator, Pure, SymbolOpInterface
+from xdsl.traits import HasParent, IsolatedFromAbove, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import formats, shapes
@@ -4080,6 +4082,258 @@ class AscendRequantOp(AscendOp):
         return [tensor(dst, shape_of(operand_types[0]))]
 
 
+# ---- control flow
+
+
+def _merged(a: Shape, b: Shape, what: str) -> Shape:
+    """The shape two values share: their dims where they agree, dynamic where not."""
+    if len(a) != len(b):
+        raise ShapeError(f"{what} have ranks {len(a)} and {len(b)}; they must agree")
+    return tuple(x if x == y else DYN for x, y in zip(a, b))
+
+
+def _fits(got: Attribute, want: Attribute) -> bool:
+    return isinstance(got, TensorType) and dtype_of(got) == dtype_of(want) and shapes.compatible(shape_of(got), shape_of(want))
+
+
+def _check_types(got: Sequence[Attribute], want: Sequence[Attribute], what: str) -> None:
+    if len(got) != len(want):
+        raise ShapeError(f"{what}: {len(got)} values, expected {len(want)}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        if not _fits(g, w):
+            raise ShapeError(f"{what}: value {i} is {g}, expected {dtype_of(w)}{shapes.fmt(shape_of(w))}")
+
+
+def _scalar(t: Attribute, dtype: Attribute, what: str) -> None:
+    shape = shape_of(t)
+    if dtype_of(t) != dtype or (shapes.is_static(shape) and shapes.numel(shape) != 1):
+        raise ShapeError(f"{what} must be one {dtype} element, got {t}")
+
+
+class ControlFlowOp(AscendOp):
+    """An op with bodies (GE's functional control-flow ops, whose subgraphs take their
+    inputs as Data). A body is isolated from the graph around it: every value it reads
+    from there is an operand of the op and an argument of the body (constants are
+    copied into the body instead, so that they fold there). Each body ends with
+    `ascend_graph.yield`. The result types are the op's own (a body's yield may
+    refine them); `verify_` checks the bodies' arguments and yields against them."""
+
+    traits = traits_def(IsolatedFromAbove(), RecursiveMemoryEffect())
+
+    def __init__(
+        self,
+        operands: Sequence[SSAValue | Operation],
+        bodies: Sequence[Region],
+        result_types: Sequence[Attribute],
+        props: Mapping[str, Attribute] | None = None,
+        name: str | None = None,
+    ):
+        properties = dict(props or {})
+        if name is not None:
+            properties["name"] = StringAttr(name)
+        IRDLOperation.__init__(
+            self, operands=self._group([SSAValue.get(o) for o in operands]), properties=properties,
+            result_types=[list(result_types)], regions=list(bodies),
+        )
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        raise ShapeError(f"the result types of {cls.OP_TYPE} come from its bodies, not from its operands alone")
+
+    def check_bodies(self) -> None:
+        """Raise ShapeError where a body's arguments or yield disagree with the op."""
+        raise NotImplementedError(type(self).__name__)
+
+    @staticmethod
+    def yielded(body: Region) -> list[Attribute]:
+        last = body.block.last_op
+        if not isinstance(last, YieldOp):
+            raise ShapeError("a body must end with ascend_graph.yield")
+        return [v.type for v in last.values]
+
+    def verify_(self) -> None:
+        for i, t in enumerate(o.type for o in self.operands):
+            if not isinstance(t, TensorType):
+                raise VerifyException(f"{self.OP_TYPE} '{self.label}': operand {i} is {t}, not a tensor")
+        try:
+            self.check_bodies()
+        except ShapeError as e:
+            raise VerifyException(f"{self.OP_TYPE} '{self.label}': {e}") from e
+
+
+@irdl_op_definition
+class IfOp(ControlFlowOp):
+    """ONNX If (CANN `If`): runs `then_branch` or `else_branch` on `inputs` by the one
+    boolean of `cond`. Both branches take `inputs` as arguments and yield the results;
+    where their shapes differ the result's dim is dynamic."""
+
+    name = "ascend_graph.if"
+    OP_TYPE: ClassVar[str] = "If"
+    cond = operand_def(TensorType)
+    inputs = var_operand_def(TensorType)
+    outs = var_result_def(TensorType)
+    then_branch = region_def("single_block")
+    else_branch = region_def("single_block")
+    assembly_format = (
+        "$cond `(` $inputs `)` attr-dict `:` functional-type(operands, results) `then` $then_branch `else` $else_branch"
+    )
+
+    @staticmethod
+    def types_from(then_types: Sequence[Attribute], else_types: Sequence[Attribute]) -> list[Attribute]:
+        """The results of branches yielding these types."""
+        if len(then_types) != len(else_types):
+            raise ShapeError(f"the then branch yields {len(then_types)} values, the else branch {len(else_types)}")
+        out = []
+        for i, (t, e) in enumerate(zip(then_types, else_types)):
+            if dtype_of(t) != dtype_of(e):
+                raise ShapeError(f"output {i} is {dtype_of(t)} in the then branch and {dtype_of(e)} in the else branch")
+            out.append(tensor(dtype_of(t), _merged(shape_of(t), shape_of(e), f"output {i} of the two branches")))
+        return out
+
+    def check_bodies(self) -> None:
+        _scalar(self.cond.type, i1, "the condition")
+        types = [v.type for v in self.inputs]
+        for what, body in (("then branch", self.then_branch), ("else branch", self.else_branch)):
+            _check_types(body.block.arg_types, types, f"the {what}'s arguments")
+            _check_types(self.yielded(body), [r.type for r in self.results], f"the {what}'s yield")
+
+@irdl_op_definition
+class LoopOp(ControlFlowOp):
+    """ONNX Loop (GE runs it as a While): while `iteration < trip_count` and the
+    condition holds, `body(iteration, cond, carried..., captured...)` yields the next
+    condition, the next carried values and one slice of each scan output. The results
+    are the last carried values and the scan outputs stacked on a new first axis. The
+    last `captures` inputs are values of the graph around the loop, not carried; an
+    absent trip count is INT64_MAX, an absent condition true."""
+
+    name = "ascend_graph.loop"
+    OP_TYPE: ClassVar[str] = "Loop"
+    trip_count = operand_def(TensorType)
+    cond = operand_def(TensorType)
+    inputs = var_operand_def(TensorType)
+    captures = prop_def(IntegerAttr)
+    outs = var_result_def(TensorType)
+    body = region_def("single_block")
+    assembly_format = "$trip_count `,` $cond `(` $inputs `)` attr-dict `:` functional-type(operands, results) $body"
+
+    @property
+    def carried(self) -> int:
+        return len(self.inputs) - self.captures.value.data
+
+    @staticmethod
+    def types_from(carried: Sequence[Attribute], yielded: Sequence[Attribute], trips: int = DYN) -> list[Attribute]:
+        """The results of a body yielding these types (after the condition) for
+        loop-carried values of types `carried`, run `trips` times at most."""
+        out = [
+            tensor(dtype_of(c), _merged(shape_of(c), shape_of(y), f"carried value {i} and its next value"))
+            for i, (c, y) in enumerate(zip(carried, yielded))
+        ]
+        return out + [tensor(dtype_of(y), (trips, *shape_of(y))) for y in yielded[len(carried):]]
+
+    def check_bodies(self) -> None:
+        _scalar(self.trip_count.type, i64, "the trip count")
+        _scalar(self.cond.type, i1, "the condition")
+        n = self.carried
+        if not 0 <= n <= len(self.inputs):
+            raise ShapeError(f"captures {self.captures.value.data} is more than its {len(self.inputs)} inputs")
+        results = [r.type for r in self.results]
+        if len(results) < n:
+            raise ShapeError(f"has {len(results)} results for {n} loop-carried values")
+        inputs = [v.type for v in self.inputs]
+        _check_types(inputs[:n], results[:n], "the initial carried values")
+        scalars = [tensor(i64, ()), tensor(i1, ())]
+        _check_types(self.body.block.arg_types, [*scalars, *results[:n], *inputs[n:]], "the body's arguments")
+        yielded = self.yielded(self.body)
+        if any(len(shape_of(r)) < 1 for r in results[n:]):
+            raise ShapeError("a scan output needs a leading iteration axis")
+        if not yielded:
+            raise ShapeError("the body yields no condition")
+        _scalar(yielded[0], i1, "the condition the body yields")
+        slices = [tensor(dtype_of(r), shape_of(r)[1:]) for r in results[n:]]
+        _check_types(yielded[1:], [*results[:n], *slices], "the body's yield after the condition")
+
+
+@irdl_op_definition
+class ScanOp(ControlFlowOp):
+    """ONNX Scan (opset 9 and later): `body(states..., slices..., captured...)` runs
+    once per position along each scan input's axis (in its direction), yielding the
+    next states and one slice of each scan output, stacked along its output axis (in
+    its direction). Operands: the initial states, the `num_scan_inputs` scan inputs,
+    the `captures` values of the graph around it; axes are non-negative."""
+
+    name = "ascend_graph.scan"
+    OP_TYPE: ClassVar[str] = "Scan"
+    inputs = var_operand_def(TensorType)
+    num_scan_inputs = prop_def(IntegerAttr)
+    captures = prop_def(IntegerAttr)
+    scan_input_axes = prop_def(DenseArrayBase)
+    scan_input_directions = prop_def(DenseArrayBase)
+    scan_output_axes = prop_def(DenseArrayBase)
+    scan_output_directions = prop_def(DenseArrayBase)
+    outs = var_result_def(TensorType)
+    body = region_def("single_block")
+    assembly_format = "`(` $inputs `)` attr-dict `:` functional-type(operands, results) $body"
+
+    @property
+    def states(self) -> int:
+        return len(self.inputs) - self.num_scan_inputs.value.data - self.captures.value.data
+
+    @staticmethod
+    def slice_types(scanned: Sequence[Attribute], axes: Sequence[int]) -> list[Attribute]:
+        """The per-step slices of the scan inputs, and their common sequence length."""
+        return [
+            tensor(dtype_of(t), tuple(d for j, d in enumerate(shape_of(t)) if j != a)) for t, a in zip(scanned, axes)
+        ]
+
+    @staticmethod
+    def length(scanned: Sequence[Attribute], axes: Sequence[int]) -> int:
+        lengths = {shape_of(t)[a] for t, a in zip(scanned, axes)}
+        known = lengths - {DYN}
+        if len(known) > 1:
+            raise ShapeError(f"the scan inputs have different lengths {sorted(known)} along their scan axes")
+        return known.pop() if known else DYN
+
+    def check_bodies(self) -> None:
+        m, k = self.num_scan_inputs.value.data, self.captures.value.data
+        n = self.states
+        if m < 1 or k < 0 or n < 0:
+            raise ShapeError(f"{len(self.inputs)} inputs cannot hold {m} scan inputs and {k} captured values")
+        in_axes, out_axes = self.scan_input_axes.get_values(), self.scan_output_axes.get_values()
+        if len(in_axes) != m or len(self.scan_input_directions.get_values()) != m:
+            raise ShapeError(f"needs an axis and a direction for each of its {m} scan inputs")
+        inputs = [v.type for v in self.inputs]
+        scanned = inputs[n:n + m]
+        for t, a in zip(scanned, in_axes):
+            if not 0 <= a < len(shape_of(t)):
+                raise ShapeError(f"scan axis {a} is outside a scan input of rank {len(shape_of(t))}")
+        length = self.length(scanned, in_axes)
+        results = [r.type for r in self.results]
+        if len(out_axes) != len(results) - n or len(self.scan_output_directions.get_values()) != len(out_axes):
+            raise ShapeError(f"needs an axis and a direction for each of its {len(results) - n} scan outputs")
+        _check_types(results[:n], inputs[:n], "the final states")
+        _check_types(self.body.block.arg_types, [*inputs[:n], *self.slice_types(scanned, in_axes), *inputs[n + m:]], "the body's arguments")
+        slices = []
+        for r, a in zip(results[n:], out_axes):
+            shape = shape_of(r)
+            if not 0 <= a < len(shape) or not shapes.compatible((length,), (shape[a],)):
+                raise ShapeError(f"scan output {r} has no axis {a} of the sequence length {shapes.fmt((length,))}")
+            slices.append(tensor(dtype_of(r), shape[:a] + shape[a + 1:]))
+        _check_types(self.yielded(self.body), [*inputs[:n], *slices], "the body's yield")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """The values a body of If, Loop or Scan gives back (its subgraph's NetOutput)."""
+
+    name = "ascend_graph.yield"
+    values = var_operand_def(TensorType)
+    traits = traits_def(IsTerminator(), HasParent(IfOp, LoopOp, ScanOp))
+    assembly_format = "$values attr-dict `:` type($values)"
+
+    def __init__(self, values: Sequence[SSAValue | Operation]):
+        super().__init__(operands=[[SSAValue.get(v) for v in values]])
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -4108,6 +4362,7 @@ AscendGraph = Dialect(
         DynamicRNNOp, DynamicGRUV2Op, RNNOp,
         ShapeOp, DynamicReshapeOp,
         AscendQuantOp, AscendDequantOp, AscendRequantOp,
+        IfOp, LoopOp, ScanOp, YieldOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

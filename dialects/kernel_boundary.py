@@ -18,7 +18,8 @@ lowering that makes kernels of them, and the backend that schedules them:
   Unsqueeze: their output is their input's memory with another shape; Identity: a
   copy the consumer can read in place; Bitcast: the same bytes read as another
   dtype of the same width), and a TransData that moves no byte;
-- structural ops (module, graph, data, const, net_output) make no kernel.
+- structural ops (module, graph, data, const, net_output) make no kernel, nor do
+  control-flow ops (if, loop, scan and their yields): their bodies' ops do.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ VIEW_OPS: tuple[type[Operation], ...] = (
 )
 """Pure views of their input's bytes: GE removes them before the build."""
 STRUCTURAL_OPS: tuple[type[Operation], ...] = (ModuleOp, ag.GraphOp, ag.DataOp, ag.ConstOp, ag.NetOutputOp)
+CONTROL_FLOW_OPS: tuple[type[Operation], ...] = (ag.ControlFlowOp, ag.YieldOp)
+"""Run by label tasks and copies; the ops of their bodies make the kernels."""
 
 
 def op_type(op: Operation) -> str:
@@ -94,7 +97,7 @@ def is_view(op: Operation) -> bool:
 
 def makes_kernel(op: Operation) -> bool:
     """Whether the build makes a kernel for the op (alone or in its scope)."""
-    return not (isinstance(op, STRUCTURAL_OPS) or is_view(op) or is_no_task(op))
+    return not (isinstance(op, STRUCTURAL_OPS + CONTROL_FLOW_OPS) or is_view(op) or is_no_task(op))
 
 
 def kernel_scopes(module: ModuleOp) -> int:

@@ -6,7 +6,9 @@ operand and makes its results; a value in another format than a consumer wants
 gets one `TransData` per format it is needed in, placed right after its producer.
 A constant is converted in the weight store instead: it gets a new constant holding
 the physical array, typed in the device format (TransData folded into the weight).
-Graph inputs and outputs keep the user's format (ND, or NCHW for 4-D).
+Graph inputs and outputs keep the user's format (ND, or NCHW for 4-D); so do the
+operands, arguments, yields and results of If, Loop and Scan, whose bodies are
+selected as graphs of their own (a TransData of an argument goes first in its body).
 
 What each op wants (C0 = 32 bytes of the dtype, see `dialects/formats.py`):
 
@@ -51,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import Rewriter
@@ -110,8 +112,8 @@ def _same_c0(op: Operation, value: SSAValue) -> bool:
 class _Selector:
     """Walks one graph in program order, deciding formats and inserting conversions."""
 
-    def __init__(self, graph: ag.GraphOp, store: WeightStore, nd_matmul: bool):
-        self.block = graph.body.block
+    def __init__(self, block: Block, store: WeightStore, nd_matmul: bool):
+        self.block = block
         self.store = store
         self.nd_matmul = nd_matmul
         self.converted: dict[tuple[SSAValue, str | None], SSAValue] = {}
@@ -124,6 +126,9 @@ class _Selector:
             wanted, result = self.want(op)
             for i, fmt in enumerate(wanted):
                 self.use(op, i, fmt)
+            if isinstance(op, ag.ControlFlowOp):  # its operands stay in their origin format, as its bodies' arguments
+                for body in op.regions:
+                    _Selector(body.block, self.store, self.nd_matmul).run()
             if result is not None:
                 for r in op.results:
                     shape = ag.shape_of(r.type)
@@ -227,8 +232,10 @@ class _Selector:
         name = f"{_owner_label(value)}/TransData_{dst}"
         op = ag.TransDataOp([value], {"src_format": StringAttr(src), "dst_format": StringAttr(dst)}, name)
         owner = value.owner
-        assert isinstance(owner, Operation)
-        self.block.insert_op_after(op, owner)
+        if isinstance(owner, Operation):
+            self.block.insert_op_after(op, owner)
+        else:  # an argument of a control-flow body, whose block ends with its yield
+            self.block.insert_op_before(op, self.block.first_op)  # type: ignore[arg-type]
         return op.y
 
     def fold(self, const: ag.ConstOp, fmt: str) -> SSAValue:
@@ -264,7 +271,7 @@ class FormatSelection(ModulePass):
         check_fields(self)
         nd_matmul = socs.load(self.soc_version).fix_pipe
         for graph in [g for g in op.walk() if isinstance(g, ag.GraphOp)]:
-            _Selector(graph, store_of(op), nd_matmul).run()
+            _Selector(graph.body.block, store_of(op), nd_matmul).run()
 
 
 # --------------------------------------------------------- TransData elimination

@@ -36,6 +36,15 @@ compiled from the cache is the model compiled without it.
 The launches are placed in a topological order that keeps the graph's order where
 it can (a scope's launch goes where its first op was, once its inputs exist), so
 the build can plan memory and emit tasks in list order.
+
+Control flow: the bodies of If and Loop are lowered like the graph, their launches
+inside them (the build turns the ops into label tasks, `ge.backend.schedule`). First,
+a Scan becomes the Loop GE would run (`_as_loop`), a Loop's scan outputs become
+carried tensors that each iteration writes one row of (`_accumulated`: a task
+writes at fixed addresses), and a Loop gets the control data the device runs it on
+(`_counted`: its iteration number a carried counter, the trip-count test part of
+the condition its body yields). Scan outputs need a number of rows known before
+the loop runs.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -61,10 +71,13 @@ import passes.lowering
 
 from dialects import ascend_graph as ag
 from dialects.ascend_kernel import AICPU, ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
+from dialects.shapes import DYN, fmt, is_static
 from ge.core import dtypes, ir, kernel_cache
 from ge.core import soc as socs
 from ge.core.options import check_fields, option_field
 from ge.core.errors import ModelError
+from ge.core.weights import WeightStore, store_of
+from passes.graph_match import new_constant
 from passes.lowering import plan
 from dialects.kernel_boundary import ENGINE_ATTR, is_aicpu, makes_kernel, scope_of, virtual_cores
 
@@ -140,9 +153,13 @@ class _Lowering:
         self.kernels: dict[str, KernelOp] = {}
         self.names = {op.sym_name.data for op in module.ops if isinstance(op, KernelOp)}
 
-    def lower(self, graph: ag.GraphOp) -> None:
-        block = graph.body.block
+    def lower(self, block: Block) -> None:
+        """Lower the block's scopes, and those of the bodies of its control-flow ops."""
         _refuse_dynamic_reads(block)
+        for op in list(block.ops):
+            if isinstance(op, ag.ControlFlowOp):
+                for body in op.regions:
+                    self.lower(body.block)
         for ops in kernel_scopes_of(block):
             scope = Scope.of(ops)  # after the launches before it replaced their scopes' values
             kernel = self.kernel(scope)
@@ -373,6 +390,182 @@ class LowerToKernel(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_fields(self)
+        store = store_of(op)
+        # innermost first: a Scan's body is cloned into its loop with the loops in it done
+        for flow in reversed([o for o in op.walk() if isinstance(o, ag.LoopOp | ag.ScanOp)]):
+            loop, reverse = _as_loop(flow, store) if isinstance(flow, ag.ScanOp) else (flow, ())
+            _counted(_accumulated(loop, store, reverse), store)
         lowering = _Lowering(op, self.soc_version)
         for graph in [g for g in op.ops if isinstance(g, ag.GraphOp)]:
-            lowering.lower(graph)
+            lowering.lower(graph.body.block)
+
+
+# ------------------------------------------------------------------- control flow
+
+
+def _as_loop(scan: ag.ScanOp, store: WeightStore) -> tuple[ag.LoopOp, tuple[bool, ...]]:
+    """The Scan as a Loop of its sequence length (GE has no Scan): each iteration
+    gathers its slices at the iteration number (counted from the end in a reverse
+    direction), and its scan outputs stack on a first axis, transposed after the
+    loop to their output axes. Returns the loop and which outputs go in reverse."""
+    block = scan.parent_block()
+    assert block is not None
+    name = scan.label
+    n, m = scan.states, scan.num_scan_inputs.value.data
+    inputs = list(scan.inputs)
+    scanned = inputs[n : n + m]
+    in_axes, in_dirs = scan.scan_input_axes.get_values(), scan.scan_input_directions.get_values()
+    length = ag.ScanOp.length([x.type for x in scanned], in_axes)
+    if length == DYN:
+        raise ModelError(f"Scan '{name}': its sequence length is dynamic; the build runs a Scan of a static length")
+    trips = new_constant(np.array(length), ag.i64, f"{name}/length", store)
+    running = new_constant(np.array(True), ag.i1, f"{name}/running", store)
+    block.insert_ops_before([trips, running], scan)
+
+    old = scan.body.block
+    state_args, slice_args, captured_args = old.args[:n], old.args[n : n + m], old.args[n + m :]
+    body = Block(arg_types=[ag.tensor(ag.i64, ()), ag.tensor(ag.i1, ()), *(a.type for a in state_args), *(x.type for x in scanned), *(a.type for a in captured_args)])
+    iteration = body.args[0]
+    mapping: dict[SSAValue, SSAValue] = dict(zip([*state_args, *captured_args], [*body.args[2 : 2 + n], *body.args[2 + n + m :]]))
+    at: SSAValue = iteration
+    if any(in_dirs):
+        last = new_constant(np.array(length - 1), ag.i64, f"{name}/last", store)
+        backwards = ag.SubOp([last.out, iteration], name=f"{name}/backwards")
+        body.add_ops([last, backwards])
+        at = backwards.y
+    for j, (arg, x, axis, reverse) in enumerate(zip(slice_args, body.args[2 + n : 2 + n + m], in_axes, in_dirs)):
+        gather = ag.GatherOp([x, at if reverse else iteration], {"axis": ag.int_attr(axis)}, f"{name}/slice{j}")
+        body.add_op(gather)
+        mapping[arg] = gather.y
+    for inner in old.ops:
+        if isinstance(inner, ag.YieldOp):
+            true = new_constant(np.array(True), ag.i1, f"{name}/true", store)
+            body.add_ops([true, ag.YieldOp([true.out, *(mapping[v] for v in inner.values)])])
+        else:
+            body.add_op(inner.clone(value_mapper=mapping))
+
+    outs = scan.results[n:]
+    out_axes, out_dirs = scan.scan_output_axes.get_values(), scan.scan_output_directions.get_values()
+    stacked = []
+    for r, axis in zip(outs, out_axes):
+        shape = ag.shape_of(r.type)
+        stacked.append(ag.tensor(ag.dtype_of(r.type), (length, *shape[:axis], *shape[axis + 1 :])))
+    types = [*(r.type for r in scan.results[:n]), *stacked]
+    operands = [trips.out, running.out, *inputs[:n], *scanned, *inputs[n + m :]]
+    loop = ag.LoopOp(operands, [Region(body)], types, {"captures": ag.int_attr(len(inputs) - n)}, name)
+    block.insert_op_before(loop, scan)
+    for old_result, new in zip(scan.results[:n], loop.results[:n]):
+        old_result.replace_all_uses_with(new)
+    for j, (old_result, new, axis) in enumerate(zip(outs, loop.results[n:], out_axes)):
+        if axis:
+            rank = len(ag.shape_of(old_result.type))
+            perm = [*range(1, axis + 1), 0, *range(axis + 1, rank)]
+            moved = ag.TransposeOp([new], {"perm": ag.ints(perm)}, f"{name}/output{j}")
+            block.insert_op_after(moved, loop)
+            new = moved.y
+        old_result.replace_all_uses_with(new)
+    block.erase_op(scan)
+    return loop, tuple(bool(d) for d in out_dirs)
+
+
+def _accumulated(loop: ag.LoopOp, store: WeightStore, reverse: Sequence[bool] = ()) -> ag.LoopOp:
+    """The Loop with its scan outputs as carried tensors of all their rows, from zeros:
+    each iteration writes its row (ScatterNdUpdate at the iteration number, or
+    counted from the end where `reverse` says), so every task has fixed addresses.
+    The rows must be known before the loop runs (a static first dim)."""
+    n = loop.carried
+    scans = list(loop.results[n:])
+    if not scans:
+        return loop
+    name = loop.label
+    for r in scans:
+        if not is_static(ag.shape_of(r.type)):
+            raise ModelError(
+                f"Loop '{name}': a scan output of {fmt(ag.shape_of(r.type))} has a row per iteration, and the "
+                "iterations are not known before it runs (a computed trip count or condition); it cannot be built"
+            )
+    block = loop.parent_block()
+    assert block is not None
+    rows = [ag.shape_of(r.type)[0] for r in scans]
+    zeros = [
+        new_constant(np.zeros(ag.shape_of(r.type)), ag.dtype_of(r.type), f"{name}/rows{i}", store) for i, r in enumerate(scans)
+    ]
+    block.insert_ops_before(zeros, loop)
+    body = loop.body.block
+    yielded = body.last_op
+    assert isinstance(yielded, ag.YieldOp)
+    accumulators = [body.insert_arg(r.type, 2 + n + i) for i, r in enumerate(scans)]
+    written = []
+    for i, (acc, row, count, back) in enumerate(zip(accumulators, yielded.values[1 + n :], rows, [*reverse, *[False] * len(scans)])):
+        at: SSAValue = body.args[0]
+        ops: list[Operation] = []
+        if back:
+            last = new_constant(np.array(count - 1), ag.i64, f"{name}/last{i}", store)
+            backwards = ag.SubOp([last.out, at], name=f"{name}/backwards{i}")
+            ops += [last, backwards]
+            at = backwards.y
+        index = ag.ReshapeOp([at], {"shape": ag.ints([1, 1])}, f"{name}/index{i}")
+        update = ag.UnsqueezeOp([row], {"axes": ag.ints([0])}, f"{name}/row{i}")
+        write = ag.ScatterNdUpdateOp([acc, index.y, update.y], {"reduction": StringAttr("none")}, f"{name}/write{i}")
+        body.insert_ops_before([*ops, index, update, write], yielded)
+        written.append(write.y)
+    yielded.operands = [*yielded.values[: 1 + n], *written]
+    captured = list(loop.inputs[n:])
+    operands = [loop.trip_count, loop.cond, *loop.inputs[:n], *(z.out for z in zeros), *captured]
+    region = Region()
+    region.add_block(loop.body.detach_block(body))
+    carried = ag.LoopOp(operands, [region], [r.type for r in loop.results], {"captures": loop.captures}, name)
+    block.insert_op_before(carried, loop)
+    for old, new in zip(loop.results, carried.results):
+        old.replace_all_uses_with(new)
+    block.erase_op(loop)
+    return carried
+
+
+def _counted(loop: ag.LoopOp, store: WeightStore) -> None:
+    """Give a Loop the control data the device runs it on (GE's While: a condition
+    computed by the body, tested by LABEL_SWITCH_BY_INDEX). The same loop in meaning:
+
+    - the iteration number becomes a loop-carried counter from 0 (a device tensor
+      the body's kernels read), and the body computes `counter + 1`;
+    - the trip-count test joins the condition: the body yields
+      `cond and counter + 1 < trip_count`, and the loop starts on
+      `cond and 0 < trip_count`, computed before it;
+    - the body's condition argument is true wherever the body runs.
+
+    The reference interpreter gives the rewritten loop the results of the original."""
+    block = loop.parent_block()
+    assert block is not None
+    name, trips = loop.label, loop.trip_count
+    n = loop.carried
+    zero = new_constant(np.array(0), ag.i64, f"{name}/zero", store)
+    first = ag.LessOp([zero.out, trips], name=f"{name}/first")
+    start = ag.LogicalAndOp([loop.cond, first.y], name=f"{name}/start")
+    block.insert_ops_before([zero, first, start], loop)
+
+    body = loop.body.block
+    iteration, running = body.args[0], body.args[1]
+    counter = body.insert_arg(ag.tensor(ag.i64, ()), 2)
+    bound = body.insert_arg(trips.type, len(body.args))
+    true = new_constant(np.array(True), ag.i1, f"{name}/running", store)
+    body.insert_op_before(true, body.first_op)  # type: ignore[arg-type]
+    running.replace_all_uses_with(true.out)
+    iteration.replace_all_uses_with(counter)
+    yielded = body.last_op
+    assert isinstance(yielded, ag.YieldOp)
+    one = new_constant(np.array(1), ag.i64, f"{name}/one", store)
+    after = ag.AddOp([counter, one.out], name=f"{name}/next")
+    more = ag.LessOp([after.y, bound], name=f"{name}/more")
+    go = ag.LogicalAndOp([yielded.values[0], more.y], name=f"{name}/go")
+    body.insert_ops_before([one, after, more, go], yielded)
+    yielded.operands = [go.y, after.y, *yielded.values[1:]]
+
+    operands = [trips, start.y, zero.out, *loop.inputs[:n], *loop.inputs[n:], trips]
+    region = Region()
+    region.add_block(loop.body.detach_block(body))
+    types = [ag.tensor(ag.i64, ()), *(r.type for r in loop.results)]
+    counted = ag.LoopOp(operands, [region], types, {"captures": ag.int_attr(loop.captures.value.data + 1)}, name)
+    block.insert_op_before(counted, loop)
+    for old, new in zip(loop.results, counted.results[1:]):
+        old.replace_all_uses_with(new)
+    block.erase_op(loop)

@@ -9,6 +9,10 @@ the graph agree: a constant is converted in the weight store, any other value
 gets one Cast per dtype it is needed in, and graph inputs and outputs keep their
 dtypes. Cast pairs that cancel are removed at the end.
 
+The bodies of If, Loop and Scan are selected as graphs of their own: the op passes
+its operands to them and takes their yields in the dtypes it has (like graph
+inputs and outputs), so Casts go inside a body where its ops compute otherwise.
+
 Each op records why in the discardable attribute `_precision_reason` (the rule,
 or the file and line, that decided), its engine in `_engine = "DNN_VM_AICPU"`
 (absent: AI Core), and its implementation mode in `impl_mode`. An op with GE's
@@ -296,7 +300,8 @@ class _Selector:
     Casts and converted constants made, so that each is made once."""
 
     def __init__(
-        self, module: ModuleOp, block: Block, library: OpInfoLibrary, settings: PrecisionSettings, summary: PrecisionSummary
+        self, module: ModuleOp, block: Block, library: OpInfoLibrary, settings: PrecisionSettings, summary: PrecisionSummary,
+        nested: bool = False,
     ):
         self.module = module
         self.block = block
@@ -308,20 +313,31 @@ class _Selector:
         self.original: dict[SSAValue, str] = {}
         self.names: set[str] = set()
         self.replaced_consts: list[ag.ConstOp] = []
+        self.nested = nested
+        """A body of a control-flow op: its names are the enclosing graph's to check."""
 
     def run(self) -> None:
         ops = list(self.block.ops)
         for op in ops:
             for r in op.results:
                 self.original[r] = _name(ag.dtype_of(r.type))
+        for op in self.block.walk():
             if isinstance(op, ag.AscendOp) and op.node_name is not None:
                 self.names.add(op.node_name.data)
-        self._warn_unknown_names()
+        if not self.nested:
+            self._warn_unknown_names()
         for op in ops:
             if isinstance(op, ag.DataOp | ag.ConstOp):
                 continue
-            if isinstance(op, ag.NetOutputOp):
+            if isinstance(op, ag.NetOutputOp | ag.YieldOp):
                 self._restore_outputs(op)
+                continue
+            if isinstance(op, ag.ControlFlowOp):
+                # Like GE's If and While, the op runs no kernel: it passes its values to
+                # its bodies in their dtypes, and each body is selected as a graph of its own.
+                self._restore_outputs(op)
+                for body in op.regions:
+                    _Selector(self.module, body.block, self.library, self.settings, self.summary, nested=True).run()
                 continue
             if not isinstance(op, ag.AscendOp):
                 continue
@@ -666,8 +682,10 @@ class _Selector:
             new = ag.CastOp([value], {"dst_type": _attr(dtype)}, f"{_label(value)}_cast_{dtype}")
             new.attributes[REASON] = StringAttr(BOUNDARY)
             self.summary.casts_inserted += 1
-        assert isinstance(owner, Operation)  # a graph's block has no arguments
-        self.block.insert_op_after(new, owner)
+        if isinstance(owner, Operation):
+            self.block.insert_op_after(new, owner)
+        else:  # an argument of a control-flow body, whose block ends with its yield
+            self.block.insert_op_before(new, self.block.first_op)  # type: ignore[arg-type]
         if isinstance(new, ag.CastOp):
             self._keep_cast(new)
         self.converted[key] = new.results[0]
@@ -696,8 +714,9 @@ class _Selector:
             log.info("constant '%s': %d values beyond %s's range saturated to its largest finite value (worst %g)", const.label, count, dtype, worst)
         return new
 
-    def _restore_outputs(self, out: ag.NetOutputOp) -> None:
-        """Graph outputs keep the dtypes the model declares."""
+    def _restore_outputs(self, out: Operation) -> None:
+        """Graph outputs keep the dtypes the model declares; so do the values a
+        control-flow op passes to its bodies and the values a body yields."""
         operands = [self._as(v, self.original.get(v, _name(ag.dtype_of(v.type)))) for v in out.operands]
         if operands != list(out.operands):
             out.operands = operands

@@ -68,7 +68,9 @@ def build(module: ModuleOp, settings: BuildOptions, timings: dict[str, float] | 
 
     t = time.perf_counter()
     sched = schedule_of(module)
-    assigned = streams.assign(sched, settings.max_streams, streams.MAX_EVENT_IDS)
+    # a task list that jumps runs on one stream: a jump moves one stream's place in the list
+    max_streams = 1 if sched.has_control_flow else settings.max_streams
+    assigned = streams.assign(sched, max_streams, streams.MAX_EVENT_IDS)
     t = timed("streams", t)
     plan = memory.plan(sched, assigned, reuse=settings.reuse_memory)
     device = socs.load(settings.soc_version)

@@ -24,6 +24,14 @@ are refused with the value's op named, except those of an AI CPU kernel's
 data-dependent results (`ascend_graph.DataDependentOp`), which get their upper
 bound's bytes, and a graph output of one is described by that bound (the run gives
 its actual shape).
+
+Control flow (If, and Loop as `lower-to-kernel` leaves it) becomes GE's label
+tasks in the same list: a LABEL_SWITCH_BY_INDEX node on the condition, the nodes of
+each body after a LABEL_SET, LABEL_GOTO past the branch not taken, and COPY nodes
+(MEMCPY_ASYNC_D2D) that move what a body yields into the op's result buffers (a
+loop's carried buffers). A body's arguments are its op's operand slices. Such a
+schedule runs on one stream (`has_control_flow`); see `_Builder.branch` and
+`_Builder.loop` for how list-order planning stays safe across the jumps.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dialects import ascend_graph as ag
 from dialects import ascend_kernel as ak
@@ -49,6 +57,13 @@ class NodeKind(str, Enum):
     KERNEL = "KERNEL"
     D2H = "D2H"
     END = "MODEL_END_GRAPH"
+    COPY = "MEMCPY_ASYNC_D2D"
+    LABEL_SET = "LABEL_SET"
+    LABEL_GOTO = "LABEL_GOTO"
+    LABEL_SWITCH = "LABEL_SWITCH_BY_INDEX"
+
+
+CONTROL_KINDS = (NodeKind.LABEL_SET, NodeKind.LABEL_GOTO, NodeKind.LABEL_SWITCH)
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,8 @@ class Node:
     block_dim: int = 1
     op_type: str | None = None
     """For an AI CPU kernel (core type AiCpu), the op type its KERNEL_EX task runs; else None."""
+    labels: list[int] = field(default_factory=list)
+    """A label node's label, or a switch's targets (its index is its first input)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +141,11 @@ class Schedule:
     def of_region(self, region: Region) -> list[Buffer]:
         return [b for b in self.buffers if b.region is region]
 
+    @property
+    def has_control_flow(self) -> bool:
+        """Whether the nodes jump (If, Loop): then they all run on one stream."""
+        return any(n.kind in CONTROL_KINDS for n in self.nodes)
+
 
 def nbytes(t: Attribute, where: str) -> int:
     """prod(shape) * element size of a static tensor type."""
@@ -150,6 +172,7 @@ class _Builder:
         self.weights: dict[Attribute, Slice] = {}
         self.bounded: dict[SSAValue, TensorType] = {}
         """Data-dependent results, by the upper-bound type the build allocates."""
+        self.labels = 0
 
     def node(self, kind: NodeKind, name: str, op: Operation | None = None) -> Node:
         node = Node(len(self.nodes), kind, name, op)
@@ -166,22 +189,30 @@ class _Builder:
         self.buffers[s.buffer].readers.append(node.index)
 
     def build(self) -> Schedule:
-        block = self.graph.body.block
         inputs = self.inputs(self.graph.inputs)
+        self.block(self.graph.body.block)
+        outputs = self.outputs(self.graph.output)
+        self.node(NodeKind.END, "MODEL_END_GRAPH")
+        return Schedule(self.graph, self.nodes, self.buffers, inputs, outputs)
+
+    def block(self, block: Block) -> None:
         for op in block.ops:
-            if isinstance(op, ag.DataOp | ag.NetOutputOp):
+            if isinstance(op, ag.DataOp | ag.NetOutputOp | ag.YieldOp):
                 continue
             if isinstance(op, ag.ConstOp):
                 self.const(op)
+            elif isinstance(op, ag.IfOp):
+                self.branch(op)
+            elif isinstance(op, ag.LoopOp):
+                self.loop(op)
+            elif isinstance(op, ag.ControlFlowOp):
+                raise ModelError(f"{op.OP_TYPE} '{op.label}' has no tasks; only If and Loop are built")
             elif is_view(op):
                 self.view(op)
             elif is_no_task(op):
                 self.no_task(op)
             else:
                 self.kernel(op)
-        outputs = self.outputs(self.graph.output)
-        self.node(NodeKind.END, "MODEL_END_GRAPH")
-        return Schedule(self.graph, self.nodes, self.buffers, inputs, outputs)
 
     def inputs(self, data_ops: list[ag.DataOp]) -> list[Port]:
         if not data_ops:
@@ -259,6 +290,107 @@ class _Builder:
             self.slices[result] = s
         if workspace:
             node.workspace.append(self.buffer(f"{node.name}:workspace", workspace, Region.FEATURE_MAP, node.index))
+
+    # ------------------------------------------------------------ control flow
+    #
+    # The nodes of a body follow the op's own in the one list; labels and switches
+    # jump over a branch not taken and back to a loop's head. A body's arguments are
+    # the slices of the op's operands; its yield is copied into the op's result
+    # buffers. Planned on the list order, a buffer may share bytes with a buffer of
+    # the other branch (never both run); a buffer a loop body reads from outside is
+    # read again by the loop's last switch, so that it lives through every iteration.
+
+    def label(self) -> int:
+        self.labels += 1
+        return self.labels - 1
+
+    def set_label(self, label: int, name: str) -> None:
+        self.node(NodeKind.LABEL_SET, f"{name}/label{label}").labels.append(label)
+
+    def switch(self, op: Operation, index: SSAValue, labels: list[int], what: str) -> Node:
+        node = self.node(NodeKind.LABEL_SWITCH, f"{label(op)}/{what}", op)
+        node.labels.extend(labels)
+        self.read(node, index)
+        return node
+
+    def copy(self, name: str, source: Slice, target: Slice) -> None:
+        if source == target:
+            return
+        if source.nbytes != target.nbytes:
+            raise ModelError(f"{name}: a body yields {source.nbytes} bytes for a {target.nbytes}-byte result")
+        node = self.node(NodeKind.COPY, name)
+        node.inputs.append(source)
+        self.buffers[source.buffer].readers.append(node.index)
+        node.outputs.append(target)
+        buffer = self.buffers[target.buffer]
+        if buffer.writer is None:
+            buffer.writer = node.index
+        else:  # another path's write of the same result: an access for the planner
+            buffer.readers.append(node.index)
+
+    def results(self, op: Operation, types: list[Attribute]) -> list[Slice]:
+        where = f"{op.name} '{label(op)}'"
+        return [self.buffer(f"{label(op)}:{i}", nbytes(t, where), Region.FEATURE_MAP, None) for i, t in enumerate(types)]
+
+    def body(self, block: Block, args: list[Slice]) -> list[Slice]:
+        """The body's nodes, its last arguments on `args`; the slices of what it yields."""
+        for arg, s in zip(block.args[len(block.args) - len(args):], args):
+            self.slices[arg] = s
+        self.block(block)
+        yielded = block.last_op
+        assert isinstance(yielded, ag.YieldOp)
+        return [self.slices[v] for v in yielded.values]
+
+    def branch(self, op: ag.IfOp) -> None:
+        """LABEL_SWITCH_BY_INDEX cond [else, then]; then: ... GOTO end; else: ...; end."""
+        otherwise, then, end = self.label(), self.label(), self.label()
+        name = label(op)
+        self.switch(op, op.cond, [otherwise, then], "switch")
+        results = self.results(op, [r.type for r in op.results])
+        args = [self.slices[v] for v in op.inputs]
+        for body, at in ((op.then_branch, then), (op.else_branch, otherwise)):
+            self.set_label(at, name)
+            for i, (source, target) in enumerate(zip(self.body(body.block, args), results)):
+                self.copy(f"{name}/result{i}", source, target)
+            if at == then:
+                self.node(NodeKind.LABEL_GOTO, f"{name}/goto{end}").labels.append(end)
+        self.set_label(end, name)
+        self.slices.update(zip(op.results, results))
+
+    def loop(self, op: ag.LoopOp) -> None:
+        """Carried buffers from the initial values; LABEL_SWITCH_BY_INDEX cond [exit, head];
+        head: the body, its next values copied into the carried buffers, the switch
+        on the condition it yields; exit: the results are the carried buffers. The loop
+        is `lower-to-kernel`'s (`_counted`): the body's condition and iteration-number
+        arguments are unused, the trip count is tested by the yielded condition."""
+        body = op.body.block
+        name = label(op)
+        if body.args[0].uses or body.args[1].uses:
+            raise ModelError(f"Loop '{name}': its body reads its iteration number or condition; lower-to-kernel counts them first")
+        n = op.carried
+        carried = self.results(op, [r.type for r in op.results])
+        for i, (init, target) in enumerate(zip(op.inputs[:n], carried)):
+            self.copy(f"{name}/init{i}", self.slices[init], target)
+        leave, head = self.label(), self.label()
+        self.switch(op, op.cond, [leave, head], "start")
+        self.set_label(head, name)
+        captured = [self.slices[v] for v in op.inputs[n:]]
+        yielded = self.body(body, [*carried, *captured])
+        staged = []
+        for i, s in enumerate(yielded[1:]):
+            if s in carried and s != carried[i]:  # another carried value: read it before it is overwritten
+                stage = self.buffer(f"{name}:stage{i}", s.nbytes, Region.FEATURE_MAP, None)
+                self.copy(f"{name}/stage{i}", s, stage)
+                s = stage
+            staged.append(s)
+        for i, (source, target) in enumerate(zip(staged, carried)):
+            self.copy(f"{name}/next{i}", source, target)
+        back = self.switch(op, body.last_op.values[0], [leave, head], "next")  # type: ignore[union-attr]
+        for s in [*carried, *captured]:
+            back.inputs.append(s)
+            self.buffers[s.buffer].readers.append(back.index)
+        self.set_label(leave, name)
+        self.slices.update(zip(op.results, carried))
 
     def outputs(self, net: ag.NetOutputOp) -> list[Port]:
         ports: list[Port] = []

@@ -14,9 +14,9 @@ its own tasks, then the EVENT_RECORDs of the events it produces. So:
 An argument is (tensor, addr, size): `tensor` indexes the memory plan's tensors,
 `addr` is the device address the kernel reads or writes (a view or a no-task
 split's slice points inside its buffer), `size` the bytes it covers. Shape views
-and `_no_task` ops emit nothing. LABEL_* and STREAM_ACTIVE are never emitted: a
-graph without control flow needs no labels, and every stream of a static model is
-active from the start.
+and `_no_task` ops emit nothing. If and Loop emit LABEL_SET, LABEL_GOTO,
+LABEL_SWITCH_BY_INDEX and MEMCPY_ASYNC_D2D (`ge.backend.schedule`), all on stream 0.
+STREAM_ACTIVE is never emitted: every stream of a static model is active from the start.
 """
 
 from __future__ import annotations
@@ -25,7 +25,21 @@ from ge.backend.schedule import Node, NodeKind, Schedule, Slice
 from ge.backend.streams import Streams
 from ge.core.errors import ModelError
 from ge.om.memory import MemoryPlan
-from ge.om.tasks import AicpuTask, Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask, Task
+from ge.om.tasks import (
+    AicpuTask,
+    Arg,
+    DeviceCopyTask,
+    Direction,
+    EventRecordTask,
+    EventWaitTask,
+    KernelTask,
+    LabelGotoTask,
+    LabelSetTask,
+    LabelSwitchTask,
+    MemcpyTask,
+    ModelEndGraphTask,
+    Task,
+)
 
 
 def generate(schedule: Schedule, streams: Streams, plan: MemoryPlan) -> list[Task]:
@@ -55,6 +69,14 @@ def _node_tasks(node: Node, stream: int, plan: MemoryPlan) -> list[Task]:
         return [MemcpyTask(stream, Direction.D2H, i, _arg(s, plan)) for i, s in enumerate(node.inputs)]
     if node.kind is NodeKind.END:
         return [ModelEndGraphTask(stream)]
+    if node.kind is NodeKind.COPY:
+        return [DeviceCopyTask(stream, _arg(node.inputs[0], plan), _arg(node.outputs[0], plan))]
+    if node.kind is NodeKind.LABEL_SET:
+        return [LabelSetTask(stream, node.labels[0])]
+    if node.kind is NodeKind.LABEL_GOTO:
+        return [LabelGotoTask(stream, node.labels[0])]
+    if node.kind is NodeKind.LABEL_SWITCH:  # its other inputs only keep a loop's buffers alive
+        return [LabelSwitchTask(stream, _arg(node.inputs[0], plan), tuple(node.labels))]
     if node.kernel is None:
         op = node.op.name if node.op is not None else "op"
         raise ModelError(f"{op} '{node.name}' is not lowered to a kernel; run lower-to-kernel before task generation")

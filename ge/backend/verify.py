@@ -10,10 +10,17 @@ planner's reasoning, and checks:
 - order: "happens before" is stream order plus record -> wait, transitively;
   MODEL_END_GRAPH is last and everything happens before it;
 - accesses: every argument lies inside its tensor; a tensor is written by one
-  task (weights by none: the model load writes them), before any task reads it;
+  task (weights by none: the model load writes them), or by device copies only
+  (control flow joins the results of its branches and iterations so), the first
+  before any task reads it;
 - memory: the regions are disjoint, every tensor lies in its region, and any two
   tensors whose bytes overlap are never live at once: every task touching one
   happens before the task that writes the other.
+
+Jumps: a forward jump only skips tasks, so list order stays a safe order. A jump
+back from task j to the label of task i < j repeats tasks i..j: a tensor touched
+both inside and outside that range counts as touched by every task in it (it
+lives through every iteration).
 """
 
 from __future__ import annotations
@@ -25,10 +32,14 @@ from dataclasses import dataclass, field
 from ge.om.memory import REGION_ORDER, MemoryPlan, Region
 from ge.om.tasks import (
     Arg,
+    DeviceCopyTask,
     Direction,
     EventRecordTask,
     EventWaitTask,
     KernelTask,
+    LabelGotoTask,
+    LabelSetTask,
+    LabelSwitchTask,
     MemcpyTask,
     ModelEndGraphTask,
     Task,
@@ -56,9 +67,28 @@ def verify(tasks: Sequence[Task], plan: MemoryPlan) -> None:
     for t, task in enumerate(tasks):
         for arg, writes in _accesses(task):
             _access(tensors, t, arg, writes, task)
+    for start, end in _loops(tasks):
+        span = (1 << (end + 1)) - (1 << start)
+        for tensor in tensors:
+            if tensor.touched & span and tensor.touched & ~span:
+                tensor.touched |= span
     for i, tensor in enumerate(tensors):
-        _check_writes(i, tensor, before, plan)
+        _check_writes(i, tensor, before, plan, tasks)
     _check_overlaps(tensors, before, plan)
+
+
+def _loops(tasks: Sequence[Task]) -> list[tuple[int, int]]:
+    """(label task, jump task) of every jump back."""
+    at = {task.label: t for t, task in enumerate(tasks) if isinstance(task, LabelSetTask)}
+    loops = []
+    for t, task in enumerate(tasks):
+        targets = (task.label,) if isinstance(task, LabelGotoTask) else task.labels if isinstance(task, LabelSwitchTask) else ()
+        for label in targets:
+            if label not in at:
+                raise UnsafeModel(f"task {t} jumps to label {label}, which no task sets")
+            if at[label] < t:
+                loops.append((at[label], t))
+    return loops
 
 
 def _happens_before(tasks: Sequence[Task]) -> list[int]:
@@ -123,6 +153,10 @@ def _accesses(task: Task) -> list[tuple[Arg, bool]]:
         )
     if isinstance(task, MemcpyTask):
         return [(task.arg, task.direction is Direction.H2D)]
+    if isinstance(task, DeviceCopyTask):
+        return [(task.src, False), (task.dst, True)]
+    if isinstance(task, LabelSwitchTask):
+        return [(task.index, False)]
     return []
 
 
@@ -140,7 +174,7 @@ def _access(tensors: list[_Tensor], t: int, arg: Arg, writes: bool, task: Task) 
     tensor.touched |= 1 << t
 
 
-def _check_writes(i: int, tensor: _Tensor, before: list[int], plan: MemoryPlan) -> None:
+def _check_writes(i: int, tensor: _Tensor, before: list[int], plan: MemoryPlan, tasks: Sequence[Task]) -> None:
     name = plan.placements[i].name
     if tensor.region is Region.WEIGHT:
         if tensor.writers:
@@ -148,7 +182,8 @@ def _check_writes(i: int, tensor: _Tensor, before: list[int], plan: MemoryPlan) 
         return
     if not tensor.touched:
         return
-    if len(tensor.writers) != 1:
+    copies = all(isinstance(tasks[w], DeviceCopyTask) for w in tensor.writers)
+    if not tensor.writers or (len(tensor.writers) > 1 and not copies):
         raise UnsafeModel(f"tensor '{name}' is written by {len(tensor.writers)} tasks {tensor.writers[:5]}")
     w = tensor.writers[0]
     readers = tensor.touched & ~(1 << w)

@@ -18,7 +18,9 @@ against:
   backend node tests that conformance is measured with.
 
 Kernels are plain functions registered per op class in `KERNELS`. `evaluate_op`
-runs one op (the importer's constant folding, passes); `run` runs a module's graph.
+runs one op (the importer's constant folding, passes); `run` runs a module's graph,
+and `run_block` a block: the graph's, or a body of If, Loop and Scan, whose kernels
+(`BODY_KERNELS`) run their bodies with ONNX's semantics.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, StringAttr, TensorType, i1
-from xdsl.ir import Operation, SSAValue
-from xdsl.traits import SymbolTable
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import IsTerminator, SymbolTable
 
 from dialects import ascend_graph as ag
 from dialects import ascend_kernel as ak
@@ -119,14 +121,23 @@ def run(
     """Execute the module's graph: inputs by Data name or in Data index order, outputs
     by the NetOutput names. Weights come from `weights`, else the module's store."""
     graph = graph_of(module)
-    values = _bind(graph, inputs)
+    last = graph.body.block.last_op
+    if not isinstance(last, ag.NetOutputOp):
+        raise ModelError(f"graph @{graph.sym_name.data} has no NetOutput")
+    outputs = run_block(graph.body.block, _bind(graph, inputs), weights)
+    return {n.data: np.array(v) for n, v in zip(last.names, outputs)}
+
+
+def run_block(block: Block, values: dict[SSAValue, np.ndarray], weights: WeightStore | None = None) -> list[np.ndarray]:
+    """Execute a block's ops on the values of its Data ops or arguments (`values`, which
+    it consumes): the values of its terminator's operands (NetOutput, yield)."""
     remaining = {v: v.uses.get_length() for v in values}
     with np.errstate(all="ignore"):
-        for op in graph.body.block.ops:
+        for op in block.ops:
             if isinstance(op, ag.DataOp):
                 continue
-            if isinstance(op, ag.NetOutputOp):
-                return {n.data: np.array(values[v]) for n, v in zip(op.names, op.outputs)}
+            if op is block.last_op and op.has_trait(IsTerminator):
+                return [values[v] for v in op.operands]
             results = evaluate_op(op, [values[v] for v in op.operands], weights)
             for v in op.operands:
                 remaining[v] -= 1
@@ -135,7 +146,7 @@ def run(
             for r, value in zip(op.results, results):
                 if count := r.uses.get_length():
                     values[r], remaining[r] = value, count
-    raise ModelError(f"graph @{graph.sym_name.data} has no NetOutput")
+    raise ModelError("a block of the graph has no terminator")
 
 
 def _bind(graph: ag.GraphOp, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[SSAValue, np.ndarray]:
@@ -188,6 +199,13 @@ def evaluate_op(op: Operation, inputs: Sequence[np.ndarray], weights: WeightStor
     """
     if isinstance(op, ag.ConstOp):
         return [const_value(op, weights)]
+    if isinstance(op, ag.ControlFlowOp):
+        args = _check_args(op, inputs)
+        try:
+            produced = BODY_KERNELS[type(op)](op, args, weights)
+        except ValueError as e:  # scan slices of different shapes cannot stack
+            raise ModelError(f"{_label(op)}: {e}") from e
+        return [_conform(op, i, v) for i, v in enumerate(produced)]
     kernel = KERNELS.get(type(op))
     if kernel is None:
         raise ModelError(f"{_label(op)}: the reference interpreter has no kernel for {op.name}")
@@ -2436,3 +2454,76 @@ def _ascend_requant(op: ag.AscendRequantOp, args: list[np.ndarray]) -> np.ndarra
     x = args[0]
     product = x.astype(np.float32) * _quant_param(op, args[1], x).astype(np.float32)
     return _saturated(np.rint(product.astype(np.float64)) + _offset(op, args, x), dtypes.to_numpy(op.dst_type))
+
+
+# --------------------------------------------------------------------- control flow
+
+
+def _body(region: Any, args: Sequence[np.ndarray], weights: WeightStore | None) -> list[np.ndarray]:
+    block = region.block
+    return run_block(block, dict(zip(block.args, args)), weights)
+
+
+def _if(op: ag.IfOp, args: list[np.ndarray], weights: WeightStore | None) -> list[np.ndarray]:
+    if args[0].size != 1:
+        raise ModelError(f"{_label(op)}: the condition has {args[0].size} elements, not 1")
+    taken = op.then_branch if bool(args[0].reshape(-1)[0]) else op.else_branch
+    return _body(taken, args[1:], weights)
+
+
+def _loop(op: ag.LoopOp, args: list[np.ndarray], weights: WeightStore | None) -> list[np.ndarray]:
+    """ONNX Loop: `for i in range(trip_count) while cond`, the scan slices stacked."""
+    trips, cond, rest = int(args[0].reshape(-1)[0]), bool(args[1].reshape(-1)[0]), args[2:]
+    n = op.carried
+    carried, captured = list(rest[:n]), rest[n:]
+    slices: list[list[np.ndarray]] = [[] for _ in op.results[n:]]
+    i = 0
+    while i < trips and cond:
+        out = _body(op.body, [np.array(i, np.int64), np.array(cond), *carried, *captured], weights)
+        cond, carried = bool(out[0].reshape(-1)[0]), out[1:1 + n]
+        for kept, value in zip(slices, out[1 + n:]):
+            kept.append(value)
+        i += 1
+    stacked = [_stacked(op, kept, r.type) for kept, r in zip(slices, op.results[n:])]
+    return [*carried, *stacked]
+
+
+def _stacked(op: Operation, kept: list[np.ndarray], t: Any, axis: int = 0) -> np.ndarray:
+    """The slices stacked on `axis`, or an empty result of the declared slice shape."""
+    if kept:
+        return np.stack(kept, axis)
+    shape = ag.shape_of(t)
+    if not shapes.is_static(shape[:axis] + shape[axis + 1:]):
+        raise ModelError(f"{_label(op)}: ran no iteration, and the shape of its empty scan output {_describe(t)} is not static")
+    return np.zeros(shape[:axis] + (0,) + shape[axis + 1:], dtypes.to_numpy(t.element_type))
+
+
+def _scan(op: ag.ScanOp, args: list[np.ndarray], weights: WeightStore | None) -> list[np.ndarray]:
+    """ONNX Scan: one body run per position along the scan axes, in their directions."""
+    n, m = op.states, op.num_scan_inputs.value.data
+    states, scanned, captured = list(args[:n]), args[n:n + m], args[n + m:]
+    in_axes, in_dirs = op.scan_input_axes.get_values(), op.scan_input_directions.get_values()
+    lengths = {x.shape[a] for x, a in zip(scanned, in_axes)}
+    if len(lengths) != 1:
+        raise ModelError(f"{_label(op)}: the scan inputs have different lengths {sorted(lengths)} along their scan axes")
+    length = lengths.pop()
+    slices: list[list[np.ndarray]] = [[] for _ in op.results[n:]]
+    for t in range(length):
+        steps = [np.take(x, length - 1 - t if d else t, axis=a) for x, a, d in zip(scanned, in_axes, in_dirs)]
+        out = _body(op.body, [*states, *steps, *captured], weights)
+        states = out[:n]
+        for kept, value in zip(slices, out[n:]):
+            kept.append(value)
+    out_axes, out_dirs = op.scan_output_axes.get_values(), op.scan_output_directions.get_values()
+    stacked = [
+        _stacked(op, kept[::-1] if d else kept, r.type, a)
+        for kept, r, a, d in zip(slices, op.results[n:], out_axes, out_dirs)
+    ]
+    return [*states, *stacked]
+
+
+BODY_KERNELS: dict[type[Operation], Callable[[Any, list[np.ndarray], WeightStore | None], list[np.ndarray]]] = {
+    ag.IfOp: _if, ag.LoopOp: _loop, ag.ScanOp: _scan,
+}
+"""The kernels of the ops with bodies (If, Loop, Scan), apart from `KERNELS` because
+they run their bodies with the caller's weights."""

@@ -44,8 +44,15 @@ Decisions worth knowing:
 - An If whose condition is constant at import is the branch it takes (GE's
   CondRemovePass): the branch's nodes are imported in place, named `<If>/<node>`;
   values a subgraph reads from the graph around it count as inputs of its node for
-  the order and liveness of the graph. Any other If is refused: the graph has no
-  control flow.
+  the order and liveness of the graph.
+- Any other If, and every Loop and Scan, is an op with bodies (`ascend_graph.if`,
+  `loop`, `scan`), its subgraphs converted recursively (`Importer.body`), their nodes
+  named `<node>/<inner node>`. A body is isolated from the graph around it, as GE's
+  functional ops' subgraphs are (they read their inputs through Data nodes): a
+  non-constant value it reads from outside is an operand of the op and an argument
+  of the body, so that every pass and the build see a body's inputs on the op (its
+  liveness, memory and precision); a constant it reads is copied into it, where it
+  folds like any other.
 - `input_shape` replaces the inputs' shapes; the model's declared intermediate and
   output shapes describe the old inputs then, so they are dropped and ONNX's shape
   inference recomputes them from the new ones.
@@ -68,7 +75,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputOp
+from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputOp, YieldOp
 from dialects.shapes import DYN, Shape, ShapeError, compatible, fmt, is_static, numel
 from ge.core import dtypes
 from ge.core.errors import GEError, ModelError
@@ -614,7 +621,7 @@ class Importer:
             return list(op.results)
         from ge.core.reference import evaluate_op
 
-        outputs = evaluate_op(op, inputs)
+        outputs = evaluate_op(op, inputs, self.store)
         types = [r.type for r in op.results]
         name = op.label
         op.erase()
@@ -631,8 +638,10 @@ class Importer:
         label = _node_label(node, index)
         where = f"node '{label}' ({node.op_type})"
         if node.op_type == "If" and node.domain in DEFAULT_DOMAINS:
-            self._bind(node, where, self._taken_branch(node, label, where))
-            return
+            taken = self._taken_branch(node, label, where)
+            if taken is not None:
+                self._bind(node, where, taken)
+                return
         found = supported(node, self.opset, where)
         if found is None:
             folded = self._evaluate_constant_node(node, label, where)
@@ -646,17 +655,14 @@ class Importer:
         results = list(converter.fn(n))
         self._bind(node, where, results)
 
-    def _taken_branch(self, node: onnx.NodeProto, label: str, where: str) -> list[SSAValue | None]:
+    def _taken_branch(self, node: onnx.NodeProto, label: str, where: str) -> list[SSAValue | None] | None:
         """An If whose condition is constant at import is the branch it takes (GE's
         CondRemovePass), its nodes imported in place and named `<If>/<node>`; exporters
         write such Ifs on shapes (torch's LocalResponseNorm squeezes a dim only if it is
-        1). A computed condition is refused: the graph has no control flow."""
-        condition = self.constant_value(node.input[0])
+        1). None for a computed condition: that If is an `ascend_graph.if`."""
+        condition = self.constant_value(node.input[0]) if node.input and node.input[0] else None
         if condition is None:
-            raise ModelError(
-                f"{where}: input 0 (cond, '{node.input[0]}') must be a constant, but the graph computes it "
-                "(an If is imported as the branch its condition takes)"
-            )
+            return None
         if condition.size != 1:
             raise ModelError(f"{where}: its condition has {condition.size} elements, not 1")
         taken = "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch"
@@ -879,7 +885,9 @@ class Importer:
 
     def convert_node(self, i: int) -> None:
         """Convert node `i`; any failure is a `GEError` whose message starts with the node."""
-        node = self.graph.node[i]
+        self._convert_checked(self.graph.node[i], i)
+
+    def _convert_checked(self, node: onnx.NodeProto, i: int) -> None:
         where = f"node '{_node_label(node, i)}' ({node.op_type})"
         try:
             self.convert(node, i)
@@ -900,7 +908,7 @@ class Importer:
         outputs = [self.value(o.name) for o in graph.output]
         self.cross_check(live, overrides)
         self.block.add_op(NetOutputOp(outputs, [o.name for o in graph.output]))
-        self._drop_unused_constants()
+        _drop_unused_constants(self.block)
         module = ModuleOp([GraphOp(symbol_name(graph.name), Region(self.block))])
         try:
             module.verify()
@@ -909,11 +917,59 @@ class Importer:
         attach(module, self.store)
         return module
 
-    def _drop_unused_constants(self) -> None:
-        """Constants left without users by folding go (in reverse, so chains go too)."""
-        for op in reversed(list(self.block.ops)):
-            if isinstance(op, ConstOp) and not op.out.uses:
-                self.block.erase_op(op)
+    # ------------------------------------------------------------- subgraphs
+
+    def captures(self, node: onnx.NodeProto) -> list[str]:
+        """The values of the graph around `node` that its subgraphs read and that are not
+        constant: what a control-flow op passes to its bodies as operands (constants are
+        copied into the bodies, so that they fold there)."""
+        return [name for name in sorted(_outer_names(node)) if self.constant_value(name) is None]
+
+    def body(
+        self, node: onnx.NodeProto, attr: str, label: str, arg_types: Sequence[TensorType], captured: Sequence[str],
+    ) -> Region:
+        """The region of `node`'s subgraph `attr`: its formal inputs take `arg_types`,
+        then one argument per name of `captured` (see `captures`); it yields the
+        subgraph's outputs. Its nodes are named `<label>/<node>`."""
+        graph = next(a.g for a in node.attribute if a.name == attr)
+        if len(graph.input) != len(arg_types):
+            raise ModelError(f"its {attr} has {len(graph.input)} inputs, but the op gives it {len(arg_types)}")
+        inherited = {
+            name: array for name in _outer_names(node)
+            if name not in self.initializers and (array := self.constant_value(name)) is not None
+        }
+        types = [*arg_types, *(self.values[name].type for name in captured)]
+        saved = self.block, self.values, self.initializers, self.needed
+        block = Block(arg_types=types)
+        names = [i.name for i in graph.input] + list(captured)
+        try:
+            self.block, self.values = block, dict(zip(names, block.args))
+            self.initializers = {**self.initializers, **{t.name: t for t in graph.initializer}}
+            for name, arg in zip(names, block.args):
+                arg.name_hint = _hint(name)
+            for name, array in inherited.items():
+                self.values[name] = self.constant(array, name)
+            defined = set(names) | set(self.initializers) | set(inherited) | set(saved[1])
+            live = _live_nodes(graph, _topological_order(graph, defined))
+            self.needed = {x for i in live for x in [*graph.node[i].input, *_outer_names(graph.node[i])] if x}
+            self.needed |= {o.name for o in graph.output}
+            for i in live:
+                named = onnx.NodeProto()
+                named.CopyFrom(graph.node[i])
+                named.name = f"{label}/{_node_label(graph.node[i], i)}"
+                self._convert_checked(named, i)
+            block.add_op(YieldOp([self.value(o.name) for o in graph.output]))
+        finally:
+            self.block, self.values, self.initializers, self.needed = saved
+        _drop_unused_constants(block)
+        return Region(block)
+
+
+def _drop_unused_constants(block: Block) -> None:
+    """Constants left without users by folding go (in reverse, so chains go too)."""
+    for op in reversed(list(block.ops)):
+        if isinstance(op, ConstOp) and not op.out.uses:
+            block.erase_op(op)
 
 
 def supported(node: onnx.NodeProto, opset: int, where: str) -> tuple[Converter, onnx.defs.OpSchema] | None:

@@ -2413,3 +2413,101 @@ def _qlinear_matmul(n: Node) -> Outputs:
     y_scale; b's scale may be one per column."""
     acc = _integer_matmul(n, "matmul")
     return [_requantized(n, acc, (1, 4, 6), 7, len(shape(acc)) - 1)]
+
+
+# ---- control flow
+
+
+@converts(If=25)
+def _if(n: Node) -> Outputs:
+    """An If on a computed condition (one constant at import is the branch it takes,
+    `Importer._taken_branch`). Both branches take every non-constant value either
+    reads from outside (`Importer.captures`), as GE's If passes one input list to both."""
+    importer = n.importer
+    captured = importer.captures(n.proto)
+    then_branch = importer.body(n.proto, "then_branch", n.name, [], captured)
+    else_branch = importer.body(n.proto, "else_branch", n.name, [], captured)
+    types = ag.IfOp.types_from(ag.IfOp.yielded(then_branch), ag.IfOp.yielded(else_branch))
+    operands = [n.x(0), *(importer.value(c) for c in captured)]
+    return importer.build(ag.IfOp(operands, [then_branch, else_branch], types, name=n.name))
+
+
+@converts(Loop=25)
+def _loop(n: Node) -> Outputs:
+    """A Loop whose body is imported with the initial types of its carried values; a
+    body that changes a carried value's shape (a sequence grown by Concat) is imported
+    once more with that dim dynamic. The scan outputs have as many rows as iterations:
+    the trip count when the loop has no condition that can stop it early."""
+    importer = n.importer
+    captured = importer.captures(n.proto)
+    trips = n.opt(0) or n.const(np.array(INT64_MAX, np.int64), "trip_count")
+    cond = n.opt(1) or n.const(np.array(True), "cond")
+    carried = [n.x(i) for i in range(2, len(n.proto.input))]
+    scalars = [ag.tensor(ag.i64, ()), ag.tensor(ag.i1, ())]
+    types: list[Attribute] = [v.type for v in carried]
+    for _ in range(2):
+        body = importer.body(n.proto, "body", n.name, [*scalars, *types], captured)
+        yielded = ag.LoopOp.yielded(body)
+        if len(yielded) < 1 + len(carried):
+            raise n.error(f"its body yields {len(yielded)} values, fewer than the condition and {len(carried)} carried values")
+        results = ag.LoopOp.types_from(types, yielded[1:], _trips(n, body))
+        if results[: len(carried)] == types:
+            break
+        types = results[: len(carried)]
+    operands = [trips, cond, *carried, *(importer.value(c) for c in captured)]
+    return importer.build(ag.LoopOp(operands, [body], results, {"captures": int_attr(len(captured))}, n.name))
+
+
+def _trips(n: Node, body: Any) -> int:
+    """The loop's iteration count when it is known at import: a constant trip count,
+    and a condition that is true and that the body passes on unchanged (or yields true)."""
+    importer = n.importer
+    count = importer.constant_value(n.proto.input[0]) if n.has(0) else None
+    start = importer.constant_value(n.proto.input[1]) if n.has(1) else np.array(True)
+    block = body.block
+    stays = block.last_op.values[0]
+    while isinstance(stays.owner, ag.AscendOp) and (through := stays.owner.folded_operand()) is not None:
+        stays = through  # an Identity of the condition
+    kept = importer.array_of(stays)
+    passed = stays is block.args[1] or (kept is not None and bool(kept.all()))
+    if count is None or start is None or not start.all() or not passed:
+        return DYN
+    return max(int(count.reshape(-1)[0]), 0)
+
+
+@converts(Scan=25)
+def _scan(n: Node) -> Outputs:
+    """Scan-9 and later (no batch axis, no sequence_lens): axes are normalised here."""
+    importer = n.importer
+    m = int(n.attr("num_scan_inputs"))
+    inputs = [n.x(i) for i in range(len(n.proto.input))]
+    states = len(inputs) - m
+    if m < 1 or states < 0:
+        raise n.error(f"num_scan_inputs {m} must be between 1 and its {len(inputs)} inputs")
+    scanned = inputs[states:]
+    in_axes = [norm_axis(a, len(shape(x)), "scan_input_axes") for a, x in zip(n.attr("scan_input_axes", [0] * m), scanned)]
+    in_dirs = list(n.attr("scan_input_directions", [0] * m))
+    if len(in_axes) != m or len(in_dirs) != m or any(d not in (0, 1) for d in in_dirs):
+        raise n.error(f"scan_input_axes and scan_input_directions need {m} values each, directions 0 or 1")
+    captured = importer.captures(n.proto)
+    slices = ag.ScanOp.slice_types([x.type for x in scanned], in_axes)
+    body = importer.body(n.proto, "body", n.name, [*(x.type for x in inputs[:states]), *slices], captured)
+    yielded = ag.ScanOp.yielded(body)
+    outs = len(yielded) - states
+    out_dirs = list(n.attr("scan_output_directions", [0] * outs))
+    raw_axes = list(n.attr("scan_output_axes", [0] * outs))
+    if outs < 0 or len(raw_axes) != outs or len(out_dirs) != outs or any(d not in (0, 1) for d in out_dirs):
+        raise n.error(f"scan_output_axes and scan_output_directions need {outs} values each, directions 0 or 1")
+    out_axes = [norm_axis(a, len(ag.shape_of(y)) + 1, "scan_output_axes") for a, y in zip(raw_axes, yielded[states:])]
+    length = ag.ScanOp.length([x.type for x in scanned], in_axes)
+    results = [x.type for x in inputs[:states]]
+    for y, a in zip(yielded[states:], out_axes):
+        dims = ag.shape_of(y)
+        results.append(ag.tensor(ag.dtype_of(y), (*dims[:a], length, *dims[a:])))
+    props = {
+        "num_scan_inputs": int_attr(m), "captures": int_attr(len(captured)),
+        "scan_input_axes": ints(in_axes), "scan_input_directions": ints(in_dirs),
+        "scan_output_axes": ints(out_axes), "scan_output_directions": ints(out_dirs),
+    }
+    operands = [*inputs, *(importer.value(c) for c in captured)]
+    return importer.build(ag.ScanOp(operands, [body], results, props, n.name))

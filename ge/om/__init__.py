@@ -11,17 +11,21 @@ from ge.om.tasks import (
     TASK_KINDS,
     AicpuTask,
     Arg,
+    DeviceCopyTask,
     Direction,
     EventRecordTask,
     EventWaitTask,
     KernelTask,
+    LabelGotoTask,
+    LabelSetTask,
+    LabelSwitchTask,
     MemcpyTask,
     ModelEndGraphTask,
     Task,
 )
 
 __all__ = [
-    "ALIGNMENT", "FORMAT_VERSION", "REGION_ORDER", "TASK_KINDS", "AicpuTask", "Arg", "Direction", "EventRecordTask", "EventWaitTask",
-    "KernelTask", "MemcpyTask", "MemoryPlan", "Model", "ModelEndGraphTask", "OmError", "Placement", "Region", "Task",
-    "TensorDesc", "read", "write",
+    "ALIGNMENT", "FORMAT_VERSION", "REGION_ORDER", "TASK_KINDS", "AicpuTask", "Arg", "DeviceCopyTask", "Direction",
+    "EventRecordTask", "EventWaitTask", "KernelTask", "LabelGotoTask", "LabelSetTask", "LabelSwitchTask", "MemcpyTask",
+    "MemoryPlan", "Model", "ModelEndGraphTask", "OmError", "Placement", "Region", "Task", "TensorDesc", "read", "write",
 ]

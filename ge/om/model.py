@@ -56,10 +56,14 @@ from ge.om.limits import Malformed, integer, items, mapping, text
 from ge.om.memory import REGION_ORDER, MemoryPlan, Region
 from ge.om.tasks import (
     Arg,
+    DeviceCopyTask,
     Direction,
     EventRecordTask,
     EventWaitTask,
     KernelTask,
+    LabelGotoTask,
+    LabelSetTask,
+    LabelSwitchTask,
     MemcpyTask,
     Task,
 )
@@ -436,10 +440,11 @@ def _descs(data: object, where: str, memory: MemoryPlan, soc: socs.SocProfile) -
 
 
 def _check_tasks(model: Model) -> None:
-    """Every task's stream, event, port, tensor, addresses and kernel exist in the model."""
+    """Every task's stream, event, port, tensor, addresses, kernel and label exist in the model."""
     kernels = set(_KERNEL_NAME.findall(model.kernels))
     ports = {Direction.H2D: len(model.inputs), Direction.D2H: len(model.outputs)}
     tensors = len(model.memory.placements)
+    labels = _labels(model.tasks)
     for i, task in enumerate(model.tasks):
         at = f"tasks[{i}]"
         integer(task.stream, f"{at}.stream", 0, model.streams - 1, f" (the model has {model.streams} streams)")
@@ -453,9 +458,28 @@ def _check_tasks(model: Model) -> None:
             if task.kernel not in kernels:
                 raise Malformed(f"{at}.kernel is {task.kernel!r}, which {KERNELS} does not hold")
             args = (*task.inputs, *task.outputs, *task.workspace)
+        elif isinstance(task, DeviceCopyTask):
+            args = (task.src, task.dst)
+        elif isinstance(task, LabelGotoTask | LabelSwitchTask):
+            targets = (task.label,) if isinstance(task, LabelGotoTask) else task.labels
+            for label in targets:
+                if label not in labels or labels[label][0] != task.stream:
+                    raise Malformed(f"{at} jumps to label {label}, which no LABEL_SET of stream {task.stream} sets")
+            args = (task.index,) if isinstance(task, LabelSwitchTask) else ()
         for j, arg in enumerate(args):
             integer(arg.tensor, f"{at} argument {j}'s tensor", 0, tensors - 1, f" (the plan has {tensors} tensors)")
             _within(arg.addr, arg.size, model.memory, f"{at} argument {j}")
+
+
+def _labels(tasks: tuple[Task, ...]) -> dict[int, tuple[int, int]]:
+    """(stream, task index) of each label, set once."""
+    labels: dict[int, tuple[int, int]] = {}
+    for i, task in enumerate(tasks):
+        if isinstance(task, LabelSetTask):
+            if task.label in labels:
+                raise Malformed(f"tasks[{i}] sets label {task.label} again (tasks[{labels[task.label][1]}] set it)")
+            labels[task.label] = (task.stream, i)
+    return labels
 
 
 def _within(addr: int, size: int, memory: MemoryPlan, where: str) -> None:

@@ -1,10 +1,15 @@
 """The task list of an offline model, in GE's runtime task kinds.
 
     MEMCPY_ASYNC     H2D or D2H: a copy between a graph input/output and the device
+    MEMCPY_ASYNC_D2D a copy between two device tensors (a control-flow body's
+                     results into the tensors of the op's results)
     KERNEL           kernel, block_dim, argument addresses: inputs, outputs, workspace
     KERNEL_EX        an AI CPU kernel (GE's AI CPU task kind): kernel, the op type the
                      AI CPU kernel library runs, argument addresses: inputs, outputs
     EVENT_RECORD / EVENT_WAIT   event id; a wait consumes its record
+    LABEL_SET / LABEL_GOTO      a label of the stream's task list / a jump to one
+    LABEL_SWITCH_BY_INDEX       a jump to `labels[i]`, i the unsigned integer in
+                     `index` (If: [else, then]; a Loop's test: [exit, body])
     MODEL_END_GRAPH  last, on stream 0, after every stream has finished
 
 An argument is (tensor, addr, size): `tensor` indexes the memory plan's tensors,
@@ -184,6 +189,64 @@ class ModelEndGraphTask(Task):
     KIND: ClassVar[str] = "MODEL_END_GRAPH"
 
 
+@dataclass(frozen=True)
+class DeviceCopyTask(Task):
+    """A copy of `src` to `dst`, both device tensors of the same size."""
+
+    KIND: ClassVar[str] = "MEMCPY_ASYNC_D2D"
+    src: Arg
+    dst: Arg
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.KIND, "stream": self.stream, "src": self.src.to_json(), "dst": self.dst.to_json()}
+
+    @classmethod
+    def _decode(cls, data: Mapping, where: str) -> Task:
+        return cls(
+            integer(field(data, "stream", where), f"{where}.stream"),
+            Arg.from_json(field(data, "src", where), f"{where}.src"),
+            Arg.from_json(field(data, "dst", where), f"{where}.dst"),
+        )
+
+
+@dataclass(frozen=True)
+class LabelSetTask(Task):
+    KIND: ClassVar[str] = "LABEL_SET"
+    label: int
+
+
+@dataclass(frozen=True)
+class LabelGotoTask(Task):
+    KIND: ClassVar[str] = "LABEL_GOTO"
+    label: int
+
+
+@dataclass(frozen=True)
+class LabelSwitchTask(Task):
+    """GE's LabelSwitchByIndex: go on at `labels[i]`, i the unsigned little-endian
+    integer the device tensor `index` holds (a bool is one byte)."""
+
+    KIND: ClassVar[str] = "LABEL_SWITCH_BY_INDEX"
+    index: Arg
+    labels: tuple[int, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.KIND, "stream": self.stream, "index": self.index.to_json(), "labels": list(self.labels)}
+
+    @classmethod
+    def _decode(cls, data: Mapping, where: str) -> Task:
+        labels = items(field(data, "labels", where), f"{where}.labels", limits.ARGS)
+        return cls(
+            integer(field(data, "stream", where), f"{where}.stream"),
+            Arg.from_json(field(data, "index", where), f"{where}.index"),
+            tuple(integer(v, f"{where}.labels[{i}]") for i, v in enumerate(labels)),
+        )
+
+
 TASK_KINDS: dict[str, type[Task]] = {
-    cls.KIND: cls for cls in (KernelTask, AicpuTask, EventRecordTask, EventWaitTask, MemcpyTask, ModelEndGraphTask)
+    cls.KIND: cls
+    for cls in (
+        KernelTask, AicpuTask, EventRecordTask, EventWaitTask, MemcpyTask, ModelEndGraphTask,
+        DeviceCopyTask, LabelSetTask, LabelGotoTask, LabelSwitchTask,
+    )
 }

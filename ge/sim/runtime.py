@@ -29,6 +29,12 @@ size, the weight blob at the weight region's base. A run then:
    - MEMCPY_ASYNC D2H copies a graph output out of its buffer (an output of
      data-dependent shape: as much of its upper-bound buffer as the shape its AI
      CPU kernel reported holds);
+   - MEMCPY_ASYNC_D2D copies one device tensor into another (control flow's results);
+   - LABEL_SET marks a place in its stream's list; LABEL_GOTO goes on at a label's
+     place, LABEL_SWITCH_BY_INDEX at `labels[i]`, i the integer its index tensor
+     holds once the task before it has ended (If, Loop: a loop's body tasks run, and
+     are profiled, once per iteration). Without numerics there is no index to
+     read: a switch takes `labels[0]` (an If's else branch; a Loop's exit);
    - MODEL_END_GRAPH ends the model.
 3. returns the outputs in their logical layout, with every task's times.
 
@@ -60,12 +66,13 @@ still to be read yields a wrong answer. With `timing_only`, no memory is allocat
 and no value computed: only the times are.
 
 The runtime never compiles: it reads the `.om`'s task list, memory plan, weights and
-kernels (LABEL_* and STREAM_ACTIVE tasks are not emitted by the build, so a static
-model's streams all start active).
+kernels (STREAM_ACTIVE tasks are not emitted by the build, so a static model's
+streams all start active).
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import deque
@@ -80,7 +87,20 @@ from ge.core import soc as socs
 from ge.core.kernel_cache import DebugConfig, read_debug_config
 from ge.om import Model, Region, TensorDesc
 from ge.om.limits import BLOCK_DIM
-from ge.om.tasks import AicpuTask, Arg, Direction, EventRecordTask, EventWaitTask, KernelTask, MemcpyTask, ModelEndGraphTask
+from ge.om.tasks import (
+    AicpuTask,
+    Arg,
+    DeviceCopyTask,
+    Direction,
+    EventRecordTask,
+    EventWaitTask,
+    KernelTask,
+    LabelGotoTask,
+    LabelSetTask,
+    LabelSwitchTask,
+    MemcpyTask,
+    ModelEndGraphTask,
+)
 from ge.core.errors import InputError, ModelError, OptionError, RunTimeout
 from ge.core.files import FileError
 from ge.core.limits import check_host_allocation
@@ -208,7 +228,14 @@ class Runtime:
                 args = (task.arg,)
                 if task.direction is Direction.H2D:
                     written.append((task.arg.addr, task.arg.addr + task.arg.size))
-            elif isinstance(task, EventRecordTask | EventWaitTask | ModelEndGraphTask):
+            elif isinstance(task, DeviceCopyTask):
+                if task.src.size != task.dst.size:
+                    raise ModelError(f"task {i}: MEMCPY_ASYNC_D2D of {task.src.size} bytes into {task.dst.size}")
+                args = (task.src, task.dst)
+                written.append((task.dst.addr, task.dst.addr + task.dst.size))
+            elif isinstance(task, LabelSwitchTask):
+                args = (task.index,)
+            elif isinstance(task, EventRecordTask | EventWaitTask | ModelEndGraphTask | LabelSetTask | LabelGotoTask):
                 args = ()
             else:
                 raise ModelError(f"task {i}: the simulator cannot run task kind {task.KIND}")
@@ -461,6 +488,9 @@ class Execution:
         self.queues: dict[int, deque[int]] = {}
         for i, task in enumerate(runtime.model.tasks):
             self.queues.setdefault(task.stream, deque()).append(i)
+        self.order = {s: list(q) for s, q in self.queues.items()}
+        """Each stream's tasks in list order: where a jump goes on."""
+        self.labels = {t.label: i for i, t in enumerate(runtime.model.tasks) if isinstance(t, LabelSetTask)}
         self.ready = {s: 0.0 for s in self.queues}
         self.waiting: dict[int, int] = {}
         self.recorded: dict[int, float] = {}
@@ -507,6 +537,24 @@ class Execution:
             end = runtime._kernel(task, index, now, s, state, self.cores, self.ledger, records, self.trace, self.limits)
         elif isinstance(task, MemcpyTask):
             end = runtime._memcpy(task, index, now, s, state, self.data, self.outputs, self.copies, self.copied, records)
+        elif isinstance(task, DeviceCopyTask):
+            cycles = timing.D2D_LATENCY_US * clock + 2 * task.src.size / timing.chip_gm_bytes_per_cycle(runtime.soc)
+            end = now + cycles
+            if state.memory is not None:
+                state.write_at(end, task.dst.addr, state.memory[task.src.addr : task.src.addr + task.src.size].copy())
+            records.append(TaskRecord(index, task.KIND, s, f"copy {task.src.size} bytes", now, end, nbytes=task.src.size))
+        elif isinstance(task, LabelSetTask):
+            end = now + timing.LABEL_US * clock
+            records.append(TaskRecord(index, task.KIND, s, f"label {task.label}", now, end))
+        elif isinstance(task, LabelGotoTask | LabelSwitchTask):
+            target = task.label if isinstance(task, LabelGotoTask) else task.labels[self._index(task, index)]
+            us = timing.LABEL_US if isinstance(task, LabelGotoTask) else timing.LABEL_SWITCH_US
+            end = now + us * clock
+            records.append(TaskRecord(index, task.KIND, s, f"go to label {target}", now, end))
+            self.limits.by(end, ())
+            self._jump(s, target)
+            self.ready[s] = end
+            return
         else:
             end = now + timing.MODEL_END_US * clock
             records.append(TaskRecord(index, task.KIND, s, "model end", now, end))
@@ -514,6 +562,23 @@ class Execution:
         self.limits.by(end, ())
         self.queues[s].popleft()
         self.ready[s] = end
+
+    def _index(self, task: LabelSwitchTask, index: int) -> int:
+        """The index a switch reads (0 without numerics: no values to read)."""
+        memory = self.state.memory
+        if memory is None:
+            return 0
+        value = int.from_bytes(memory[task.index.addr : task.index.addr + task.index.size].tobytes(), "little")
+        if value >= len(task.labels):
+            raise ModelError(f"task {index}: LABEL_SWITCH_BY_INDEX reads index {value}, but has {len(task.labels)} labels")
+        return value
+
+    def _jump(self, stream: int, label: int) -> None:
+        """Stream `stream` goes on after the LABEL_SET of `label`."""
+        if label not in self.labels:
+            raise ModelError(f"stream {stream} jumps to label {label}, which no LABEL_SET sets")
+        order = self.order[stream]
+        self.queues[stream] = deque(order[bisect.bisect_left(order, self.labels[label]) :])
 
     def _wait(self, stream: int, index: int) -> str:
         return f"task {index} (stream {stream}, wait event {self.runtime.model.tasks[index].event})"  # type: ignore[attr-defined]

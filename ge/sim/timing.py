@@ -83,6 +83,14 @@ EVENT_WAIT_US = 0.5
 """An EVENT_RECORD or EVENT_WAIT task's own time on its stream."""
 MODEL_END_US = 0.5
 """MODEL_END_GRAPH: the end of the task list."""
+LABEL_US = 0.5
+"""A LABEL_SET or LABEL_GOTO task's own time on its stream."""
+LABEL_SWITCH_US = 1.5
+"""LABEL_SWITCH_BY_INDEX: the stream's scheduler reading the index from GM (once the
+task before it has written it), then going on at the label it picks."""
+D2D_LATENCY_US = 2.0
+"""A device-to-device MEMCPY_ASYNC's fixed cost (an SDMA descriptor); its bytes then
+move at the chip's GM bandwidth, read once and written once."""
 MEMCPY_LATENCY_US = 8.0
 """A host <-> device copy's fixed cost (DMA descriptor, PCIe round trip)."""
 PCIE_BYTES_PER_US = 24_000.0

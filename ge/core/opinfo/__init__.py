@@ -78,7 +78,8 @@ The values are this project's model of the parts, not copied from CANN:
   `ge/core/reference.py` says what each mode computes.
 
 Structural ops (Data, Const, NetOutput) belong to GE itself, not to an engine,
-and have no entry.
+and have no entry; nor have the control-flow ops (If, Loop, Scan), which GE's
+runtime runs by their bodies' ops, each with its own entry.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ DTYPE_NAMES = (
     "float16", "float32", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "uint16", "uint32",
     "uint64", "bool",
 )
-STRUCTURAL = ("Data", "Const", "NetOutput")
+STRUCTURAL = ("Data", "Const", "NetOutput", "If", "Loop", "Scan")
 
 
 class OpInfoError(ValueError):
