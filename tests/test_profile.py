@@ -65,7 +65,7 @@ def test_no_kernel_beats_its_roofline(profile) -> None:
 def test_op_summary_has_the_roofline_columns(profile) -> None:
     by_column = [dict(zip(CSV_COLUMNS, row)) for row in profile.csv_rows()]
     for row, kept in zip(by_column, profile.rows()):
-        assert row["roofline_unit"] in ("cube", "vector", "memory")
+        assert row["roofline_unit"] in ("cube", "vector", "memory", "l2")
         assert float(row["x_bound"]) >= 1.0
         assert int(row["compulsory_bytes"]) == int(kept.roofline.compulsory_bytes)
 

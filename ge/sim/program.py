@@ -14,14 +14,15 @@ xDSL, without their programs, only when numerics are asked for.
 A decoded program is a tuple of instructions (tuples, for speed) with their costs
 already looked up in `ge.sim.costs`:
 
-    (RUN, pipe, cycles, gm_bytes, gm_ideal, cube_blocks, vector_cycles, label, ops, vector_ideal)
+    (RUN, pipe, cycles, gm_bytes, gm_ideal, cube_blocks, vector_cycles, label, ops, vector_ideal, gm_read)
     (SET, pipe, key)          set_flag on the source pipe; key = (src, dst, event id)
     (WAIT, pipe, key)         wait_flag on the destination pipe
     (BARRIER, pipe)           pipe_barrier
     (SYNC_ALL,)               every block meets here
     (LOOP, trips, body, pipes, keys)   pipes and flag keys the body touches
 
-`gm_bytes` are the bytes a copy moves to or from GM; `gm_ideal` the cycles they
+`gm_bytes` are the bytes a copy moves to or from GM (`gm_read` those it reads from
+GM: what the simulator's L2 may serve, `ge.sim.l2`); `gm_ideal` the cycles they
 take at the path's peak rate (no latency): a kernel whose GM traffic at peak fills
 its time is memory-bound, one whose copies mostly wait on latency is not.
 `cube_blocks` are the m0 x k0 x n0 cube blocks of an mmad (one a cycle at peak).
@@ -237,7 +238,7 @@ def _instruction(kind: str, rest: str, header: Header, line: str) -> tuple:
             m = _SCALAR.match(rest)
             _check(m, header, line)
             cycles = int(m.group(1)) * SCALAR_CYCLES_PER_INSTR  # type: ignore[union-attr]
-            return (RUN, S_PIPE, cycles, 0, 0.0, 0.0, 0.0, "scalar", 0.0, 0.0)
+            return (RUN, S_PIPE, cycles, 0, 0.0, 0.0, 0.0, "scalar", 0.0, 0.0, 0)
         if kind in ("set_flag", "wait_flag"):
             m = _FLAG.match(rest)
             _check(m, header, line)
@@ -274,7 +275,8 @@ def _copy(soc_name: str, pipe: int, nbytes: int, mode: str, src: str, dst: str) 
     cycles = soc.transfer_cycles(path, nbytes)
     gm = nbytes if "GM" in (src, dst) else 0
     ideal = gm / soc.transfer(path).peak_bytes_per_cycle if gm else 0.0
-    return (RUN, pipe, cycles, gm, ideal, 0.0, 0.0, f"{path} {nbytes} B", 0.0, 0.0)
+    read = nbytes if src == "GM" else 0
+    return (RUN, pipe, cycles, gm, ideal, 0.0, 0.0, f"{path} {nbytes} B", 0.0, 0.0, read)
 
 
 @cache
@@ -283,7 +285,7 @@ def _mmad(soc_name: str, m: int, k: int, n: int, dtype: str) -> tuple:
     cycles = soc.mmad_cycles(m, k, n, dtype)
     m0, k0, n0 = soc.cube[dtype]
     blocks = m * k * n / (m0 * k0 * n0)
-    return (RUN, PIPE["M"], cycles, 0, 0.0, blocks, 0.0, f"mmad {m}x{k}x{n} {dtype}", 2.0 * m * k * n, 0.0)
+    return (RUN, PIPE["M"], cycles, 0, 0.0, blocks, 0.0, f"mmad {m}x{k}x{n} {dtype}", 2.0 * m * k * n, 0.0, 0)
 
 
 @cache
@@ -291,7 +293,7 @@ def _vec(soc_name: str, instr: str, dtypes: str, elements: int) -> tuple:
     priced = VECTOR_ALIASES.get(instr, instr)
     cycles = costs.vector_cycles(soc_name, priced, dtypes, elements)
     ideal = float(costs.default_repeat(dtypes, elements))
-    return (RUN, PIPE["V"], cycles, 0, 0.0, 0.0, cycles, f"{instr} {dtypes} x{elements}", float(elements), ideal)
+    return (RUN, PIPE["V"], cycles, 0, 0.0, 0.0, cycles, f"{instr} {dtypes} x{elements}", float(elements), ideal, 0)
 
 
 def touched(body: tuple) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
