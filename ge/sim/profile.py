@@ -22,6 +22,9 @@
   An AI CPU task (KERNEL_EX) has core_type `AiCpu` (msprof's task type AI_CPU), no
   pipe figures, the bound `aicpu`, and its own time as its roofline: the AI CPU
   cost model is all the simulator knows of it.
+- `roofline.png` (with matplotlib, the optional extra `plot`; else the log says it
+  was skipped): every kernel's intensity and throughput under the chip's roofs
+  (`ge.sim.roofline_chart`).
 - `trace.json`: Chrome trace events (open in Perfetto or chrome://tracing): a
   "Host" process (model launch and synchronise), a "Streams" process with a track
   per stream (kernels, copies, events), and a process per core with its blocks;
@@ -43,18 +46,22 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from dialects.ascend_kernel import PIPES
 from dialects.kernel_boundary import AICPU_ENGINE
 from ge.om.tasks import AicpuTask
-from ge.sim import timing
+from ge.sim import roofline_chart, timing
 from ge.sim.l2 import chip_l2_bytes_per_cycle
 from ge.core.files import published
 from ge.core.soc import SocProfile
+
+log = logging.getLogger("ge")
 
 AICPU_KIND = AicpuTask.KIND
 RATIO_COLUMNS = {"M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1": "mte1_ratio", "MTE2": "mte2_ratio", "MTE3": "mte3_ratio", "FIX": "fixpipe_ratio"}
@@ -112,6 +119,20 @@ class OpRow:
     roofline: Roofline
 
 
+class TopOp(NamedTuple):
+    """An op's kernel tasks summed (`Profile.top_ops`): time, launches, its last task's
+    bound, GM bytes and L2 hits, and its time over its roofline bounds' (`over`)."""
+
+    name: str
+    op_type: str
+    us: float
+    launches: int
+    bound: str
+    gm_bytes: float
+    l2_bytes: float
+    over: float
+
+
 @dataclass(frozen=True)
 class Roofline:
     """The least time a kernel's work needs on this chip, whatever its tiling and pipes.
@@ -167,6 +188,8 @@ class Profile:
     batch: int
     pipes: bool = False
     """Whether the kernels' records carry per-instruction spans (`--profile-level=pipe`)."""
+    l2_cache: bool = False
+    """Whether the run simulated the L2 cache (the run option l2_cache)."""
     _rows: list[OpRow] | None = field(default=None, repr=False)
 
     # ----------------------------------------------------------------- totals
@@ -288,20 +311,24 @@ class Profile:
         roofline = Roofline.of(r, t, cores, self.soc)
         return OpRow(r, -(-r.block_dim // cores), block, ratios, cube, vector, memory, gm_bytes, r.l2_hits, bound, roofline)
 
-    def top_ops(self, n: int = 10) -> list[tuple[str, str, float, int, str, float]]:
-        """(op name, type, total us, launches, bound, x roofline bound) of the ops taking the most time."""
+    def top_ops(self, n: int = 10) -> list[TopOp]:
+        """The ops taking the most time, most first."""
         total: dict[str, float] = defaultdict(float)
         least: dict[str, float] = defaultdict(float)
         launches: dict[str, int] = defaultdict(int)
+        gm: dict[str, float] = defaultdict(float)
+        l2: dict[str, float] = defaultdict(float)
         info: dict[str, tuple[str, str]] = {}
         for row in self.rows():
             r = row.record
             total[r.name] += r.duration / self.clock_mhz
             least[r.name] += row.roofline.cycles / self.clock_mhz
             launches[r.name] += 1
+            gm[r.name] += row.gm_bytes
+            l2[r.name] += row.l2_bytes
             info[r.name] = (r.op_type, row.bound)
         names = sorted(total, key=lambda k: (-total[k], k))[:n]
-        return [(k, info[k][0], total[k], launches[k], info[k][1], _over(total[k], least[k])) for k in names]
+        return [TopOp(k, info[k][0], total[k], launches[k], info[k][1], gm[k], l2[k], _over(total[k], least[k])) for k in names]
 
     def roofline_ratio(self) -> float:
         """The kernels' time over their roofline bounds' (summed over every kernel task)."""
@@ -311,14 +338,20 @@ class Profile:
     # ----------------------------------------------------------------- files
 
     def write(self, directory: str | os.PathLike) -> list[str]:
-        """op_summary.csv and trace.json in `directory` (made if missing); returns their paths."""
+        """op_summary.csv, trace.json and (with matplotlib) roofline.png in `directory`
+        (made if missing); returns their paths. Without matplotlib it logs that the
+        chart was skipped."""
         os.makedirs(directory, exist_ok=True)
         csv_path = os.path.join(directory, "op_summary.csv")
         trace_path = os.path.join(directory, "trace.json")
+        chart_path = os.path.join(directory, "roofline.png")
         self.write_csv(csv_path)
         with published(trace_path, what="trace") as f:
             json.dump(self.trace(), f, separators=(",", ":"))
-        return [csv_path, trace_path]
+        if not roofline_chart.write_chart(self, chart_path):
+            log.warning("roofline.png skipped: matplotlib is not installed (pip install 'ascend-ge[plot]')")
+            return [csv_path, trace_path]
+        return [csv_path, trace_path, chart_path]
 
     def write_csv(self, path: str | os.PathLike) -> None:
         with published(path, what="op summary") as f:

@@ -452,6 +452,7 @@ class Runtime:
             records=records,
             batch=_batch(self.model.inputs),
             pipes=trace,
+            l2_cache=self.config.l2_cache,
         )
 
 
