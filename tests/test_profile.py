@@ -28,7 +28,7 @@ def profile(request):
 
 def test_slices_on_a_track_never_overlap(profile, tmp_path) -> None:
     """Read back as written (decimals, not floats) and as Perfetto reads it (whole ns)."""
-    _, trace_path = profile.write(tmp_path)
+    trace_path = profile.write(tmp_path)[1]
     with open(trace_path) as f:
         events = json.load(f, parse_float=Decimal)["traceEvents"]
     tracks: dict[tuple[int, int], list[tuple[Decimal, Decimal]]] = defaultdict(list)

@@ -16,7 +16,8 @@ an LRU over address ranges, kept at the granularity of a kernel task's arguments
   goes through to GM (write-through: every write is charged to GM bandwidth);
 - a range written or read again replaces whatever it overlaps; the least
   recently used ranges leave while the held bytes exceed the size; a range larger
-  than L2 keeps its last L2-size bytes (those touched last).
+  than L2 streams through it: it flushes everything and stays in none of it (an
+  LRU read front to back again evicts its tail before reaching it).
 
 Hits take the chip's L2 bandwidth (`ai_cores * l2_bytes_per_cycle`) through their
 own `timing.GmLedger`; misses and writes take GM's. A core's copy costs (latency,
@@ -88,9 +89,11 @@ class L2Cache:
         return Reads(min(hits, read_bytes), resident)
 
     def touch(self, start: int, end: int) -> None:
-        """[start, end) becomes the most recently used range (its last L2-size bytes)."""
-        start = max(start, end - self.capacity)
+        """[start, end) becomes the most recently used range (one larger than L2 flushes it)."""
         if end <= start:
+            return
+        if end - start > self.capacity:
+            self._ranges, self.held = [], 0
             return
         kept = []
         for lo, hi, used in self._ranges:
