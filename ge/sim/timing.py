@@ -39,6 +39,9 @@ unstretched cycles); from its start it gets, piece by piece of time, that rate o
 what the phases placed before it left over, whichever is less, and is stretched
 until its bytes are through; what it got is then reserved. A phase alone on the
 chip is stretched exactly to bytes / chip rate when that is longer than its blocks.
+With the L2 cache (`ge.sim.l2`), the reads L2 serves go through a second ledger at
+the chip's L2 bandwidth instead of GM's, and a phase takes the longer of the two
+grants.
 
 Host and runtime costs are explicit constants below (in microseconds): they are
 estimates of CANN's sink-mode runtime on these parts, not measurements, and every
