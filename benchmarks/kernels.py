@@ -130,8 +130,10 @@ def notes(rows: dict[str, list[Row]]) -> list[str]:
     gm = sum(row.off.traffic()[0] <= GM_GOAL * row.off.compulsory_bytes() for row in all_rows)
     return [
         "",
-        f"- Goals (#15): kernel time within {ROOFLINE_GOAL}x of the roofline sum on {within} of {len(all_rows)} rows; "
-        f"GM bytes with L2 off within {GM_GOAL}x of the compulsory bytes on {gm} of {len(all_rows)}.",
+        (
+            f"- Goals (#15): kernel time within {ROOFLINE_GOAL}x of the roofline sum on {within} of {len(all_rows)} rows; "
+            f"GM bytes with L2 off within {GM_GOAL}x of the compulsory bytes on {gm} of {len(all_rows)}."
+        ),
         f"- Measured {date.today().isoformat()}, timing only, default options (force_fp16).",
     ]
 

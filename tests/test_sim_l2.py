@@ -5,7 +5,11 @@ change; the roofline per level holds; the roofline chart is written."""
 
 from __future__ import annotations
 
+import csv
 import logging
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -182,3 +186,22 @@ def test_without_matplotlib_the_chart_is_skipped_and_said_so(small: ge.Model, tm
     assert not (tmp_path / "roofline.png").exists()
     assert [p.rsplit("/", 1)[-1] for p in written] == ["op_summary.csv", "trace.json"]
     assert "roofline.png skipped: matplotlib is not installed" in caplog.text
+
+
+# -------------------------------------------------------------- the command
+
+
+@pytest.mark.slow
+def test_ge_run_turns_the_l2_off_and_shows_both_levels(small: ge.Model, tmp_path) -> None:
+    """`ge run --no-l2-cache`: no L2 bytes anywhere; by default the summary and op_summary.csv show them."""
+    om = tmp_path / "small.om"
+    small.save(om)
+    ge_bin = str(Path(sys.executable).parent / "ge")
+    for flag, cache in ((), True), (("--no-l2-cache",), False):
+        prof = tmp_path / f"prof_{cache}"
+        done = subprocess.run([ge_bin, "run", str(om), "--timing-only", *flag, "--profile", str(prof)], check=False, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert ("L2 hits" in done.stdout) == cache and ("L2 cache off" in done.stdout) != cache
+        with open(prof / "op_summary.csv") as f:
+            l2 = [int(row["l2_bytes"]) for row in csv.DictReader(f)]
+        assert (sum(l2) > 0) == cache
