@@ -139,6 +139,23 @@ def test_rereads_hit_only_when_the_working_set_fits() -> None:
     assert thrashes.hits == 0
 
 
+def test_each_input_is_charged_its_own_reads() -> None:
+    """A weight read four times and an activation once: only the weight's re-reads hit."""
+    cache = L2Cache(1000)
+    served = cache.kernel([(0, 100), (100, 200)], [(300, 100)], 4 * 100 + 200, input_reads=[400, 200])
+    assert served.hits == pytest.approx(300)
+
+
+def test_the_program_says_which_argument_each_read_is_from(small: ge.Model) -> None:
+    profile = timed(small)
+    for r in profile.kernels():
+        t, task = r.block_timing, small.tasks[r.index]
+        assert sum(t.arg_reads) == pytest.approx(t.gm_read)
+        assert 0 < len(t.arg_reads) <= len(task.inputs) + len(task.outputs) + len(task.workspace)
+    produce = records(profile)["produce"].block_timing
+    assert produce.arg_reads[0] > 0 and produce.arg_reads[1] > 0  # it reads both its operands
+
+
 def test_a_range_larger_than_l2_flushes_it() -> None:
     cache = L2Cache(1000)
     cache.touch(0, 500)

@@ -9,8 +9,10 @@ an LRU over address ranges, kept at the granularity of a kernel task's arguments
   reads (the tiling re-reading weight or activation tiles) are hits when the task's
   inputs and outputs fit in L2 together, misses otherwise (a working set larger
   than L2 thrashes an LRU);
-- the task's reads are shared among its inputs in proportion to their sizes (the
-  decoded program's copies count bytes, not which argument they read);
+- each input's reads are those of the program's copies from its GM buffer
+  (`BlockTiming.arg_reads`; where a program does not say, the task's reads are
+  shared among its inputs by size); its reads of its own outputs and workspace
+  (bytes it wrote) are hits when its working set fits;
 - after it, its inputs are the most recently used, then its outputs: a write
   allocates its bytes in L2 (the consumer of a feature map finds it there) and
   goes through to GM (write-through: every write is charged to GM bandwidth);
@@ -70,23 +72,30 @@ class L2Cache:
         """Bytes of [start, end) in L2."""
         return sum(max(0, min(end, hi) - max(start, lo)) for lo, hi, _ in self._ranges)
 
-    def kernel(self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]], read_bytes: float) -> Reads:
-        """A kernel task reading `read_bytes` from its inputs and writing its outputs
-        ((address, size) each): what L2 served; then the task's ranges are in L2."""
+    def kernel(
+        self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]], read_bytes: float,
+        input_reads: Sequence[float] | None = None,
+    ) -> Reads:
+        """A kernel task reading `read_bytes` in all, `input_reads[i]` of them from input i
+        (None: unknown, shared among the inputs by size), and writing its outputs ((address,
+        size) each): what L2 served; then the task's ranges are in L2."""
         sizes = sum(size for _, size in inputs)
         fits = sizes + sum(size for _, size in outputs) <= self.capacity
+        if input_reads is None:
+            input_reads = [read_bytes * size / sizes for _, size in inputs] if sizes > 0 else [0.0] * len(inputs)
         hits = resident = 0.0
-        for addr, size in inputs:
-            if size <= 0 or sizes <= 0:
+        for (addr, size), reads in zip(inputs, input_reads):
+            if size <= 0:
                 continue
             held = self.resident(addr, addr + size)
-            share = read_bytes * size / sizes
-            rereads = max(0.0, share - size) if fits else 0.0
-            hits += share * held / size + rereads * (size - held) / size
+            rereads = max(0.0, reads - size) if fits else 0.0
+            hits += reads * held / size + rereads * (size - held) / size
             resident += held
+        if fits:
+            hits += read_bytes - sum(input_reads)  # its reads of its own outputs and workspace: bytes it wrote
         for addr, size in (*inputs, *outputs):
             self.touch(addr, addr + size)
-        return Reads(min(hits, read_bytes), resident)
+        return Reads(min(max(hits, 0.0), read_bytes), resident)
 
     def touch(self, start: int, end: int) -> None:
         """[start, end) becomes the most recently used range (one larger than L2 flushes it)."""
@@ -129,7 +138,10 @@ class L2:
         """An empty L2 of the part."""
         return cls(L2Cache(profile.l2_bytes), timing.GmLedger(chip_l2_bytes_per_cycle(profile)))
 
-    def kernel(self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]], read_bytes: float) -> Reads:
+    def kernel(
+        self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]], read_bytes: float,
+        input_reads: Sequence[float] | None = None,
+    ) -> Reads:
         """`L2Cache.kernel` at this model's addresses."""
         base = self.base
-        return self.cache.kernel([(base + a, n) for a, n in inputs], [(base + a, n) for a, n in outputs], read_bytes)
+        return self.cache.kernel([(base + a, n) for a, n in inputs], [(base + a, n) for a, n in outputs], read_bytes, input_reads)

@@ -327,7 +327,9 @@ class Runtime:
         read = task.block_dim * block.gm_read
         hits = resident = 0.0
         if l2 is not None:
-            served = l2.kernel([(a.addr, a.size) for a in task.inputs], [(a.addr, a.size) for a in task.outputs], read)
+            args = block.arg_reads
+            per_input = [task.block_dim * (args[i] if i < len(args) else 0.0) for i in range(len(task.inputs))] if args else None
+            served = l2.kernel([(a.addr, a.size) for a in task.inputs], [(a.addr, a.size) for a in task.outputs], read, per_input)
             hits, resident = served.hits, served.resident
         hit = hits / read if read > 0 else 0.0
         placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger, l2.ledger if l2 is not None else None, hit)

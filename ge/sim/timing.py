@@ -134,12 +134,15 @@ class BlockTiming:
     """The bytes of `gm_bytes` read from GM (the rest are written): what L2 may serve."""
     phase_gm_read: tuple[float, ...] = ()
     """`gm_read` by phase."""
+    arg_reads: tuple[float, ...] = ()
+    """`gm_read` by the kernel argument read (the program's block arguments, in order);
+    reads of no known argument are in `gm_read` only."""
 
 
 class _Block:
     """The pipes of one block while its program runs."""
 
-    def __init__(self, trace: bool):
+    def __init__(self, trace: bool, args: int):
         n = len(PIPE)
         self.t = [0.0] * n
         self.win: list[deque[float]] = [deque(maxlen=QUEUE_DEPTH) for _ in range(n)]
@@ -153,6 +156,7 @@ class _Block:
         self.ops = 0.0
         self.vector_ideal = 0.0
         self.gm_read = 0.0
+        self.arg_reads = [0.0] * args
         self.spans: list[Span] | None = [] if trace else None
         self.phase_ends: list[tuple[float, float, float]] = []
 
@@ -197,6 +201,8 @@ class _Block:
                 self.ops += ins[8]
                 self.vector_ideal += ins[9]
                 self.gm_read += ins[10]
+                if ins[11] >= 0:
+                    self.arg_reads[ins[11]] += ins[10]
                 if self.spans is not None:
                     self.spans.append(Span(pipe, start, start + cost, ins[7]))
             elif op == SET:
@@ -223,7 +229,7 @@ class _Block:
         present = tuple(k in self.flags for k in keys)
         values.extend(self.flags[k] for k, here in zip(keys, present) if here)
         shape = (tuple(len(self.win[p]) for p in pipes), present)
-        counters = [*self.busy, self.gm_bytes, self.gm_ideal, self.cube, self.vector, self.executed, self.ops, self.vector_ideal, self.gm_read]
+        counters = [*self.busy, self.gm_bytes, self.gm_ideal, self.cube, self.vector, self.executed, self.ops, self.vector_ideal, self.gm_read, *self.arg_reads]
         return shape, values, counters
 
     def _shift(self, pipes: tuple[int, ...], keys: tuple, deltas: list[float]) -> None:
@@ -251,6 +257,8 @@ class _Block:
         self.ops += counters[n + 5]
         self.vector_ideal += counters[n + 6]
         self.gm_read += counters[n + 7]
+        for i, read in enumerate(counters[n + 8 :]):
+            self.arg_reads[i] += read
 
     def loop(self, trips: int, body: tuple, pipes: tuple[int, ...], keys: tuple) -> None:
         history = [self._state(pipes, keys)]
@@ -313,7 +321,7 @@ def _period(history: list) -> tuple[int, list[float]] | None:
 
 def time_block(program: tuple, trace: bool = False) -> BlockTiming:
     """The timing of one block running `program` (as `ge.sim.program` decodes it)."""
-    block = _Block(trace)
+    block = _Block(trace, _arg_count(program))
     block.run(program, top=True)
     end = max(block.t)
     marks = [*block.phase_ends, (end, block.gm_bytes, block.gm_read)]
@@ -338,7 +346,19 @@ def time_block(program: tuple, trace: bool = False) -> BlockTiming:
         vector_ideal=block.vector_ideal,
         gm_read=block.gm_read,
         phase_gm_read=tuple(read),
+        arg_reads=tuple(block.arg_reads),
     )
+
+
+def _arg_count(program: tuple) -> int:
+    """One more than the highest kernel argument a copy of `program` reads (0: none known)."""
+    count = 0
+    for ins in program:
+        if ins[0] == RUN:
+            count = max(count, ins[11] + 1)
+        elif ins[0] == LOOP:
+            count = max(count, _arg_count(ins[2]))
+    return count
 
 
 # ------------------------------------------------------------------------- cores
