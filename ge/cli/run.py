@@ -10,8 +10,11 @@ also takes `--input FILE`), each in the dtype and logical shape the model declar
 `--output DIR` writes `<output name>.npy` per output ('/' and ':' in a name become
 '_'). The command prints the latency, the throughput at the model's batch, the
 chip's cube, vector and GM bandwidth use and the ops taking the most time;
-`--profile DIR` writes op_summary.csv and trace.json (see `ge.sim.profile`).
-`--timing-only` skips the numerics (no inputs needed, no outputs written). Without
+`--profile DIR` writes op_summary.csv and trace.json (see `ge.sim.profile`), and the
+roofline chart roofline.png when matplotlib is installed (`ge.sim.roofline_chart`).
+`--timing-only` skips the numerics (no inputs needed, no outputs written).
+`--no-l2-cache` runs without the simulated L2 cache (`ge.sim.l2`): every kernel read
+from GM, as a comparison with the default. Without
 `--input`, the model runs on generated inputs (zeros, or seeded random values with
 `--seed`), as Ascend's inference benchmark tool does, and says so.
 
@@ -70,6 +73,8 @@ log = logging.getLogger("ge")
 console = Console(soft_wrap=True)  # long lines stay whole in logs and pipes
 
 TOP_OPS = 10
+TOP_OPS_WIDTH = 140
+"""Columns the top-ops table is printed in at least: a name and eight figures."""
 
 
 def _run_option(name: str, *spellings: str):
@@ -87,6 +92,7 @@ def run(
     profile: Annotated[Path | None, typer.Option("--profile", help="Directory for op_summary.csv and trace.json.")] = None,
     profile_level: Annotated[str, _run_option("profile_level", "--profile-level", "--profile_level")] = OPTION["profile_level"].default,  # type: ignore[assignment]
     timing_only: Annotated[bool, _run_option("timing_only", "--timing-only", "--timing_only")] = OPTION["timing_only"].default,  # type: ignore[assignment]
+    l2_cache: Annotated[bool, _run_option("l2_cache", "--l2-cache/--no-l2-cache", "--l2_cache/--no_l2_cache")] = OPTION["l2_cache"].default,  # type: ignore[assignment]
     aicore_num: Annotated[int | None, _run_option("aicore_num", "--aicore_num", "--aicore-num")] = OPTION["aicore_num"].default,  # type: ignore[assignment]
     input_fusion_size: Annotated[int, _run_option("input_fusion_size", "--input_fusion_size", "--input-fusion-size")] = OPTION["input_fusion_size"].default,  # type: ignore[assignment]
     seed: Annotated[
@@ -126,7 +132,7 @@ def run(
     from ge.session import Session
 
     config = RunConfig(
-        input_fusion_size=input_fusion_size, aicore_num=aicore_num, timing_only=timing_only, profile_level=profile_level,
+        input_fusion_size=input_fusion_size, aicore_num=aicore_num, timing_only=timing_only, profile_level=profile_level, l2_cache=l2_cache,
         enable_dump=enable_dump or (dump_path is not None and not enable_dump_debug), dump_path=_text(dump_path),
         dump_step=dump_step, dump_mode=dump_mode, dump_layer=dump_layer, enable_dump_debug=enable_dump_debug,
         dump_debug_path=_text(dump_debug_path), dump_debug_mode=dump_debug_mode, iterations_per_loop=iterations_per_loop,
@@ -332,14 +338,21 @@ def report(model: Path, result: Result, wall: float, written: list[str], files: 
         f"utilisation: cube {use['cube']:.1%}, vector {use['vector']:.1%}, GM bandwidth {use['memory']:.1%}; "
         f"cube {p.cube_tflops():.2f} TFLOPS ({p.cube_peak_fraction():.1%} of the chip's peak over the latency)"
     )
-    console.print(f"kernels take {p.roofline_ratio():.1f} x their roofline bound (cube, vector or GM bandwidth at the chip's peak)")
+    gm, l2 = p.traffic()
+    cache = f"L2 hits {l2 / 1e6:,.1f} MB ({use['l2']:.1%} of the L2 bandwidth)" if p.l2_cache else "L2 cache off"
+    console.print(f"kernel traffic: GM {gm / 1e6:,.1f} MB, {cache}; compulsory {p.compulsory_bytes() / 1e6:,.1f} MB")
+    console.print(f"kernels take {p.roofline_ratio():.1f} x their roofline bound (cube, vector, GM or L2 bandwidth at the chip's peak)")
     aicpu = len(p.aicpu_kernels())
     table = Table(title=f"top ops by time ({len(p.kernels()) + aicpu} kernel tasks, {aicpu} on AI CPU)", title_justify="left")
-    for column in ("op", "type", "launches", "time us", "share", "bound", "x bound"):
-        table.add_column(column, justify="right" if column in ("launches", "time us", "share", "x bound") else "left")
-    for name, op_type, us, launches, bound, over in p.top_ops(TOP_OPS):
-        table.add_row(_short(name), op_type, str(launches), f"{us:,.1f}", f"{us / p.device_us:.1%}", bound, f"{over:.1f}")
-    console.print(table)
+    numbers = ("launches", "time us", "share", "GM MB", "L2 MB", "x bound")
+    for column in ("op", "type", "launches", "time us", "share", "GM MB", "L2 MB", "bound", "x bound"):
+        table.add_column(column, justify="right" if column in numbers else "left")
+    for op in p.top_ops(TOP_OPS):
+        table.add_row(
+            _short(op.name), op.op_type, str(op.launches), f"{op.us:,.1f}", f"{op.us / p.device_us:.1%}",
+            f"{op.gm_bytes / 1e6:,.2f}", f"{op.l2_bytes / 1e6:,.2f}", op.bound, f"{op.over:.1f}",
+        )
+    Console(width=max(console.width, TOP_OPS_WIDTH)).print(table)  # cut to a pipe's 80 columns, its figures would be lost
     for path in written:
         console.print(f"wrote {path}")
     for path in files:

@@ -177,6 +177,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("aicore_num", int, None, "AI cores to run on (default: all of the SoC's).", tools=(RUN,), minimum=1),
     Option("timing_only", bool, False, "Time the model without computing its values (the outputs stay empty).", tools=(RUN,)),
     Option("profile_level", str, "task", "What the trace shows: task (streams and cores) or pipe (also every core's pipes).", choices=("task", "pipe"), tools=(RUN,)),
+    Option("l2_cache", bool, True, "Simulate the chip's L2 cache: kernels' reads of what an earlier kernel wrote or read, and their re-reads of tiles, come from L2 while it holds them (false: every read from GM, for comparison).", tools=(RUN,)),
     # ---- dump and overflow
     Option("enable_dump", bool, False, "Dump kernel tasks' tensors as .npy to dump_path/<step>/ with a manifest.json (needs dump_path and numerics).", tools=(RUN,)),
     Option("dump_path", str, None, "Where dumps go (a directory, made if missing); required by enable_dump, and by enable_dump_debug without dump_debug_path.", tools=(RUN,)),

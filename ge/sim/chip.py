@@ -5,7 +5,9 @@ vector cores in proportion (as `Runtime` gives them for `aicore_num`), and devic
 memory of its own. `run_tenants` runs each model (a tenant) on its slice, all of
 them at once from time 0, their tasks interleaved in time order (the tenant whose
 next task can start first goes next; ties: the earlier tenant), and all of them
-sharing the chip's GM bandwidth through one `timing.GmLedger`. Each tenant is also
+sharing the chip's GM bandwidth through one `timing.GmLedger` and its L2 cache
+(`ge.sim.l2`: one LRU over the tenants' device memories, side by side, and one L2
+bandwidth; unless the run config's l2_cache is off). Each tenant is also
 run alone on its slice, so that the report can say what sharing cost it; with
 numerics, `Tenant.outputs_match` says whether its outputs shared equal its outputs
 alone, as they must (the numerics do not depend on the cores).
@@ -15,9 +17,9 @@ chip: each has one of the SoC's `virtual_aicore_nums`, they add up to at most it
 cores, and the tenants' memory plans to at most its device memory. Every model must
 be for the same SoC.
 
-Not modelled: L2 (every GM byte is charged at GM rate), the memory controllers'
-banks and queues (bandwidth is one shared rate), and any isolation the real part
-gives a virtual instance beyond its cores and memory.
+Not modelled: any partitioning of L2 among tenants (they evict each other's
+bytes), the memory controllers' banks and queues (bandwidth is one shared rate),
+and any isolation the real part gives a virtual instance beyond its cores and memory.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ge.core.errors import OptionError
 from ge.om import Model
 from ge.sim import timing
 from ge.sim.config import RunConfig
+from ge.sim.l2 import L2
 from ge.sim.profile import Profile, tenant_trace, write_tenant_files
 from ge.sim.runtime import Runtime
 
@@ -150,7 +153,12 @@ def run_tenants(
     runtimes = [Runtime(m, dataclasses.replace(config, aicore_num=n)) for m, n in zip(models, slices)]
     alone = [r.run(feeds) for r, feeds in zip(runtimes, inputs)]
     ledger = timing.GmLedger(timing.chip_gm_bytes_per_cycle(runtimes[0].soc))
-    executions = [r.start(feeds, ledger) for r, feeds in zip(runtimes, inputs)]
+    l2 = L2.of(runtimes[0].soc) if config.l2_cache else None
+    bases = [sum(r.model.memory.total for r in runtimes[:i]) for i in range(len(runtimes))]
+    executions = [
+        r.start(feeds, ledger, l2=None if l2 is None else dataclasses.replace(l2, base=base))
+        for r, feeds, base in zip(runtimes, inputs, bases)
+    ]
     while True:
         pending = [(t, i) for i, e in enumerate(executions) if (t := e.next_time()) is not None]
         if not pending:

@@ -34,6 +34,7 @@ class RunConfig:
     aicore_num: int | None = option_field("aicore_num")
     timing_only: bool = option_field("timing_only")
     profile_level: str = option_field("profile_level")
+    l2_cache: bool = option_field("l2_cache")
     enable_dump: bool = option_field("enable_dump")
     dump_path: str | None = option_field("dump_path")
     dump_step: str | None = option_field("dump_step")

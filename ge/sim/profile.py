@@ -5,19 +5,26 @@
   cycles, waves, per-pipe busy ratios (each pipe's busy cycles over the block's),
   cube, vector and memory utilisation (cube blocks at one a cycle, vector cycles,
   GM bytes at the paths' peak rates or the chip's GM bandwidth, over the task's
-  time and cores), and the bound:
+  time and cores), `gm_bytes` (what it moved to and from GM) and `l2_bytes` (its
+  reads the L2 cache served, `ge.sim.l2`; 0 with the run option l2_cache off), and
+  the bound:
     cube / vector / memory  the busiest unit over the task's time (launch included):
                             the cube (M), the vector unit (V), or data movement
                             (MTE1, MTE2, MTE3, FIX, or the chip's GM bandwidth);
     latency                 none is busy `timing.LATENCY_BOUND` of the time: it goes
                             on the launch, the pipes waiting on each other, syncs;
   and the kernel's roofline (`Roofline`): `flops` (2 per cube MAC, 1 per vector
-  element), `compulsory_bytes` (its arguments, each read or written once),
-  `roofline_us` and `roofline_unit` (the time the busiest of cube, vector and GM
-  bandwidth needs at the chip's peak), and `x_bound`, its time over that (>= 1).
+  element), `compulsory_bytes` (its arguments, each read or written once) and
+  `compulsory_l2_bytes` (those of them in L2 when it started), `roofline_us` and
+  `roofline_unit` (the time the busiest of cube, vector, GM bandwidth (`memory`)
+  and L2 bandwidth (`l2`) needs at the chip's peak), and `x_bound`, its time over
+  that (>= 1).
   An AI CPU task (KERNEL_EX) has core_type `AiCpu` (msprof's task type AI_CPU), no
   pipe figures, the bound `aicpu`, and its own time as its roofline: the AI CPU
   cost model is all the simulator knows of it.
+- `roofline.png` (with matplotlib, the optional extra `plot`; else the log says it
+  was skipped): every kernel's intensity and throughput under the chip's roofs
+  (`ge.sim.roofline_chart`).
 - `trace.json`: Chrome trace events (open in Perfetto or chrome://tracing): a
   "Host" process (model launch and synchronise), a "Streams" process with a track
   per stream (kernels, copies, events), and a process per core with its blocks;
@@ -39,17 +46,22 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from dialects.ascend_kernel import PIPES
 from dialects.kernel_boundary import AICPU_ENGINE
 from ge.om.tasks import AicpuTask
-from ge.sim import timing
+from ge.sim import roofline_chart, timing
+from ge.sim.l2 import chip_l2_bytes_per_cycle
 from ge.core.files import published
 from ge.core.soc import SocProfile
+
+log = logging.getLogger("ge")
 
 AICPU_KIND = AicpuTask.KIND
 RATIO_COLUMNS = {"M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1": "mte1_ratio", "MTE2": "mte2_ratio", "MTE3": "mte3_ratio", "FIX": "fixpipe_ratio"}
@@ -57,8 +69,8 @@ RATIO_COLUMNS = {"M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1"
 CSV_COLUMNS = (
     "op_name", "op_type", "kernel", "task_index", "stream", "core_type", "block_dim", "waves",
     "start_cycles", "duration_cycles", "start_us", "duration_us", "block_cycles",
-    *RATIO_COLUMNS.values(), "cube_utilization", "vector_utilization", "memory_utilization", "gm_bytes", "bound",
-    "flops", "compulsory_bytes", "roofline_us", "roofline_unit", "x_bound",
+    *RATIO_COLUMNS.values(), "cube_utilization", "vector_utilization", "memory_utilization", "gm_bytes", "l2_bytes",
+    "bound", "flops", "compulsory_bytes", "compulsory_l2_bytes", "roofline_us", "roofline_unit", "x_bound",
 )  # fmt: skip
 
 
@@ -80,6 +92,10 @@ class TaskRecord:
     block_timing: timing.BlockTiming | None = None
     stretch: float = 1.0
     nbytes: int = 0
+    l2_hits: float = 0.0
+    """Its GM reads the L2 cache served (`ge.sim.l2`)."""
+    l2_resident: float = 0.0
+    """The bytes of its inputs in L2 when it started."""
 
     @property
     def duration(self) -> float:
@@ -98,8 +114,23 @@ class OpRow:
     vector: float
     memory: float
     gm_bytes: float
+    l2_bytes: float
     bound: str
     roofline: Roofline
+
+
+class TopOp(NamedTuple):
+    """An op's kernel tasks summed (`Profile.top_ops`): time, launches, its last task's
+    bound, GM bytes and L2 hits, and its time over its roofline bounds' (`over`)."""
+
+    name: str
+    op_type: str
+    us: float
+    launches: int
+    bound: str
+    gm_bytes: float
+    l2_bytes: float
+    over: float
 
 
 @dataclass(frozen=True)
@@ -114,7 +145,10 @@ class Roofline:
       of the chip shares, a virtual instance's too). Compulsory: each input and
       weight read once, each output written once, i.e. the sizes of the task's
       arguments; but never more than the kernel moved, since some read only part
-      of an argument (a Gather, the rows of its table it looks up).
+      of an argument (a Gather, the rows of its table it looks up);
+    - l2: the compulsory bytes of its inputs that the L2 cache held when it started,
+      at the chip's L2 bandwidth; they count towards this level, not GM's (each at
+      most what the kernel moved through its level).
     The cores are those the run has of the kernel's kind (all the chip's, or a
     slice's with aicore_num or a virtual instance), not `block_dim`'s: the bound
     is what the hardware could do, the tiling being one way to fall short of it.
@@ -125,17 +159,20 @@ class Roofline:
     compulsory_bytes: float
     cycles: float
     unit: str
+    compulsory_l2_bytes: float = 0.0
 
     @classmethod
     def of(cls, r: TaskRecord, t: timing.BlockTiming, cores: int, soc: SocProfile) -> Roofline:
-        compulsory = min(float(r.nbytes), r.block_dim * t.gm_bytes)
+        from_l2 = min(r.l2_resident, r.l2_hits)
+        from_gm = min(float(r.nbytes) - r.l2_resident, r.block_dim * t.gm_bytes - r.l2_hits)
         needs = {
             "cube": r.block_dim * t.cube_blocks / cores,
             "vector": r.block_dim * t.vector_ideal / cores,
-            "memory": compulsory / timing.chip_gm_bytes_per_cycle(soc),
+            "memory": from_gm / timing.chip_gm_bytes_per_cycle(soc),
+            "l2": from_l2 / chip_l2_bytes_per_cycle(soc),
         }
         unit, cycles = max(needs.items(), key=lambda kv: kv[1])
-        return cls(r.block_dim * t.ops, compulsory, cycles, unit)
+        return cls(r.block_dim * t.ops, from_gm + from_l2, cycles, unit, from_l2)
 
     def ratio(self, duration: float) -> float:
         return duration / self.cycles if self.cycles > 0 else 1.0
@@ -151,6 +188,8 @@ class Profile:
     batch: int
     pipes: bool = False
     """Whether the kernels' records carry per-instruction spans (`--profile-level=pipe`)."""
+    l2_cache: bool = False
+    """Whether the run simulated the L2 cache (the run option l2_cache)."""
     _rows: list[OpRow] | None = field(default=None, repr=False)
 
     # ----------------------------------------------------------------- totals
@@ -191,22 +230,36 @@ class Profile:
         return [r for r in self.records if r.kind in ("KERNEL", AICPU_KIND)]
 
     def utilisation(self) -> dict[str, float]:
-        """The chip's cube, vector and GM bandwidth use over the device time (0 to 1)."""
+        """The chip's cube, vector, GM bandwidth and L2 bandwidth use over the device time (0 to 1)."""
         span = self.device_cycles
         if span <= 0:
-            return {"cube": 0.0, "vector": 0.0, "memory": 0.0}
-        cube = vector = gm = 0.0
+            return {"cube": 0.0, "vector": 0.0, "memory": 0.0, "l2": 0.0}
+        cube = vector = 0.0
         for r in self.kernels():
             assert r.block_timing is not None
             cube += r.block_dim * r.block_timing.cube_blocks
             vector += r.block_dim * r.block_timing.vector_cycles
-            gm += r.block_dim * r.block_timing.gm_bytes
+        gm, l2 = self.traffic()
         vector_units = self.soc.vector_cores if self.soc.split_cores else self.soc.ai_cores
         return {
             "cube": cube / (self.soc.ai_cores * span),
             "vector": vector / (vector_units * span),
             "memory": gm / (timing.chip_gm_bytes_per_cycle(self.soc) * span),
+            "l2": l2 / (chip_l2_bytes_per_cycle(self.soc) * span),
         }
+
+    def traffic(self) -> tuple[float, float]:
+        """(GM bytes, L2 hit bytes) the AI Core kernels moved: reads L2 served are not GM's."""
+        gm = l2 = 0.0
+        for r in self.kernels():
+            assert r.block_timing is not None
+            gm += r.block_dim * r.block_timing.gm_bytes - r.l2_hits
+            l2 += r.l2_hits
+        return gm, l2
+
+    def compulsory_bytes(self) -> float:
+        """The AI Core kernels' arguments, each read or written once (`Roofline`), summed."""
+        return sum(row.roofline.compulsory_bytes for row in self.rows() if row.record.kind == "KERNEL")
 
     def cube_peak_fraction(self) -> float:
         """The cube work done over what the whole chip's cubes could do in the latency."""
@@ -232,7 +285,7 @@ class Profile:
         """An AI CPU task: no pipes, bound by the AI CPU, its time its own bound."""
         ratios = dict.fromkeys(RATIO_COLUMNS.values(), 0.0)
         roofline = Roofline(0.0, float(r.nbytes), r.duration, "aicpu")
-        return OpRow(r, 1, r.duration, ratios, 0.0, 0.0, 0.0, float(r.nbytes), "aicpu", roofline)
+        return OpRow(r, 1, r.duration, ratios, 0.0, 0.0, 0.0, float(r.nbytes), 0.0, "aicpu", roofline)
 
     def _row(self, r: TaskRecord) -> OpRow:
         t = r.block_timing
@@ -243,7 +296,8 @@ class Profile:
         ratios = {RATIO_COLUMNS[p]: (t.busy[i] / block if block > 0 else 0.0) for i, p in enumerate(PIPES)}
         span = r.duration
         per_core = r.block_dim / (used * span) if span > 0 else 0.0
-        chip = r.block_dim * t.gm_bytes / (timing.chip_gm_bytes_per_cycle(self.soc) * span) if span > 0 else 0.0
+        gm_bytes = r.block_dim * t.gm_bytes - r.l2_hits
+        chip = gm_bytes / (timing.chip_gm_bytes_per_cycle(self.soc) * span) if span > 0 else 0.0
         cube, vector = t.cube_blocks * per_core, t.vector_cycles * per_core
         memory = max(t.gm_ideal * per_core, chip)
         busy = {p: t.busy[i] * per_core for i, p in enumerate(PIPES)}
@@ -255,22 +309,26 @@ class Profile:
         kind, most = max(pressure.items(), key=lambda kv: kv[1])
         bound = kind if most >= timing.LATENCY_BOUND else "latency"
         roofline = Roofline.of(r, t, cores, self.soc)
-        return OpRow(r, -(-r.block_dim // cores), block, ratios, cube, vector, memory, r.block_dim * t.gm_bytes, bound, roofline)
+        return OpRow(r, -(-r.block_dim // cores), block, ratios, cube, vector, memory, gm_bytes, r.l2_hits, bound, roofline)
 
-    def top_ops(self, n: int = 10) -> list[tuple[str, str, float, int, str, float]]:
-        """(op name, type, total us, launches, bound, x roofline bound) of the ops taking the most time."""
+    def top_ops(self, n: int = 10) -> list[TopOp]:
+        """The ops taking the most time, most first."""
         total: dict[str, float] = defaultdict(float)
         least: dict[str, float] = defaultdict(float)
         launches: dict[str, int] = defaultdict(int)
+        gm: dict[str, float] = defaultdict(float)
+        l2: dict[str, float] = defaultdict(float)
         info: dict[str, tuple[str, str]] = {}
         for row in self.rows():
             r = row.record
             total[r.name] += r.duration / self.clock_mhz
             least[r.name] += row.roofline.cycles / self.clock_mhz
             launches[r.name] += 1
+            gm[r.name] += row.gm_bytes
+            l2[r.name] += row.l2_bytes
             info[r.name] = (r.op_type, row.bound)
         names = sorted(total, key=lambda k: (-total[k], k))[:n]
-        return [(k, info[k][0], total[k], launches[k], info[k][1], _over(total[k], least[k])) for k in names]
+        return [TopOp(k, info[k][0], total[k], launches[k], info[k][1], gm[k], l2[k], _over(total[k], least[k])) for k in names]
 
     def roofline_ratio(self) -> float:
         """The kernels' time over their roofline bounds' (summed over every kernel task)."""
@@ -280,14 +338,20 @@ class Profile:
     # ----------------------------------------------------------------- files
 
     def write(self, directory: str | os.PathLike) -> list[str]:
-        """op_summary.csv and trace.json in `directory` (made if missing); returns their paths."""
+        """op_summary.csv, trace.json and (with matplotlib) roofline.png in `directory`
+        (made if missing); returns their paths. Without matplotlib it logs that the
+        chart was skipped."""
         os.makedirs(directory, exist_ok=True)
         csv_path = os.path.join(directory, "op_summary.csv")
         trace_path = os.path.join(directory, "trace.json")
+        chart_path = os.path.join(directory, "roofline.png")
         self.write_csv(csv_path)
         with published(trace_path, what="trace") as f:
             json.dump(self.trace(), f, separators=(",", ":"))
-        return [csv_path, trace_path]
+        if not roofline_chart.write_chart(self, chart_path):
+            log.warning("roofline.png skipped: matplotlib is not installed (pip install 'ascend-ge[plot]')")
+            return [csv_path, trace_path]
+        return [csv_path, trace_path, chart_path]
 
     def write_csv(self, path: str | os.PathLike) -> None:
         with published(path, what="op summary") as f:
@@ -305,8 +369,9 @@ class Profile:
                 r.name, r.op_type, r.kernel, r.index, r.stream, r.core_type, r.block_dim, row.waves,
                 _num(r.start), _num(r.duration), _num(r.start / clock), _num(r.duration / clock), _num(row.block_cycles),
                 *(_ratio(row.ratios[c]) for c in RATIO_COLUMNS.values()),
-                _ratio(row.cube), _ratio(row.vector), _ratio(row.memory), int(row.gm_bytes), row.bound,
-                int(row.roofline.flops), int(row.roofline.compulsory_bytes), _num(row.roofline.cycles / clock),
+                _ratio(row.cube), _ratio(row.vector), _ratio(row.memory), int(row.gm_bytes), int(row.l2_bytes), row.bound,
+                int(row.roofline.flops), int(row.roofline.compulsory_bytes), int(row.roofline.compulsory_l2_bytes),
+                _num(row.roofline.cycles / clock),
                 row.roofline.unit, _num(row.roofline.ratio(r.duration)),
             ])  # fmt: skip
         return rows
@@ -405,6 +470,8 @@ class Profile:
             "aicpu_kernels": len(self.aicpu_kernels()),
             "tasks": len(self.records),
             "roofline_ratio": self.roofline_ratio(),
+            "gm_bytes": self.traffic()[0],
+            "l2_bytes": self.traffic()[1],
         }
 
 

@@ -14,14 +14,17 @@ xDSL, without their programs, only when numerics are asked for.
 A decoded program is a tuple of instructions (tuples, for speed) with their costs
 already looked up in `ge.sim.costs`:
 
-    (RUN, pipe, cycles, gm_bytes, gm_ideal, cube_blocks, vector_cycles, label, ops, vector_ideal)
+    (RUN, pipe, cycles, gm_bytes, gm_ideal, cube_blocks, vector_cycles, label, ops, vector_ideal, gm_read, arg)
     (SET, pipe, key)          set_flag on the source pipe; key = (src, dst, event id)
     (WAIT, pipe, key)         wait_flag on the destination pipe
     (BARRIER, pipe)           pipe_barrier
     (SYNC_ALL,)               every block meets here
     (LOOP, trips, body, pipes, keys)   pipes and flag keys the body touches
 
-`gm_bytes` are the bytes a copy moves to or from GM; `gm_ideal` the cycles they
+`gm_bytes` are the bytes a copy moves to or from GM (`gm_read` those it reads from
+GM: what the simulator's L2 may serve, `ge.sim.l2`; `arg` the kernel argument it
+reads, by its place among the program's block arguments (inputs, outputs, then the
+workspace), -1 for none or unknown); `gm_ideal` the cycles they
 take at the path's peak rate (no latency): a kernel whose GM traffic at peak fills
 its time is memory-bound, one whose copies mostly wait on latency is not.
 `cube_blocks` are the m0 x k0 x n0 cube blocks of an mmad (one a cycle at peak).
@@ -61,7 +64,7 @@ _MMAD_DTYPES = {"f16": "float16", "bf16": "bfloat16", "i8": "int8", "si8": "int8
 _HEADER = re.compile(r"^ascend_kernel\.kernel @(\S+) attributes \{(.*)\} compute \{$")
 _OP = re.compile(r"^\s*(?:%\S+ = )?ascend_kernel\.(\w+)\s?(.*)$")
 _COPY = re.compile(
-    r'^"(\w+)" %\S+ -> %\S+, (\d+) bytes(?: mode "(\w+)")?(?: \{.*\})? : '
+    r'^"(\w+)" (%\S+) -> %\S+, (\d+) bytes(?: mode "(\w+)")?(?: \{.*\})? : '
     r'!ascend_kernel\.buffer<"(\w+)"> -> !ascend_kernel\.buffer<"(\w+)">$'
 )
 _MMAD = re.compile(r"^%\S+, %\S+ -> %\S+, (\d+) x (\d+) x (\d+), (\w+)(?: \{.*\})? : ")
@@ -71,6 +74,8 @@ _FLAG = re.compile(r'^"(\w+)" -> "(\w+)", (\d+)(?: \{.*\})?$')
 _BARRIER = re.compile(r'^"(\w+)"(?: \{.*\})?$')
 _ARG_DIMS = re.compile(r'#ascend_kernel\.arg<"(?:input|output)", [^,]+, array<i64(?:: ([\d, ]*))?>')
 """The shape of one argument in a kernel's header (a scalar's array has no dims)."""
+_BLOCK_ARG = re.compile(r"(%[\w.$-]+): !ascend_kernel\.buffer")
+"""One block argument of a program (a kernel argument's GM buffer)."""
 _LOOP = re.compile(r"^(\d+) times (?:attributes \{.*\} )?\{$")
 
 
@@ -105,7 +110,8 @@ class KernelText:
         """The decoded pipe program of one block (decoded once)."""
         if self._program is None:
             lines = iter(self.program_lines)
-            self._program = _decode(lines, self.header, top=True)
+            args = {name: i for i, name in enumerate(_BLOCK_ARG.findall(self.program_args_line))}
+            self._program = _decode(lines, self.header, top=True, args=args)
         return self._program
 
     def compute_text(self) -> str:
@@ -183,7 +189,7 @@ def decode(lines: Sequence[str], soc: str, name: str = "program") -> tuple:
     return _decode(iter(lines), Header(name, (), 1, "AiCore", "high_performance", soc, 0), top=True)
 
 
-def _decode(lines: Iterator[str], header: Header, top: bool) -> tuple:
+def _decode(lines: Iterator[str], header: Header, top: bool, args: dict[str, int] | None = None) -> tuple:
     """Instructions up to the end of `lines` (top) or to the `}` closing a loop body."""
     out: list[tuple] = []
     for line in lines:
@@ -200,11 +206,11 @@ def _decode(lines: Iterator[str], header: Header, top: bool) -> tuple:
         if kind == "loop":
             loop = _LOOP.match(rest)
             _check(loop, header, line)
-            body = _decode(lines, header, top=False)
+            body = _decode(lines, header, top=False, args=args)
             pipes, keys = touched(body)
             out.append((LOOP, int(loop.group(1)), body, pipes, keys))  # type: ignore[union-attr]
             continue
-        out.append(_instruction(kind, rest, header, line))
+        out.append(_instruction(kind, rest, header, line, args or {}))
     if not top:
         raise ModelError(f"kernel @{header.name}: a loop body in its program is not closed")
     return tuple(out)
@@ -215,14 +221,15 @@ def _check(match: re.Match | None, header: Header, line: str) -> None:
         raise ModelError(f"kernel @{header.name}: cannot read program line {line.strip()[:80]!r}")
 
 
-def _instruction(kind: str, rest: str, header: Header, line: str) -> tuple:
+def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str, int]) -> tuple:
     soc = header.soc
     try:
         if kind == "copy":
             m = _COPY.match(rest)
             _check(m, header, line)
-            pipe, nbytes, mode, src, dst = m.groups()  # type: ignore[union-attr]
-            return _copy(soc, _pipe(pipe, header), int(nbytes), mode or "normal", src, dst)
+            pipe, source, nbytes, mode, src, dst = m.groups()  # type: ignore[union-attr]
+            arg = args.get(source, -1) if src == "GM" else -1
+            return _copy(soc, _pipe(pipe, header), int(nbytes), mode or "normal", src, dst, arg)
         if kind == "mmad":
             m = _MMAD.match(rest)
             _check(m, header, line)
@@ -237,7 +244,7 @@ def _instruction(kind: str, rest: str, header: Header, line: str) -> tuple:
             m = _SCALAR.match(rest)
             _check(m, header, line)
             cycles = int(m.group(1)) * SCALAR_CYCLES_PER_INSTR  # type: ignore[union-attr]
-            return (RUN, S_PIPE, cycles, 0, 0.0, 0.0, 0.0, "scalar", 0.0, 0.0)
+            return (RUN, S_PIPE, cycles, 0, 0.0, 0.0, 0.0, "scalar", 0.0, 0.0, 0, -1)
         if kind in ("set_flag", "wait_flag"):
             m = _FLAG.match(rest)
             _check(m, header, line)
@@ -268,13 +275,14 @@ def _mmad_dtype(spelling: str, header: Header) -> str:
 
 
 @cache
-def _copy(soc_name: str, pipe: int, nbytes: int, mode: str, src: str, dst: str) -> tuple:
+def _copy(soc_name: str, pipe: int, nbytes: int, mode: str, src: str, dst: str, arg: int) -> tuple:
     soc = costs.for_soc(soc_name)
     path = f"{src}_TO_{dst}" + ("_TRANS" if mode in ("nd2nz", "nz2nd") else "")
     cycles = soc.transfer_cycles(path, nbytes)
     gm = nbytes if "GM" in (src, dst) else 0
     ideal = gm / soc.transfer(path).peak_bytes_per_cycle if gm else 0.0
-    return (RUN, pipe, cycles, gm, ideal, 0.0, 0.0, f"{path} {nbytes} B", 0.0, 0.0)
+    read = nbytes if src == "GM" else 0
+    return (RUN, pipe, cycles, gm, ideal, 0.0, 0.0, f"{path} {nbytes} B", 0.0, 0.0, read, arg)
 
 
 @cache
@@ -283,7 +291,7 @@ def _mmad(soc_name: str, m: int, k: int, n: int, dtype: str) -> tuple:
     cycles = soc.mmad_cycles(m, k, n, dtype)
     m0, k0, n0 = soc.cube[dtype]
     blocks = m * k * n / (m0 * k0 * n0)
-    return (RUN, PIPE["M"], cycles, 0, 0.0, blocks, 0.0, f"mmad {m}x{k}x{n} {dtype}", 2.0 * m * k * n, 0.0)
+    return (RUN, PIPE["M"], cycles, 0, 0.0, blocks, 0.0, f"mmad {m}x{k}x{n} {dtype}", 2.0 * m * k * n, 0.0, 0, -1)
 
 
 @cache
@@ -291,7 +299,7 @@ def _vec(soc_name: str, instr: str, dtypes: str, elements: int) -> tuple:
     priced = VECTOR_ALIASES.get(instr, instr)
     cycles = costs.vector_cycles(soc_name, priced, dtypes, elements)
     ideal = float(costs.default_repeat(dtypes, elements))
-    return (RUN, PIPE["V"], cycles, 0, 0.0, 0.0, cycles, f"{instr} {dtypes} x{elements}", float(elements), ideal)
+    return (RUN, PIPE["V"], cycles, 0, 0.0, 0.0, cycles, f"{instr} {dtypes} x{elements}", float(elements), ideal, 0, -1)
 
 
 def touched(body: tuple) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:

@@ -8,14 +8,16 @@ size, the weight blob at the weight region's base. A run then:
 2. executes the task list (an `Execution`, a task at a time, so that several models
    can interleave on one chip). Each stream runs its tasks in list order; of the
    streams that can go on, the one whose next task is ready first goes next (ties:
-   the lower stream), so tasks start in time order and the cores and the GM
-   bandwidth (a `timing.GmLedger` per run, or per chip) go first come, first served:
+   the lower stream), so tasks start in time order and the cores, the GM
+   bandwidth (a `timing.GmLedger` per run, or per chip) and the L2 cache (`ge.sim.l2`,
+   unless the run config's l2_cache is off) go first come, first served:
    - MEMCPY_ASYNC H2D copies a graph input into its buffer. Inputs of at most
      `input_fusion_size` bytes go in one fused copy, the first of their tasks
      moving them all (one latency for them all) and the others costing nothing;
    - KERNEL reads its inputs through its argument addresses when it starts,
      computes (`ge.sim.kernels`), and writes its outputs when its last block ends;
-     its blocks run on the cores (`ge.sim.timing`);
+     its blocks run on the cores (`ge.sim.timing`), its GM reads that L2 serves
+     through the L2's bandwidth, the rest and its writes through GM's;
    - KERNEL_EX (an AI CPU kernel) computes the same way and runs on one AI CPU core
      (`aicpu_cycles`: the SoC's AI CPU launch, then its arguments' bytes and elements
      at one core's rates), of the `aicpu_parallel` the model allows at once (at most
@@ -106,6 +108,7 @@ from ge.core.files import FileError
 from ge.core.limits import check_host_allocation
 from ge.sim.config import RunConfig
 from ge.sim import program, timing
+from ge.sim.l2 import L2
 from ge.sim.debug import check_oom, dump_exception, exception_dump_dir, largest_writes
 from ge.sim.dump import Overflow, Watch
 from ge.sim.kernels import Layout, Numerics
@@ -293,14 +296,18 @@ class Runtime:
     def run(self, inputs: Mapping[str, np.ndarray] | None = None, synced_us: float = 0.0) -> RunOutput:
         """Run the model once: `inputs` by name (optional when timing only, checked if given);
         `synced_us` of the host's stream synchronisation have gone on earlier iterations."""
-        execution = self.start(inputs, timing.GmLedger(timing.chip_gm_bytes_per_cycle(self.soc)), synced_us)
+        ledger = timing.GmLedger(timing.chip_gm_bytes_per_cycle(self.soc))
+        execution = self.start(inputs, ledger, synced_us, L2.of(self.soc) if self.config.l2_cache else None)
         while execution.next_time() is not None:
             execution.step()
         return execution.finish()
 
-    def start(self, inputs: Mapping[str, np.ndarray] | None, ledger: timing.GmLedger, synced_us: float = 0.0) -> Execution:
+    def start(
+        self, inputs: Mapping[str, np.ndarray] | None, ledger: timing.GmLedger, synced_us: float = 0.0, l2: L2 | None = None
+    ) -> Execution:
         """A run of the model, ready to go task by task, its GM traffic through `ledger`
-        (shared with whatever else runs on the chip meanwhile)."""
+        and, with `l2`, through the chip's L2 cache (both shared with whatever else runs
+        on the chip meanwhile)."""
         numerics = not self.config.timing_only
         self._check_blocks()
         if numerics:
@@ -316,7 +323,7 @@ class Runtime:
                 self.check_inputs(inputs)
             data, memory, watch = [], None, None
         self.step += 1
-        return Execution(self, _State(memory, watch), data, ledger, Timeouts.of(self.config, self.soc.clock_mhz, synced_us))
+        return Execution(self, _State(memory, watch), data, ledger, Timeouts.of(self.config, self.soc.clock_mhz, synced_us), l2)
 
     def _check_blocks(self) -> None:
         """Refuse a run that would place more than `RUN_BLOCKS` blocks, before placing any."""
@@ -338,13 +345,21 @@ class Runtime:
 
     def _kernel(
         self, task: KernelTask, index: int, now: float, stream: int, state: _State, cores: timing.Cores,
-        ledger: timing.GmLedger, records: list[TaskRecord], trace: bool, limits: Timeouts,
+        ledger: timing.GmLedger, records: list[TaskRecord], trace: bool, limits: Timeouts, l2: L2 | None,
     ) -> float:
         header = self.kernels[task.kernel].header
         kind = header.core_type if self.cores.get(header.core_type) else "AiCore"
         block = self.block_timing(task.kernel)
         ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
-        placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger)
+        read = task.block_dim * block.gm_read
+        hits = resident = 0.0
+        if l2 is not None:
+            args = block.arg_reads
+            per_input = [task.block_dim * (args[i] if i < len(args) else 0.0) for i in range(len(task.inputs))] if args else None
+            served = l2.kernel([(a.addr, a.size) for a in task.inputs], [(a.addr, a.size) for a in task.outputs], read, per_input)
+            hits, resident = served.hits, served.resident
+        hit = hits / read if read > 0 else 0.0
+        placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger, l2.ledger if l2 is not None else None, hit)
         limits.kernel(index, task.name, placed.end - now)
         writes = self._execute(task, index, state.memory)
         if state.memory is not None:
@@ -357,7 +372,7 @@ class Runtime:
                 index, task.KIND, stream, task.name, now, placed.end, op_type="+".join(header.op_types),
                 kernel=task.kernel, core_type=kind, block_dim=task.block_dim, blocks=placed.blocks,
                 block_timing=self.block_timing(task.kernel, True) if trace else block, stretch=placed.stretch,
-                nbytes=sum(a.size for a in (*task.inputs, *task.outputs)),
+                nbytes=sum(a.size for a in (*task.inputs, *task.outputs)), l2_hits=hits, l2_resident=resident,
             )
         )
         return placed.end
@@ -466,6 +481,7 @@ class Runtime:
             records=records,
             batch=_batch(self.model.inputs),
             pipes=trace,
+            l2_cache=self.config.l2_cache,
         )
 
 
@@ -476,8 +492,11 @@ class Execution:
     Each stream runs its tasks in list order; of the streams that can go on, the one
     whose next task is ready first goes next (ties: the lower stream)."""
 
-    def __init__(self, runtime: Runtime, state: _State, data: list[np.ndarray], ledger: timing.GmLedger, limits: Timeouts):
+    def __init__(
+        self, runtime: Runtime, state: _State, data: list[np.ndarray], ledger: timing.GmLedger, limits: Timeouts, l2: L2 | None = None
+    ):
         self.runtime = runtime
+        self.l2 = l2
         self.limits = limits
         self.state = state
         self.data = data
@@ -534,7 +553,7 @@ class Execution:
         elif isinstance(task, AicpuTask):
             end = runtime._aicpu(task, index, now, s, state, self.aicpu, records, self.limits)
         elif isinstance(task, KernelTask):
-            end = runtime._kernel(task, index, now, s, state, self.cores, self.ledger, records, self.trace, self.limits)
+            end = runtime._kernel(task, index, now, s, state, self.cores, self.ledger, records, self.trace, self.limits, self.l2)
         elif isinstance(task, MemcpyTask):
             end = runtime._memcpy(task, index, now, s, state, self.data, self.outputs, self.copies, self.copied, records)
         elif isinstance(task, DeviceCopyTask):

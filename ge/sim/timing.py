@@ -39,6 +39,9 @@ unstretched cycles); from its start it gets, piece by piece of time, that rate o
 what the phases placed before it left over, whichever is less, and is stretched
 until its bytes are through; what it got is then reserved. A phase alone on the
 chip is stretched exactly to bytes / chip rate when that is longer than its blocks.
+With the L2 cache (`ge.sim.l2`), the reads L2 serves go through a second ledger at
+the chip's L2 bandwidth instead of GM's, and a phase takes the longer of the two
+grants.
 
 Host and runtime costs are explicit constants below (in microseconds): they are
 estimates of CANN's sink-mode runtime on these parts, not measurements, and every
@@ -135,12 +138,19 @@ class BlockTiming:
     """Operations for a roofline: 2 per cube MAC, 1 per vector element (`ge.sim.program`)."""
     vector_ideal: float = 0.0
     """Cycles the vector instructions take at the unit's peak (a 256-byte repeat a cycle)."""
+    gm_read: float = 0.0
+    """The bytes of `gm_bytes` read from GM (the rest are written): what L2 may serve."""
+    phase_gm_read: tuple[float, ...] = ()
+    """`gm_read` by phase."""
+    arg_reads: tuple[float, ...] = ()
+    """`gm_read` by the kernel argument read (the program's block arguments, in order);
+    reads of no known argument are in `gm_read` only."""
 
 
 class _Block:
     """The pipes of one block while its program runs."""
 
-    def __init__(self, trace: bool):
+    def __init__(self, trace: bool, args: int):
         n = len(PIPE)
         self.t = [0.0] * n
         self.win: list[deque[float]] = [deque(maxlen=QUEUE_DEPTH) for _ in range(n)]
@@ -153,8 +163,10 @@ class _Block:
         self.executed = 0.0
         self.ops = 0.0
         self.vector_ideal = 0.0
+        self.gm_read = 0.0
+        self.arg_reads = [0.0] * args
         self.spans: list[Span] | None = [] if trace else None
-        self.phase_ends: list[tuple[float, float]] = []
+        self.phase_ends: list[tuple[float, float, float]] = []
 
     # ------------------------------------------------------------ instructions
 
@@ -181,7 +193,7 @@ class _Block:
                 for p in range(len(t)):
                     t[p] = end
                 if top:
-                    self.phase_ends.append((end, self.gm_bytes))
+                    self.phase_ends.append((end, self.gm_bytes, self.gm_read))
                 continue
             pipe = ins[1]
             issue = self._issue(pipe)
@@ -196,6 +208,9 @@ class _Block:
                 self.vector += ins[6]
                 self.ops += ins[8]
                 self.vector_ideal += ins[9]
+                self.gm_read += ins[10]
+                if ins[11] >= 0:
+                    self.arg_reads[ins[11]] += ins[10]
                 if self.spans is not None:
                     self.spans.append(Span(pipe, start, start + cost, ins[7]))
             elif op == SET:
@@ -222,7 +237,7 @@ class _Block:
         present = tuple(k in self.flags for k in keys)
         values.extend(self.flags[k] for k, here in zip(keys, present) if here)
         shape = (tuple(len(self.win[p]) for p in pipes), present)
-        counters = [*self.busy, self.gm_bytes, self.gm_ideal, self.cube, self.vector, self.executed, self.ops, self.vector_ideal]
+        counters = [*self.busy, self.gm_bytes, self.gm_ideal, self.cube, self.vector, self.executed, self.ops, self.vector_ideal, self.gm_read, *self.arg_reads]
         return shape, values, counters
 
     def _shift(self, pipes: tuple[int, ...], keys: tuple, deltas: list[float]) -> None:
@@ -249,6 +264,9 @@ class _Block:
         self.executed += counters[n + 4]
         self.ops += counters[n + 5]
         self.vector_ideal += counters[n + 6]
+        self.gm_read += counters[n + 7]
+        for i, read in enumerate(counters[n + 8 :]):
+            self.arg_reads[i] += read
 
     def loop(self, trips: int, body: tuple, pipes: tuple[int, ...], keys: tuple) -> None:
         history = [self._state(pipes, keys)]
@@ -311,15 +329,16 @@ def _period(history: list) -> tuple[int, list[float]] | None:
 
 def time_block(program: tuple, trace: bool = False) -> BlockTiming:
     """The timing of one block running `program` (as `ge.sim.program` decodes it)."""
-    block = _Block(trace)
+    block = _Block(trace, _arg_count(program))
     block.run(program, top=True)
     end = max(block.t)
-    marks = [*block.phase_ends, (end, block.gm_bytes)]
-    phases, gm, last_t, last_gm = [], [], 0.0, 0.0
-    for t, g in marks:
+    marks = [*block.phase_ends, (end, block.gm_bytes, block.gm_read)]
+    phases, gm, read, last_t, last_gm, last_read = [], [], [], 0.0, 0.0, 0.0
+    for t, g, r in marks:
         phases.append(t - last_t)
         gm.append(g - last_gm)
-        last_t, last_gm = t, g
+        read.append(r - last_read)
+        last_t, last_gm, last_read = t, g, r
     return BlockTiming(
         cycles=end,
         phases=tuple(phases),
@@ -333,7 +352,21 @@ def time_block(program: tuple, trace: bool = False) -> BlockTiming:
         spans=tuple(block.spans) if block.spans is not None else None,
         ops=block.ops,
         vector_ideal=block.vector_ideal,
+        gm_read=block.gm_read,
+        phase_gm_read=tuple(read),
+        arg_reads=tuple(block.arg_reads),
     )
+
+
+def _arg_count(program: tuple) -> int:
+    """One more than the highest kernel argument a copy of `program` reads (0: none known)."""
+    count = 0
+    for ins in program:
+        if ins[0] == RUN:
+            count = max(count, ins[11] + 1)
+        elif ins[0] == LOOP:
+            count = max(count, _arg_count(ins[2]))
+    return count
 
 
 # ------------------------------------------------------------------------- cores
@@ -460,22 +493,32 @@ class GmLedger:
         return i + 1
 
 
-def run_kernel(cores: Cores, kind: str, ready: float, block_dim: int, timing: BlockTiming, ledger: GmLedger) -> KernelRun:
+def run_kernel(
+    cores: Cores, kind: str, ready: float, block_dim: int, timing: BlockTiming, ledger: GmLedger,
+    l2: GmLedger | None = None, hit: float = 0.0,
+) -> KernelRun:
     """Place a kernel's blocks from `ready` on, phase after phase, each phase's GM bytes
-    through the chip's bandwidth (`ledger`)."""
+    through the chip's bandwidth (`ledger`); with an L2 (`ge.sim.l2`), the fraction `hit`
+    of its GM reads goes through the L2's bandwidth (`l2`) instead."""
     count = cores.counts[kind]
     waves = math.ceil(block_dim / count)
     t = ready
     placed: list[Placed] = []
     stretch = 1.0
-    for i, (cycles, gm) in enumerate(zip(timing.phases, timing.phase_gm_bytes)):
+    reads = timing.phase_gm_read or (0.0,) * len(timing.phases)
+    for i, (cycles, gm, read) in enumerate(zip(timing.phases, timing.phase_gm_bytes, reads)):
         natural = waves * cycles
         start = max(t, cores.first_free(kind))
-        grant = ledger.offer(start, natural, block_dim * gm)
-        factor = grant.cycles / natural if natural > 0 and grant.cycles > natural else 1.0
+        hits = block_dim * hit * read
+        grants = [(ledger, ledger.offer(start, natural, block_dim * gm - hits))]
+        if l2 is not None and hits > 0:
+            grants.append((l2, l2.offer(start, natural, hits)))
+        longest = max(grant.cycles for _, grant in grants)
+        factor = longest / natural if natural > 0 and longest > natural else 1.0
         stretch = max(stretch, factor)
         blocks = cores.place(kind, t, block_dim, cycles * factor, i)
         t = max(b.end for b in blocks)
-        ledger.reserve(grant, t)
+        for level, grant in grants:
+            level.reserve(grant, t)
         placed += blocks
     return KernelRun(tuple(placed), ready, t, stretch)

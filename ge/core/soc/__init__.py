@@ -4,10 +4,11 @@
     profile = soc.load("Ascend310P3")        # a frozen SocProfile
     profile.ub_bytes, profile.align("ub", 100) == 128
 
-Each file holds one part's AI core counts, clock, buffer sizes, GM rate, cube
-shapes, vector rate, event ids, alignments, FIX pipe, the aicore_num values a
-virtual instance may have, its device memory and its AI CPU engine (`AicpuProfile`:
-the cost model of KERNEL_EX tasks), plus a `source` object saying where each number
+Each file holds one part's AI core counts, clock, buffer sizes, GM rate, L2 read
+rate (the simulator's L2 cache; an estimate, its source says so), cube shapes,
+vector rate, event ids, alignments, FIX pipe, the aicore_num values a virtual
+instance may have, its device memory and its AI CPU engine (`AicpuProfile`: the
+cost model of KERNEL_EX tasks), plus a `source` object saying where each number
 comes from. Device memory (one chip, as its usual card ships it):
 
     Ascend310     8 GiB LPDDR4X   Atlas 200 module / Atlas 300I (model 3000), per chip
@@ -78,6 +79,8 @@ class SocProfile:
     ub_bytes: int
     l2_bytes: int
     gm_bytes_per_cycle: float
+    l2_bytes_per_cycle: float
+    """What one core reads from L2 per cycle; the chip's L2 bandwidth is `ai_cores` times it."""
     cube: tuple[tuple[str, CubeShape], ...]
     vector_bytes_per_cycle: int
     event_ids: int
@@ -134,6 +137,7 @@ def _profile(doc: dict) -> SocProfile:
         ub_bytes=buffers["ub"],
         l2_bytes=buffers["l2"],
         gm_bytes_per_cycle=doc["gm_bytes_per_cycle"],
+        l2_bytes_per_cycle=doc["l2_bytes_per_cycle"],
         cube=tuple((dtype, CubeShape(*mkn)) for dtype, mkn in doc["cube"].items()),
         vector_bytes_per_cycle=doc["vector_bytes_per_cycle"],
         event_ids=doc["event_ids"],

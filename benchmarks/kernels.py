@@ -1,0 +1,171 @@
+"""The kernels against the chip's limits: one table per SoC of what the simulator
+says the models take, with the L2 cache and without.
+
+For each model (ResNet-50 at batch 1, MobileNetV2 at batch 4, BERT-base at
+sequence 128 and batch 1, from `ge.testing.real_models`) and SoC, compiled with
+the default options and run timing only:
+
+- latency (us) with the L2 cache (`ge.sim.l2`) and without it (`l2_cache=False`);
+- the kernels' time over their roofline bounds, summed over every kernel task
+  (`Profile.roofline_ratio`: 1.0 would be every kernel at the bound of the level
+  each of its bytes comes from);
+- the cube's busy share of the chip's peak over the latency (`cube_peak_fraction`);
+- the bytes the kernels moved through GM with L2 and without, the reads L2 served,
+  and the compulsory bytes (every kernel's arguments, each read or written once).
+
+The issue's goals (#15): kernel time within 1.5x of the roofline sum, GM bytes with
+L2 off within 1.3x of the compulsory bytes. Compiled models are cached in the
+model cache's kernels/ folder. `--readme` writes the tables into the kernels
+section of benchmarks/README.md (between its two markers).
+
+    .venv/bin/python benchmarks/kernels.py [--only resnet50_b1] [--soc Ascend310P3] [--readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import onnx
+
+import ge
+from ge.session import Session
+from ge.sim.config import RunConfig
+from ge.sim.profile import Profile
+from ge.testing.real_models import CACHE_DIR, model_path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "benchmarks" / "README.md"
+BEGIN, END = "<!-- kernels.py results -->", "<!-- end kernels.py results -->"
+CACHE = CACHE_DIR / "kernels"
+SOCS = ("Ascend310P3", "Ascend910B1")
+ROOFLINE_GOAL = 1.5
+GM_GOAL = 1.3
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    model: str
+    batch: int
+
+
+CASES = (Case("resnet50_b1", "resnet50", 1), Case("mobilenet_v2_b4", "mobilenet_v2", 4), Case("bert_base_b1", "bert_base", 1))
+
+
+def onnx_file(case: Case) -> Path:
+    """The model's ONNX file, with its batch set to the case's (the vision models have no
+    batch-dependent constant)."""
+    path = model_path(case.model)
+    if case.batch == 1:
+        return path
+    out = CACHE / f"{path.stem}-b{case.batch}.onnx"
+    if not out.exists():
+        model = onnx.load(str(path))
+        for value in (*model.graph.input, *model.graph.output):
+            value.type.tensor_type.shape.dim[0].dim_value = case.batch
+        CACHE.mkdir(parents=True, exist_ok=True)
+        onnx.save(model, str(out))
+    return out
+
+
+def compiled(case: Case, soc: str) -> Path:
+    path = CACHE / f"{case.name}-{soc}.om"
+    source = onnx_file(case)
+    if not path.exists() or path.stat().st_mtime < source.stat().st_mtime:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        ge.compile(source, {"soc_version": soc}).save(path)
+        print(f"compiled {case.name} for {soc} in {time.perf_counter() - started:.0f} s")
+    return path
+
+
+@dataclass(frozen=True)
+class Row:
+    case: Case
+    on: Profile
+    off: Profile
+
+    def cells(self) -> list[str]:
+        on, off = self.on, self.off
+        gm_on, l2 = on.traffic()
+        gm_off, _ = off.traffic()
+        compulsory = off.compulsory_bytes()  # each argument once, at most what was moved: without L2, all of it through GM
+        return [
+            self.case.model, str(self.case.batch), str(len(on.kernels())),
+            f"{on.latency_us:,.0f}", f"{off.latency_us:,.0f}",
+            f"{on.roofline_ratio():.2f}", f"{off.roofline_ratio():.2f}",
+            f"{on.cube_peak_fraction():.1%}", f"{off.cube_peak_fraction():.1%}",
+            _mb(gm_on), _mb(gm_off), _mb(l2), _mb(compulsory), f"{gm_off / compulsory:.2f}",
+        ]  # fmt: skip
+
+
+HEADER = (
+    "| model | batch | kernels | latency us, L2 | latency us, no L2 | kernel time / roofline, L2 | no L2 | cube of peak, L2 | no L2 "
+    "| GM MB, L2 | GM MB, no L2 | L2 hits MB | compulsory MB | GM no L2 / compulsory |"
+)
+
+
+def measure(case: Case, soc: str) -> Row:
+    om = compiled(case, soc)
+    on = Session(RunConfig(timing_only=True)).run(om).profile
+    off = Session(RunConfig(timing_only=True, l2_cache=False)).run(om).profile
+    return Row(case, on, off)
+
+
+def tables(rows: dict[str, list[Row]]) -> list[str]:
+    lines = []
+    for soc, soc_rows in rows.items():
+        lines += ["", f"#### {soc}", "", HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
+        lines += ["| " + " | ".join(row.cells()) + " |" for row in soc_rows]
+    return lines
+
+
+def notes(rows: dict[str, list[Row]]) -> list[str]:
+    all_rows = [row for soc_rows in rows.values() for row in soc_rows]
+    within = sum(row.on.roofline_ratio() <= ROOFLINE_GOAL for row in all_rows)
+    gm = sum(row.off.traffic()[0] <= GM_GOAL * row.off.compulsory_bytes() for row in all_rows)
+    return [
+        "",
+        (
+            f"- Goals (#15): kernel time within {ROOFLINE_GOAL}x of the roofline sum on {within} of {len(all_rows)} rows; "
+            f"GM bytes with L2 off within {GM_GOAL}x of the compulsory bytes on {gm} of {len(all_rows)}."
+        ),
+        f"- Measured {date.today().isoformat()}, timing only, default options (force_fp16).",
+    ]
+
+
+def write_readme(lines: list[str]) -> None:
+    text = README.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{README} has no '{BEGIN}' ... '{END}' markers to write between")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(head + BEGIN + "\n" + "\n".join(lines).lstrip("\n") + "\n" + END + tail)
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:,.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", help="case names to run (default all)")
+    parser.add_argument("--soc", action="append", help=f"SoCs (default {', '.join(SOCS)})")
+    parser.add_argument("--readme", action="store_true", help="write the tables into benchmarks/README.md")
+    args = parser.parse_args()
+    cases = [c for c in CASES if not args.only or c.name in args.only]
+    rows: dict[str, list[Row]] = {}
+    for soc in args.soc or SOCS:
+        rows[soc] = [measure(case, soc) for case in cases]
+    lines = tables(rows) + notes(rows)
+    print("\n".join(lines))
+    if args.readme:
+        write_readme(lines)
+
+
+if __name__ == "__main__":
+    main()

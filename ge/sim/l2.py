@@ -1,0 +1,147 @@
+"""The chip's L2 cache during a run: which bytes of device memory it holds, and
+how much of each kernel task's GM reads it serves.
+
+Every AI core reads GM through the chip's L2 (`SocProfile.l2_bytes`). The model is
+an LRU over address ranges, kept at the granularity of a kernel task's arguments:
+
+- when a kernel task starts, the bytes of each input already in L2 are hits for
+  every read of them; the bytes not in L2 are read from GM once, and their further
+  reads (the tiling re-reading weight or activation tiles) are hits when the task's
+  inputs and outputs fit in L2 together, misses otherwise (a working set larger
+  than L2 thrashes an LRU);
+- each input's reads are those of the program's copies from its GM buffer
+  (`BlockTiming.arg_reads`; where a program does not say, the task's reads are
+  shared among its inputs by size); its reads of its own outputs and workspace
+  (bytes it wrote) are hits when its working set fits;
+- after it, its inputs are the most recently used, then its outputs: a write
+  allocates its bytes in L2 (the consumer of a feature map finds it there) and
+  goes through to GM (write-through: every write is charged to GM bandwidth);
+- a range written or read again replaces whatever it overlaps; the least
+  recently used ranges leave while the held bytes exceed the size; a range larger
+  than L2 streams through it: it flushes everything and stays in none of it (an
+  LRU read front to back again evicts its tail before reaching it).
+
+Hits take the chip's L2 bandwidth (`ai_cores * l2_bytes_per_cycle`) through their
+own `timing.GmLedger`; misses and writes take GM's. A core's copy costs (latency,
+its MTE2 rate) are the same from L2 as from GM: the calibrated single-core
+transfers likely read L2-resident buffers already.
+
+Not modelled: cache lines, sets and ways (any range fits anywhere); the order of
+reads inside a kernel (a re-read's hit depends only on the working set); dirty
+write-back (writes never stay only in L2, and a feature map that dies in L2 is
+still written to GM); host copies (an H2D input is not in L2, a D2H read does not
+touch it); L2 left warm by an earlier run (each run starts with an empty L2); the
+L2's own latency; the 910B's partitioning of L2 among its dies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ge.core.soc import SocProfile
+from ge.sim import timing
+
+
+def chip_l2_bytes_per_cycle(profile: SocProfile) -> float:
+    """L2 read bandwidth of the whole chip, in bytes per cycle."""
+    return profile.ai_cores * profile.l2_bytes_per_cycle
+
+
+@dataclass(frozen=True)
+class Reads:
+    """How a kernel task's GM reads split between L2 and GM."""
+
+    hits: float
+    """Read bytes L2 served."""
+    resident: float
+    """Bytes of its inputs in L2 when it started: its compulsory reads from L2."""
+
+
+class L2Cache:
+    """An LRU over byte ranges of device memory, `capacity` bytes in all."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._ranges: list[list[int]] = []
+        """[start, end, last use], in no order."""
+        self._clock = 0
+        self.held = 0
+
+    def resident(self, start: int, end: int) -> int:
+        """Bytes of [start, end) in L2."""
+        return sum(max(0, min(end, hi) - max(start, lo)) for lo, hi, _ in self._ranges)
+
+    def kernel(
+        self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]], read_bytes: float,
+        input_reads: Sequence[float] | None = None,
+    ) -> Reads:
+        """A kernel task reading `read_bytes` in all, `input_reads[i]` of them from input i
+        (None: unknown, shared among the inputs by size), and writing its outputs ((address,
+        size) each): what L2 served; then the task's ranges are in L2."""
+        sizes = sum(size for _, size in inputs)
+        fits = sizes + sum(size for _, size in outputs) <= self.capacity
+        if input_reads is None:
+            input_reads = [read_bytes * size / sizes for _, size in inputs] if sizes > 0 else [0.0] * len(inputs)
+        hits = resident = 0.0
+        for (addr, size), reads in zip(inputs, input_reads):
+            if size <= 0:
+                continue
+            held = self.resident(addr, addr + size)
+            rereads = max(0.0, reads - size) if fits else 0.0
+            hits += reads * held / size + rereads * (size - held) / size
+            resident += held
+        if fits:
+            hits += read_bytes - sum(input_reads)  # its reads of its own outputs and workspace: bytes it wrote
+        for addr, size in (*inputs, *outputs):
+            self.touch(addr, addr + size)
+        return Reads(min(max(hits, 0.0), read_bytes), resident)
+
+    def touch(self, start: int, end: int) -> None:
+        """[start, end) becomes the most recently used range (one larger than L2 flushes it)."""
+        if end <= start:
+            return
+        if end - start > self.capacity:
+            self._ranges, self.held = [], 0
+            return
+        kept = []
+        for lo, hi, used in self._ranges:
+            if hi <= start or end <= lo:
+                kept.append([lo, hi, used])
+                continue
+            if lo < start:
+                kept.append([lo, start, used])
+            if end < hi:
+                kept.append([end, hi, used])
+        self._clock += 1
+        kept.append([start, end, self._clock])
+        self._ranges = kept
+        self.held = sum(hi - lo for lo, hi, _ in kept)
+        while self.held > self.capacity:
+            oldest = min(self._ranges, key=lambda r: r[2])
+            self._ranges.remove(oldest)
+            self.held -= oldest[1] - oldest[0]
+
+
+@dataclass(frozen=True)
+class L2:
+    """The chip's L2 during a run: its contents and its bandwidth over time, shared
+    (like GM's) by everything on the chip; `base` places one model's device memory
+    among the others' (models run side by side have address spaces of their own)."""
+
+    cache: L2Cache
+    ledger: timing.GmLedger
+    base: int = 0
+
+    @classmethod
+    def of(cls, profile: SocProfile) -> L2:
+        """An empty L2 of the part."""
+        return cls(L2Cache(profile.l2_bytes), timing.GmLedger(chip_l2_bytes_per_cycle(profile)))
+
+    def kernel(
+        self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]], read_bytes: float,
+        input_reads: Sequence[float] | None = None,
+    ) -> Reads:
+        """`L2Cache.kernel` at this model's addresses."""
+        base = self.base
+        return self.cache.kernel([(base + a, n) for a, n in inputs], [(base + a, n) for a, n in outputs], read_bytes, input_reads)
