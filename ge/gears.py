@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import os
 import re
 import time
@@ -39,7 +40,16 @@ from dialects.shapes import DYN, Shape
 from ge.core.errors import ModelError, OptionError
 from ge.core.gear_options import gear_option, parse_gears
 from ge.core.options import CompileOptions
-from ge.om import REGION_ORDER, Arg, MemoryPlan, Model, Placement, Region, TensorDesc, Task
+from ge.om import (
+    REGION_ORDER,
+    Arg,
+    MemoryPlan,
+    Model,
+    Placement,
+    Region,
+    Task,
+    TensorDesc,
+)
 from ge.om.gears import Gear, describe
 
 GearShapes = dict[str, tuple[int, ...]]
@@ -229,7 +239,7 @@ def _shared_kernels(built: Sequence[Model]) -> tuple[str, list[dict[str, str]]]:
     for i, m in enumerate(built):
         starts = [match.start() for match in _KERNEL.finditer(m.kernels)] + [len(m.kernels)]
         renamed: dict[str, str] = {}
-        for a, b in zip(starts, starts[1:]):
+        for a, b in itertools.pairwise(starts):
             chunk = m.kernels[a:b]
             name = _KERNEL.match(chunk).group(1)  # type: ignore[union-attr]
             body = chunk.replace(f"@{name} ", "@ ", 1)

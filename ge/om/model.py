@@ -423,7 +423,7 @@ def _gears(data: object, model: Model, soc: socs.SocProfile) -> tuple[Gear, ...]
         _descs([t.to_json() for t in gear.outputs], f"{at}.outputs", gear.memory, soc)
         gears.append(gear)
         _check_tasks(dataclasses.replace(model, inputs=gear.inputs, outputs=gear.outputs, memory=gear.memory,
-                                         streams=gear.streams, events=gear.events, tasks=gear.tasks))
+                                         streams=gear.streams, events=gear.events, tasks=gear.tasks), f"{at}.")
     return tuple(gears)
 
 
@@ -478,13 +478,14 @@ def _descs(data: object, where: str, memory: MemoryPlan, soc: socs.SocProfile) -
     return descs
 
 
-def _check_tasks(model: Model) -> None:
-    """Every task's stream, event, port, tensor, addresses and kernel exist in the model."""
+def _check_tasks(model: Model, prefix: str = "") -> None:
+    """Every task's stream, event, port, tensor, addresses and kernel exist in the model
+    (`prefix` names the gear whose tasks they are)."""
     kernels = set(_KERNEL_NAME.findall(model.kernels))
     ports = {Direction.H2D: len(model.inputs), Direction.D2H: len(model.outputs)}
     tensors = len(model.memory.placements)
     for i, task in enumerate(model.tasks):
-        at = f"tasks[{i}]"
+        at = f"{prefix}tasks[{i}]"
         integer(task.stream, f"{at}.stream", 0, model.streams - 1, f" (the model has {model.streams} streams)")
         args: tuple[Arg, ...] = ()
         if isinstance(task, EventRecordTask | EventWaitTask):
