@@ -10,10 +10,8 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from ge.core.errors import InputError, OptionError
@@ -23,82 +21,13 @@ from ge.om import KernelTask, Region
 from ge.om.model import OmError
 from ge.session import Session
 from ge.sim import timing
+from ge.testing.gear_models import bert_like, bert_like_inputs, with_dynamic_dims
 
 RESNET = DEMO_MODELS[0].path
 BATCHES = (1, 2, 4)
 SEQS = (8, 16, 32)
 TOLERANCE = {"rtol": 2e-2, "atol": 2e-2}
 """float16 compute (force_fp16) against onnxruntime's float32."""
-
-
-def bert_like(path: Path, hidden: int = 32, vocab: int = 50) -> Path:
-    """A one-layer BERT-like encoder whose inputs have a dynamic sequence length
-    ('seq'): embedding, LayerNorm, single-head attention with a mask, residual."""
-    rng = np.random.default_rng(0)
-
-    def weight(name: str, *shape: int) -> onnx.TensorProto:
-        return numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name)
-
-    nodes = [
-        helper.make_node("Gather", ["emb", "input_ids"], ["x"], name="embed"),
-        helper.make_node("LayerNormalization", ["x", "ln_g", "ln_b"], ["h"], name="ln", axis=-1, epsilon=1e-5),
-        helper.make_node("MatMul", ["h", "wq"], ["q"], name="q"),
-        helper.make_node("MatMul", ["h", "wk"], ["k"], name="k"),
-        helper.make_node("MatMul", ["h", "wv"], ["v"], name="v"),
-        helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 2, 1]),
-        helper.make_node("MatMul", ["q", "kt"], ["s"], name="scores"),
-        helper.make_node("Mul", ["s", "scale"], ["ss"], name="scale_mul"),
-        helper.make_node("Unsqueeze", ["attention_mask", "axis1"], ["m"], name="mask_unsqueeze"),
-        helper.make_node("Add", ["ss", "m"], ["sm"], name="mask_add"),
-        helper.make_node("Softmax", ["sm"], ["p"], name="softmax", axis=-1),
-        helper.make_node("MatMul", ["p", "v"], ["a"], name="context"),
-        helper.make_node("Add", ["a", "h"], ["last_hidden_state"], name="residual"),
-    ]
-    inits = [
-        weight("emb", vocab, hidden), weight("wq", hidden, hidden), weight("wk", hidden, hidden), weight("wv", hidden, hidden),
-        numpy_helper.from_array(np.ones(hidden, np.float32), "ln_g"), numpy_helper.from_array(np.zeros(hidden, np.float32), "ln_b"),
-        numpy_helper.from_array(np.array(hidden**-0.5, np.float32), "scale"), numpy_helper.from_array(np.array([1], np.int64), "axis1"),
-    ]
-    graph = helper.make_graph(
-        nodes, "bert_like",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "seq"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.FLOAT, [1, "seq"])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, "seq", hidden])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
-
-
-def resnet_dynamic(path: Path) -> Path:
-    """The bundled tiny ResNet with its batch dim dynamic in the file ('N')."""
-    model = onnx.load(RESNET)
-    for value in (*model.graph.input, *model.graph.output):
-        value.type.tensor_type.shape.dim[0].dim_param = "N"
-    del model.graph.value_info[:]
-    onnx.save(model, path)
-    return path
-
-
-def resnet_dynamic_hw(tmp_path: Path) -> Path:
-    """The tiny ResNet with H and W dynamic, for onnxruntime to run other image sizes."""
-    model = onnx.load(RESNET)
-    for d in (2, 3):
-        model.graph.input[0].type.tensor_type.shape.dim[d].dim_param = f"d{d}"
-    del model.graph.value_info[:]
-    path = tmp_path / "resnet_hw.onnx"
-    onnx.save(model, path)
-    return path
-
-
-def bert_feeds(seq: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seq)
-    mask = np.zeros((1, seq), np.float32)
-    mask[0, seq * 3 // 4 :] = -1e4
-    return {"input_ids": rng.integers(0, 50, (1, seq)).astype(np.int64), "attention_mask": mask}
 
 
 def onnxruntime(path: str | Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -147,7 +76,7 @@ def bert_gears(bert_path: Path) -> ge.Model:
 
 @pytest.mark.slow
 def test_resnet_batch_gears_equal_onnxruntime(resnet_gears: ge.Model, tmp_path: Path) -> None:
-    path = resnet_dynamic(tmp_path / "resnet_n.onnx")
+    path = with_dynamic_dims(RESNET, tmp_path / "resnet_n.onnx", {0: "N"})
     session = Session()
     rng = np.random.default_rng(1)
     for b in BATCHES:
@@ -160,7 +89,7 @@ def test_resnet_batch_gears_equal_onnxruntime(resnet_gears: ge.Model, tmp_path: 
 def test_bert_dims_gears_equal_onnxruntime(bert_gears: ge.Model, bert_path: Path) -> None:
     session = Session()
     for seq in SEQS:
-        feeds = bert_feeds(seq)
+        feeds = bert_like_inputs(seq)
         result = session.run(bert_gears, feeds)
         (expected,) = onnxruntime(bert_path, feeds)
         assert result.outputs["last_hidden_state"].shape == (1, seq, 32)
@@ -169,7 +98,7 @@ def test_bert_dims_gears_equal_onnxruntime(bert_gears: ge.Model, bert_path: Path
 
 def test_model_dynamic_dims_count_as_minus_one(tmp_path: Path) -> None:
     """A model whose file declares the batch dynamic needs no --input_shape."""
-    path = resnet_dynamic(tmp_path / "resnet_n.onnx")
+    path = with_dynamic_dims(RESNET, tmp_path / "resnet_n.onnx", {0: "N"})
     model = ge.compile(path, {"dynamic_batch_size": "1,3"})
     assert [g.shapes for g in model.gears] == [{"input": (1, 3, 32, 32)}, {"input": (3, 3, 32, 32)}]
     x = np.random.default_rng(2).standard_normal((3, 3, 32, 32)).astype(np.float32)
@@ -182,7 +111,7 @@ def test_image_size_gears(tmp_path: Path) -> None:
     assert [g.shapes["input"] for g in model.gears] == [(1, 3, 32, 32), (1, 3, 48, 64)]
     x = np.random.default_rng(3).standard_normal((1, 3, 48, 64)).astype(np.float32)
     result = Session().run(model, {"input": x})
-    np.testing.assert_allclose(result.outputs["logits"], onnxruntime(resnet_dynamic_hw(tmp_path), {"input": x})[0], **TOLERANCE)
+    np.testing.assert_allclose(result.outputs["logits"], onnxruntime(with_dynamic_dims(RESNET, tmp_path / "resnet_hw.onnx", {2: "H", 3: "W"}), {"input": x})[0], **TOLERANCE)
 
 
 # ---------------------------------------------------------------- static and fused like a static compile
@@ -230,7 +159,7 @@ def test_gear_latency_is_the_static_latency(resnet_gears: ge.Model, resnet_stati
 def test_input_of_no_gear_is_refused(resnet_gears: ge.Model, bert_gears: ge.Model) -> None:
     with pytest.raises(InputError, match=r"match no gear.*3 gears are: input:1,3,32,32 \| input:2,3,32,32 \| input:4,3,32,32"):
         Session().run(resnet_gears, {"input": np.zeros((3, 3, 32, 32), np.float32)})
-    feeds = bert_feeds(8) | {"attention_mask": np.zeros((1, 16), np.float32)}
+    feeds = bert_like_inputs(8) | {"attention_mask": np.zeros((1, 16), np.float32)}
     with pytest.raises(InputError, match="input_ids:1,8;attention_mask:1,8"):
         Session().run(bert_gears, feeds)
 
