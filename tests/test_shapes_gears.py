@@ -296,3 +296,9 @@ def test_atc_shows_the_gears(tmp_path: Path) -> None:
     assert shapes["strategy"] == "multi-gear" and shapes["gear_option"] == "dynamic_batch_size"
     assert [g["input_shape"] for g in shapes["gears"]] == ["input:1,3,32,32", "input:2,3,32,32"]
     assert shapes["gears"][1]["outputs"] == {"logits": [2, 10]}
+
+
+def test_dynamic_model_without_gears_names_the_gear_options(tmp_path: Path) -> None:
+    path = with_dynamic_dims(RESNET, tmp_path / "resnet_n.onnx", {0: "N"})
+    with pytest.raises(OptionError, match=r'--input_shape="input:<N>,3,32,32".*--dynamic_batch_size, --dynamic_image_size or --dynamic_dims'):
+        ge.compile(path)
