@@ -14,7 +14,8 @@ that shape.
 
 Work that does not depend on the gear is done once: the ONNX file is read,
 checked, upgraded and its functions inlined once (`prepare`), and the gears are
-converted from that one proto into one weight store. The gears are then merged
+converted from that one proto, each initializer read and hashed into the weight
+store once (`GearImporter`). The gears are then merged
 (`merge`): each distinct weight is stored once, each distinct kernel once, and the
 memory layout is shared: the feature map as large as the largest gear's (gears
 never run at once), the inputs and outputs as the largest gear's. What was shared
@@ -29,17 +30,24 @@ Fully dynamic shapes (ranges `lo~hi`, host tiling at run time) are not built yet
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import os
 import re
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+import numpy as np
+import onnx
+from xdsl.ir import Attribute, SSAValue
+
+from dialects.ascend_graph import ConstOp
 from dialects.shapes import DYN, Shape
 from ge.core.errors import ModelError, OptionError
 from ge.core.gear_options import gear_option, parse_gears
 from ge.core.options import CompileOptions
+from ge.frontend.input_shape import parse_input_shape
+from ge.frontend.onnx_importer import Importer, _input_shapes, _utf8, prepare
 from ge.om import (
     REGION_ORDER,
     Arg,
@@ -59,8 +67,6 @@ GearShapes = dict[str, tuple[int, ...]]
 def gear_shapes(options: CompileOptions, declared: Mapping[str, Shape | None]) -> tuple[str, list[GearShapes]]:
     """The gear option's name and every gear's input shapes, for a model whose inputs are
     `declared` (name -> shape, DYN for a dynamic dim); each mismatch a clear `OptionError`."""
-    from ge.frontend.input_shape import parse_input_shape
-
     given = gear_option(dataclasses.asdict(options))
     assert given is not None
     name, text = given
@@ -126,24 +132,63 @@ def compile(model: str | os.PathLike, options: CompileOptions) -> Model:
     """The multi-gear model of an ONNX file: its import prepared once, each gear built
     static by the whole pipeline, the builds merged."""
     from ge.compiler import _compile
-    from ge.frontend.onnx_importer import Importer, _input_shapes, _utf8, prepare
 
     started = time.perf_counter()
     importer, _, where = prepare(os.fspath(model))
     strategy, gears = gear_shapes(options, _input_shapes(importer.model))
     prepared = time.perf_counter() - started
     built = []
+    read: dict[str, _Initializer] = {}
     for shapes in gears:
         static = dataclasses.replace(options, input_shape=describe(shapes), **{n: None for n in ("dynamic_batch_size", "dynamic_image_size", "dynamic_dims")})
         t = time.perf_counter()
         with _utf8(where):
-            module = Importer(importer.model, importer.store.key, importer.opset).run({n: tuple(s) for n, s in shapes.items()})
+            module = GearImporter(importer.model, importer.store.key, importer.opset, read).run({n: tuple(s) for n, s in shapes.items()})
         converted = time.perf_counter() - t
         one = _compile(module, static)
         timings = dict(one.build["timings"])  # type: ignore[arg-type]
         timings["import"] = timings.get("import", 0.0) + converted
         built.append(dataclasses.replace(one, build={**one.build, "timings": timings}))
     return merge(built, gears, options.given(), strategy, prepared)
+
+
+@dataclass(frozen=True)
+class _Initializer:
+    """An initializer as the first gear imported it: its const's value (a weight handle,
+    or inline), type and name, and its array."""
+
+    value: Attribute
+    type: Attribute
+    label: str
+    hint: str | None
+    array: np.ndarray
+
+
+class GearImporter(Importer):
+    """An importer that converts and stores each initializer once for every gear: a later
+    gear's const has the first gear's weight handle and array (reading and hashing the
+    weights is most of a large model's import)."""
+
+    def __init__(self, model: onnx.ModelProto, key: str, opset: int, read: dict[str, _Initializer]):
+        super().__init__(model, key, opset)
+        self.read = read
+
+    def value(self, name: str) -> SSAValue:
+        if name in self.values or name not in self.initializers:
+            return super().value(name)
+        first = self.read.get(name)
+        if first is None:
+            value = super().value(name)
+            op = value.owner
+            assert isinstance(op, ConstOp)
+            self.read[name] = _Initializer(op.value, value.type, op.label, value.name_hint, self.arrays[value])
+            return value
+        op = ConstOp(first.value, first.type, first.label)  # type: ignore[arg-type]
+        self.block.add_op(op)
+        self.arrays[op.out] = first.array
+        op.out.name_hint = first.hint
+        self.values[name] = op.out
+        return op.out
 
 
 def merge(built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str, object], strategy: str, prepared: float) -> Model:
@@ -172,7 +217,7 @@ def merge(built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str
         "strategy": strategy,
         "count": len(built),
         "largest": largest,
-        "import": "read, checked and upgraded once; converted per gear into one weight store",
+        "import": "read, checked and upgraded once; each initializer read and stored once; the graph converted per gear",
         "prepare_s": prepared,
         "weights": {"stored_bytes": len(weights), "per_gear_bytes": sum(m.memory.sizes[Region.WEIGHT] for m in built)},
         "kernels": {"stored": len(set().union(*(n.values() for n in names))), "per_gear": sum(len(n) for n in names)},
@@ -217,11 +262,10 @@ def _shared_weights(built: Sequence[Model]) -> tuple[bytearray, list[dict[tuple[
             if p.region is not Region.WEIGHT or (p.offset, p.size) in moved:
                 continue
             data = bytes(m.weights[p.offset : p.offset + p.size])
-            key = hashlib.sha256(data).digest() + p.size.to_bytes(8, "little")
-            if key not in stored:
-                stored[key] = len(blob)
+            if data not in stored:
+                stored[data] = len(blob)
                 blob += data
-            moved[(p.offset, p.size)] = stored[key]
+            moved[(p.offset, p.size)] = stored[data]
         offsets.append(moved)
     return blob, offsets
 

@@ -302,3 +302,16 @@ def test_dynamic_model_without_gears_names_the_gear_options(tmp_path: Path) -> N
     path = with_dynamic_dims(RESNET, tmp_path / "resnet_n.onnx", {0: "N"})
     with pytest.raises(OptionError, match=r'--input_shape="input:<N>,3,32,32".*--dynamic_batch_size, --dynamic_image_size or --dynamic_dims'):
         ge.compile(path)
+
+
+@pytest.mark.slow
+def test_external_weights_cover_every_gear(resnet_gears: ge.Model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ge.sim.config import RunConfig
+
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path))
+    x = np.random.default_rng(4).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    with Session(RunConfig(external_weight=True, graph_run_mode=0)) as session:
+        model = session.compile(RESNET, {"input_shape": "input:-1,3,32,32", "dynamic_batch_size": ",".join(map(str, BATCHES))})
+        assert not model.weights and model.gears
+        external = session.run(model, {"input": x}).outputs["logits"]
+    np.testing.assert_array_equal(external, Session().run(resnet_gears, {"input": x}).outputs["logits"])
