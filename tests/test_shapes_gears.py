@@ -315,3 +315,14 @@ def test_external_weights_cover_every_gear(resnet_gears: ge.Model, tmp_path: Pat
         assert not model.weights and model.gears
         external = session.run(model, {"input": x}).outputs["logits"]
     np.testing.assert_array_equal(external, Session().run(resnet_gears, {"input": x}).outputs["logits"])
+
+
+@pytest.mark.parametrize("command", ["optimize", "precision-report"])
+def test_one_graph_commands_refuse_gears(command: str) -> None:
+    from typer.testing import CliRunner
+
+    from ge.cli.main import app
+
+    result = CliRunner().invoke(app, [command, str(RESNET), "--input_shape=input:-1,3,32,32", "--dynamic_batch_size=1,2"])
+    assert isinstance(result.exception, OptionError)
+    assert f"--dynamic_batch_size builds one graph per gear, which ge atc and ge.compile do; ge {command} works on one graph" in str(result.exception)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from rich.console import Console
 from rich.table import Table
 
+from ge.core.errors import OptionError
+from ge.core.gear_options import gear_option
+from ge.core.options import CompileOptions
 from ge.om import Model, Region
 from ge.om.gears import describe
 
@@ -62,3 +67,13 @@ def show(model: Model, console: Console) -> None:
             f"kernels: {k.get('stored')} stored for {k.get('per_gear')} over the gears; the ONNX import read and checked once"
         )
     console.print(line, soft_wrap=True)
+
+
+def refuse_gears(options: CompileOptions, command: str) -> None:
+    """Refuse a gear option for a command that works on one graph (not `ge atc`)."""
+    given = gear_option(dataclasses.asdict(options))
+    if given is not None:
+        raise OptionError(
+            f"--{given[0]} builds one graph per gear, which ge atc and ge.compile do; {command} works on one graph: "
+            "give every dim in --input_shape (one gear's sizes)"
+        )
