@@ -326,3 +326,23 @@ def test_one_graph_commands_refuse_gears(command: str) -> None:
     result = CliRunner().invoke(app, [command, str(RESNET), "--input_shape=input:-1,3,32,32", "--dynamic_batch_size=1,2"])
     assert isinstance(result.exception, OptionError)
     assert f"--dynamic_batch_size builds one graph per gear, which ge atc and ge.compile do; ge {command} works on one graph" in str(result.exception)
+
+
+@pytest.mark.slow
+def test_ge_run_takes_any_gear(resnet_gears: ge.Model, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ge.cli.main import app
+
+    path = resnet_gears.save(tmp_path / "gears.om")
+    x = np.random.default_rng(5).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    result = CliRunner().invoke(app, ["run", str(path), f"--input=input={tmp_path / 'x.npy'}", f"--output={tmp_path / 'out'}"])
+    assert result.exit_code == 0, result.output
+    assert "gear 1 of 3 ran: input:2,3,32,32" in result.output
+    logits = np.load(next((tmp_path / "out").glob("logits*.npy")))
+    np.testing.assert_array_equal(logits, Session().run(resnet_gears, {"input": x}).outputs["logits"])
+    wrong = tmp_path / "wrong.npy"
+    np.save(wrong, np.zeros((5, 3, 32, 32), np.float32))
+    refused = CliRunner().invoke(app, ["run", str(path), f"--input=input={wrong}"])
+    assert isinstance(refused.exception, InputError) and "match no gear" in str(refused.exception)
