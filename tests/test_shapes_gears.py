@@ -129,6 +129,20 @@ def test_each_gear_is_the_static_build(resnet_gears: ge.Model, resnet_static: di
 
 
 @pytest.mark.slow
+def test_each_bert_gear_is_the_static_build(bert_gears: ge.Model, bert_path: Path) -> None:
+    fm = []
+    for index, seq in enumerate(SEQS):
+        static = ge.compile(bert_path, {"input_shape": f"input_ids:1,{seq};attention_mask:1,{seq}"})
+        gear = bert_gears.gear(index)
+        assert kernel_tasks(gear) == kernel_tasks(static)
+        assert any(name.count("+") >= 2 for name, _ in kernel_tasks(gear))
+        launched = [t.kernel for t in gear.tasks if isinstance(t, KernelTask)]
+        assert kernel_bodies(gear, launched) == kernel_bodies(static, [t.kernel for t in static.tasks if isinstance(t, KernelTask)])
+        fm.append(static.memory.sizes[Region.FEATURE_MAP])
+    assert bert_gears.memory.sizes[Region.FEATURE_MAP] == max(fm) < sum(fm)
+
+
+@pytest.mark.slow
 def test_memory_is_the_largest_gear_not_the_sum(resnet_gears: ge.Model, resnet_static: dict[int, ge.Model]) -> None:
     fm = [resnet_static[b].memory.sizes[Region.FEATURE_MAP] for b in BATCHES]
     plan = resnet_gears.memory
