@@ -43,7 +43,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from dialects.ascend_graph import ConstOp
 from dialects.shapes import DYN, Shape
-from ge.core.errors import ModelError, OptionError
+from ge.core.errors import GEError, ModelError, OptionError
 from ge.core.gear_options import gear_option, parse_gears
 from ge.core.options import CompileOptions
 from ge.frontend.input_shape import parse_input_shape
@@ -139,13 +139,16 @@ def compile(model: str | os.PathLike, options: CompileOptions) -> Model:
     prepared = time.perf_counter() - started
     built = []
     read: dict[str, _Initializer] = {}
-    for shapes in gears:
+    for index, shapes in enumerate(gears):
         static = dataclasses.replace(options, input_shape=describe(shapes), **{n: None for n in ("dynamic_batch_size", "dynamic_image_size", "dynamic_dims")})
         t = time.perf_counter()
-        with _utf8(where):
-            module = GearImporter(importer.model, importer.store.key, importer.opset, read).run({n: tuple(s) for n, s in shapes.items()})
-        converted = time.perf_counter() - t
-        one = _compile(module, static)
+        try:
+            with _utf8(where):
+                module = GearImporter(importer.model, importer.store.key, importer.opset, read).run({n: tuple(s) for n, s in shapes.items()})
+            converted = time.perf_counter() - t
+            one = _compile(module, static)
+        except GEError as e:  # which gear failed, with the static compile's own message
+            raise type(e)(f"gear {index} ({describe(shapes)}) of --{strategy}: {e.args[0]}") from e
         timings = dict(one.build["timings"])  # type: ignore[arg-type]
         timings["import"] = timings.get("import", 0.0) + converted
         built.append(dataclasses.replace(one, build={**one.build, "timings": timings}))

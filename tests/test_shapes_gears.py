@@ -360,3 +360,9 @@ def test_ge_run_takes_any_gear(resnet_gears: ge.Model, tmp_path: Path) -> None:
     np.save(wrong, np.zeros((5, 3, 32, 32), np.float32))
     refused = CliRunner().invoke(app, ["run", str(path), f"--input=input={wrong}"])
     assert isinstance(refused.exception, InputError) and "match no gear" in str(refused.exception)
+
+
+def test_a_gear_that_does_not_build_is_named() -> None:
+    """The bundled tiny BERT holds batch 1 in its Reshapes: its gear of batch 2 fails, named."""
+    with pytest.raises(ge.ModelError, match=r"gear 1 \(input_ids:2,16;attention_mask:2,16\) of --dynamic_dims: node 'attention\.query\.split_heads' \(Reshape\)"):
+        ge.compile(DEMO_MODELS[1].path, {"input_shape": "input_ids:-1,16;attention_mask:-1,16", "dynamic_dims": "1,1;2,2"})
