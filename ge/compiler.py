@@ -15,6 +15,10 @@ op_compiler_cache_mode and op_compiler_cache_dir say (enable by default, as in
 CANN); its folder is checked before anything is compiled, and what the cache did
 is in `Model.build["kernel_cache"]` (mode, folder, hits, misses; or why it was off).
 
+With a gear option (dynamic_batch_size, dynamic_image_size, dynamic_dims) the
+compile is `ge.gears.compile`: each gear is compiled here as a static graph, and
+the builds are merged into one multi-gear model.
+
 op_debug_level 1, 2 and 4, and op_debug_config's dump_cce and dump_loc, write the
 kernels' programs to kernel_meta (`ge.sim.debug`) once the build is done; its `oom`
 is recorded in `Model.build["oom"]` (the kernels the runtime then bounds-checks).
@@ -39,6 +43,8 @@ from xdsl.dialects.builtin import ModuleOp
 
 from ge.om import Model, OmError, TensorDesc, read
 from ge.core import kernel_cache, soc
+from ge.core.errors import OptionError
+from ge.core.gear_options import gear_option
 from ge.core.options import CompileOptions
 
 __all__ = ["Model", "OmError", "TensorDesc", "compile", "load_model"]
@@ -76,6 +82,12 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
     from ge import backend, pipeline
 
     options = _options(options)
+    if gear_option(dataclasses.asdict(options)) is not None:
+        if isinstance(model, ModuleOp):
+            raise OptionError("a multi-gear compile (dynamic_batch_size, dynamic_image_size, dynamic_dims) imports each gear from the ONNX model; give its path, not a module")
+        from ge import gears
+
+        return gears.compile(model, options)
     cache, off = kernel_cache.for_compile(
         options.op_compiler_cache_mode, options.op_compiler_cache_dir, options.op_debug_level, options.op_debug_config
     )

@@ -16,6 +16,10 @@ A run whose outputs hold inf or NaN warns once with `ge.sim.dump.NonFiniteWarnin
 naming the first op (in run order) that turned finite inputs into them and the
 precision options that keep it in float32 (`ge run` prints it as a warning line).
 
+A multi-gear model (`ge.gears`) takes any gear's inputs: the run picks the gear whose
+input shapes they have (refusing, with the list of gears, inputs of none), its outputs
+have that gear's shapes, and the pick costs `timing.GEAR_SELECT_US` per iteration.
+
 A session keeps each model it has run loaded (its device memory layout, decoded
 kernels and block timings), so running a model again costs only the run.
 
@@ -54,6 +58,7 @@ from typing import Self
 import numpy as np
 
 from ge.om import Model, read
+from ge.om.gears import pick
 from ge.om.memory import Region
 from ge.om.model import ExternalWeight
 from ge.core.errors import InputError, OptionError
@@ -149,7 +154,8 @@ class Session:
         there once, by hash) instead of in the model."""
         os.makedirs(self.weight_dir, exist_ok=True)  # the umask's mode
         base = bytes(model.weights)
-        spans = sorted({(p.offset, p.size) for p in model.memory.placements if p.region is Region.WEIGHT and p.size})
+        plans = [model.memory, *(g.memory for g in model.gears)]
+        spans = sorted({(p.offset, p.size) for plan in plans for p in plan.placements if p.region is Region.WEIGHT and p.size})
         external = []
         for offset, size in spans:
             data = base[offset : offset + size]
@@ -181,18 +187,34 @@ class Session:
         the others (a loop of 1,000 costs one run)."""
         runtime = self.runtime(model)
         feeds = _by_name(runtime.model, inputs)
+        runtime, select_us = self._gear_runtime(model, runtime, feeds)
         n = self.config.iterations_per_loop
         simulated = n if self.config.enable_dump or self.config.enable_dump_debug else 1
         device_us, overflows = 0.0, []
         for _ in range(simulated):
             out = runtime.run(feeds, device_us)
-            device_us += out.profile.device_us
+            device_us += out.profile.device_us + select_us
             overflows += out.overflows
         device_us *= n / simulated
         Timeouts.of(self.config, runtime.soc.clock_mhz, 0.0).by(device_us * runtime.soc.clock_mhz, [])  # the loop's stream sync
         _warn_nonfinite(out.outputs, overflows)
         total = timing.MODEL_LAUNCH_US + device_us + timing.HOST_SYNC_US
         return Result(out.outputs, total / n, out.profile, tuple(overflows), n, total)
+
+    def _gear_runtime(self, model: Model | str | os.PathLike, runtime: Runtime, feeds: Mapping[str, np.ndarray] | None) -> tuple[Runtime, float]:
+        """The runtime of the gear `feeds` match (loaded once per session), and the
+        pick's cost; a static model's own runtime and no cost. Without inputs (timing
+        only) the model's own tasks, its largest gear's, run."""
+        gears = runtime.model.gears
+        if not gears:
+            return runtime, 0.0
+        if feeds is None:
+            return runtime, timing.GEAR_SELECT_US
+        index = pick(gears, {name: tuple(np.shape(value)) for name, value in feeds.items()})
+        key = (_key(model), "gear", index)
+        if key not in self._loaded:
+            self._loaded[key] = (runtime.model, Runtime(runtime.model.gear(index), self.config))
+        return self._loaded[key][1], timing.GEAR_SELECT_US
 
     def run_instances(
         self, instances: Sequence[tuple[Model | str | os.PathLike, int]], inputs: Sequence[Inputs | None] | None = None
@@ -211,6 +233,7 @@ class Session:
         models = [m if isinstance(m, Model) else read(m) for m, _ in instances]
         names = [f"model {i}" if isinstance(m, Model) else os.path.basename(os.fspath(m)) for i, (m, _) in enumerate(instances)]
         feeds = [_by_name(m, x) for m, x in zip(models, inputs)] if inputs is not None else [None] * len(models)
+        models = [m.gear(pick(m.gears, {k: tuple(np.shape(v)) for k, v in f.items()})) if m.gears and f else m for m, f in zip(models, feeds)]
         return run_tenants(models, [n for _, n in instances], feeds, self.config, names)
 
 

@@ -420,8 +420,9 @@ def cache_line(cache: dict) -> str:
 
 def report(model: Path, output: Path, compiled, saved: float) -> None:
     """What a compile made: phases with their times, kernels, tasks, streams, the memory plan."""
-    from ge.om import Region
+    from ge.cli import gears
     from ge.cli.summary import human_bytes
+    from ge.om import Region
 
     timings: dict[str, float] = {**compiled.build["timings"], "write .om": saved}
     phases = Table(title="phases", title_justify="left")
@@ -452,4 +453,5 @@ def report(model: Path, output: Path, compiled, saved: float) -> None:
         memory.add_row(label, f"{plan.sizes[region]:,}", human_bytes(plan.sizes[region]))
     memory.add_row("total", f"{plan.total:,}", human_bytes(plan.total), style="bold")
     console.print(memory)
+    gears.show(compiled, console)
     console.print("ATC run success")

@@ -45,6 +45,7 @@ DATA_SHOWN = 16
 def om_json(model: Model, path: str) -> dict[str, object]:
     from dialects.ascend_graph import AscendOp
     from dialects.ascend_kernel import KernelOp
+    from ge.cli.gears import gears_json
     from ge.om.tasks import KernelTask
 
     description = model.description()
@@ -76,6 +77,7 @@ def om_json(model: Model, path: str) -> dict[str, object]:
         "tasks": description["tasks"],
         "kernels": [_kernel_json(op) for op in kernels.values()],
         "memory": description["memory"],
+        "shapes": gears_json(model),
     }
 
 
@@ -241,4 +243,6 @@ def show(model: Model, path: str, console: Console) -> None:
         )
     else:
         console.print("built for the whole chip (not for virtual instances)")
-    console.print("gears: none (static shapes)")
+    from ge.cli import gears
+
+    gears.show(model, console)

@@ -47,11 +47,13 @@ def optimize(
     import ge
     from ge import pipeline
     from ge.cli.atc import compile_options, load_plugins, parse_flags
+    from ge.cli.gears import refuse_gears
     from ge.cli.opt import weight_refs
     from ge.core.files import check_output
     from dialects.kernel_boundary import kernel_scopes
 
     options = compile_options(parse_flags(load_plugins(ctx.args)), extra=("output",))
+    refuse_gears(options, "ge optimize")
     input_shape, soc_version = options.input_shape, options.soc_version
     if output is not None:
         check_output(output, "--output")

@@ -54,11 +54,13 @@ def precision_report(
     import numpy as np
 
     from ge.cli.atc import compile_options, load_plugins, parse_flags
+    from ge.cli.gears import refuse_gears
     from ge.core.files import check_output
 
     if top is not None and top < 1:
         raise OptionError(f"--top {top} is not allowed; give a count >= 1")
     options = compile_options(parse_flags(load_plugins(ctx.args)), extra=("input", "seed", "top", "csv"), export_compile_stat=0)
+    refuse_gears(options, "ge precision-report")
     soc_version = options.soc_version
     from ge.precision_report import build_report, write_csv
 

@@ -12,6 +12,9 @@ also takes `--input FILE`), each in the dtype and logical shape the model declar
 chip's cube, vector and GM bandwidth use and the ops taking the most time;
 `--profile DIR` writes op_summary.csv and trace.json (see `ge.sim.profile`), and the
 roofline chart roofline.png when matplotlib is installed (`ge.sim.roofline_chart`).
+A multi-gear model runs the gear whose input shapes the inputs have (without
+`--input`, its largest gear), and says which ran.
+
 `--timing-only` skips the numerics (no inputs needed, no outputs written).
 `--no-l2-cache` runs without the simulated L2 cache (`ge.sim.l2`): every kernel read
 from GM, as a comparison with the default. Without
@@ -184,6 +187,13 @@ def run(
     written = write_outputs(result.outputs, output) if output is not None else []
     files = result.profile.write(profile) if profile is not None else []
     report(model, result, wall, written, files, timing_only)
+    if runtime.model.gears:
+        from ge.om.gears import describe, pick
+        from ge.sim.timing import GEAR_SELECT_US
+
+        shapes = {d.name: tuple(d.origin_shape) for d in runtime.model.inputs} if feeds is None else {k: tuple(v.shape) for k, v in feeds.items()}
+        index = pick(runtime.model.gears, shapes)
+        console.print(f"gear {index} of {len(runtime.model.gears)} ran: {describe(runtime.model.gears[index].shapes)} (its pick: {GEAR_SELECT_US:g} us)")
     report_dumps(config, result)
 
 

@@ -30,8 +30,9 @@ from typing import Any
 
 from typing import TYPE_CHECKING
 
-from ge.core import soc
+from ge.core import gear_options, soc
 from ge.core.errors import OptionError
+from ge.core.gear_options import INPUT_FORMATS
 
 if TYPE_CHECKING:
     from ge.core.precision_files import PrecisionSettings
@@ -149,6 +150,10 @@ OPTIONS: tuple[Option, ...] = (
     # ---- compile (ATC)
     Option("soc_version", str, "Ascend310P3", "The SoC to compile for (a profile in ge/core/soc/).", choices=soc.names()),
     Option("input_shape", str, None, "Input shapes 'name:1,3,224,224;name2:...' (-1 or lo~hi: a dynamic dim)."),
+    Option("dynamic_batch_size", str, None, "Multi-gear batch sizes '1,8,16' (2 to 100): one static build per batch, dim 0 the only -1 of input_shape (or of the model's inputs); excludes dynamic_image_size and dynamic_dims."),
+    Option("dynamic_image_size", str, None, "Multi-gear image sizes 'H,W;H,W' (2 to 100): one static build per size, H and W the only -1 dims of input_shape (or of the model's inputs); excludes dynamic_batch_size and dynamic_dims."),
+    Option("dynamic_dims", str, None, "Multi-gear ND dims 'd,d;d,d' (2 to 100 gears, one value per -1 of input_shape in its order, else of the model's dynamic dims); needs input_format ND; excludes dynamic_batch_size and dynamic_image_size."),
+    Option("input_format", str, None, "The layout of the model's inputs (default NCHW for 4-D inputs, else ND): where dynamic_image_size finds H and W.", choices=INPUT_FORMATS),
     Option("fusion_switch_file", str, None, "A GE fusion switch file (JSON or 'Pass:off' lines) closing or opening fusion passes.", tools=(ATC, RUN)),
     Option("export_compile_stat", int, 1, "fusion_result.json: 0 never, 1 at the normal end of the compile, 2 right after the graph is optimised.", choices=(0, 1, 2), tools=(ATC, RUN)),
     Option("disable_reuse_memory", int, 0, "1 gives every feature-map tensor its own memory (to rule out a reuse bug); 0 reuses memory by lifetime.", choices=(0, 1)),
@@ -308,6 +313,10 @@ class CompileOptions:
     """The ATC flags of one compile (see `OPTIONS` for each one's meaning)."""
 
     input_shape: str | None = option_field("input_shape")
+    dynamic_batch_size: str | None = option_field("dynamic_batch_size")
+    dynamic_image_size: str | None = option_field("dynamic_image_size")
+    dynamic_dims: str | None = option_field("dynamic_dims")
+    input_format: str | None = option_field("input_format")
     fusion_switch_file: str | None = option_field("fusion_switch_file")
     export_compile_stat: int = option_field("export_compile_stat")
     soc_version: str = option_field("soc_version")
@@ -335,6 +344,7 @@ class CompileOptions:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        gear_options.check(dataclasses.asdict(self))
         if self.fusion_switch_file is not None and not os.path.isfile(self.fusion_switch_file):
             raise OptionError(f"fusion_switch_file '{self.fusion_switch_file}' does not exist or is not a file")
         if self.stream_max_parallel_num is not None:

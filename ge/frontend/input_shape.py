@@ -115,7 +115,8 @@ def _int_dim(value: object, name: str, inputs: Mapping[str, Shape | None]) -> in
 def input_shape_needed(dynamic: Mapping[str, Shape], dim_names: Mapping[str, Sequence[str]] | None = None) -> OptionError:
     """The error for inputs (name -> shape) with dynamic dims.
 
-    Until dynamic-shape compile exists a compile needs every dim: the one message names
+    Until dynamic-shape compile exists a compile needs every dim, or gears for the
+    dynamic ones (`ge.gears`): the one message names
     each dynamic input and gives the `--input_shape` to pass, its static dims filled in
     and each dynamic one a placeholder, named after the ONNX dim (`dim_names`: input
     name -> its dims' `dim_param`, "" for an unnamed dim) when it has a name."""
@@ -129,5 +130,6 @@ def input_shape_needed(dynamic: Mapping[str, Shape], dim_names: Mapping[str, Seq
     spec = ";".join(f"{n}:{','.join(dims(n, s, '<{}>', '<size>'))}" for n, s in dynamic.items())
     return OptionError(
         f"the model's inputs {listed} have dynamic dims, and compile needs static shapes (dynamic-shape compile "
-        f'is not built yet); pass --input_shape="{spec}" with a size for each <...>'
+        f'is not built yet); pass --input_shape="{spec}" with a size for each <...>, or -1 for each and the '
+        f"sizes to build as gears with --dynamic_batch_size, --dynamic_image_size or --dynamic_dims"
     )

@@ -51,6 +51,8 @@ RANK = 32
 BLOCK_DIM = 65535
 """CANN's limit on a kernel launch's block_dim (a 16-bit count); the simulator's work
 per launch scales with it (see `ge.sim.runtime.RUN_BLOCKS` for its bound per run)."""
+GEARS = 100
+"""Gears of a multi-gear model: GE allows 2 to 100."""
 TEXT_CHARS = 4096
 """A name, format, SoC version, or the op type of a KERNEL_EX task (never empty)."""
 

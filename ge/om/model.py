@@ -12,6 +12,10 @@ The file is our own container, not CANN's: a zip holding
                     and each const's `weight_<sha256>` file there, as CANN's
                     FileConstant keeps a weight outside the model
 
+A multi-gear model (format version 3) adds to model.json a gear table, `gears`:
+each gear's input shapes, ports, placements, streams, events and tasks in the
+model's one memory layout (`ge.om.gears`), checked on read as the model's own are.
+
 and sealed: the zip's comment, the file's last bytes, is `ge-om sha256:` and the
 SHA-256 of every byte before the digest. The seal covers the zip's own headers
 too, so any altered byte is caught, not only those inside an entry.
@@ -38,6 +42,7 @@ missing or altered is refused at `read`, not at its first run.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -52,6 +57,7 @@ from ge.core import soc as socs
 from ge.core.errors import ModelError
 from ge.core.files import published
 from ge.om import limits
+from ge.om.gears import Gear
 from ge.om.limits import Malformed, integer, items, mapping, text
 from ge.om.memory import REGION_ORDER, MemoryPlan, Region
 from ge.om.tasks import (
@@ -72,8 +78,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 MAGIC = "ascend-ge-om"
-FORMAT_VERSION = 2
-"""2: `external_weights` (version 1 files, without them, are read as before)."""
+FORMAT_VERSION = 3
+"""2: `external_weights`; 3: `gears` (older files, without them, are read as before)."""
 MANIFEST = "manifest.json"
 MODEL = "model.json"
 KERNELS = "kernels.mlir"
@@ -184,6 +190,17 @@ class Model:
     external: tuple[ExternalWeight, ...] = ()
     """The consts kept in `weight_dir` (then `weights` is empty)."""
     weight_dir: str | None = None
+    gears: tuple[Gear, ...] = ()
+    """A multi-gear model's gears (`ge.om.gears`); empty for a static model."""
+
+    def gear(self, index: int) -> Model:
+        """Gear `index` as a static model of its own: its ports, placements and tasks
+        over the model's memory layout, weights and kernels."""
+        g = self.gears[index]
+        return dataclasses.replace(
+            self, inputs=g.inputs, outputs=g.outputs, memory=g.memory, streams=g.streams, events=g.events,
+            tasks=g.tasks, gears=(), build={**self.build, "gear": index},
+        )
 
     def weight_bytes(self) -> bytes | memoryview:
         """The weight region's bytes: `weights`, or assembled from the external files."""
@@ -221,7 +238,9 @@ class Model:
             "events": self.events,
             "tasks": [t.to_json() for t in self.tasks],
             "build": self.build,
-        } | ({"external_weights": external} if self.external else {})
+        } | ({"external_weights": external} if self.external else {}) | (
+            {"gears": [g.to_json() for g in self.gears]} if self.gears else {}
+        )
 
 
 def write(model: Model, path: str | os.PathLike) -> str:
@@ -385,7 +404,31 @@ def _model(d: object, entry: Callable[[str, int], bytes]) -> Model:
         weight_dir=weight_dir or None,
     )
     _check_tasks(model)
-    return model
+    return dataclasses.replace(model, gears=_gears(d.get("gears"), model, soc))
+
+
+def _gears(data: object, model: Model, soc: socs.SocProfile) -> tuple[Gear, ...]:
+    """The gear table, each gear in the model's memory layout and checked as the model is."""
+    if data is None:
+        return ()
+    listed = items(data, "gears", limits.GEARS)
+    if len(listed) < 2:
+        raise Malformed(f"gears has {len(listed)} gears; a multi-gear model has 2 to {limits.GEARS}")
+    names = [t.name for t in model.inputs]
+    gears = []
+    for i, entry in enumerate(listed):
+        at = f"gears[{i}]"
+        gear = Gear.from_json(entry, at)
+        if gear.memory.bases != model.memory.bases or gear.memory.sizes != model.memory.sizes:
+            raise Malformed(f"{at}.memory's regions differ from the model's; every gear uses the model's one layout")
+        if list(gear.shapes) != names or [t.name for t in gear.inputs] != names:
+            raise Malformed(f"{at} has inputs {list(gear.shapes)}; the model's are {names}")
+        _descs([t.to_json() for t in gear.inputs], f"{at}.inputs", gear.memory, soc)
+        _descs([t.to_json() for t in gear.outputs], f"{at}.outputs", gear.memory, soc)
+        gears.append(gear)
+        _check_tasks(dataclasses.replace(model, inputs=gear.inputs, outputs=gear.outputs, memory=gear.memory,
+                                         streams=gear.streams, events=gear.events, tasks=gear.tasks), f"{at}.")
+    return tuple(gears)
 
 
 def _external(data: object, memory: MemoryPlan) -> tuple[str, tuple[ExternalWeight, ...]]:
@@ -439,14 +482,15 @@ def _descs(data: object, where: str, memory: MemoryPlan, soc: socs.SocProfile) -
     return descs
 
 
-def _check_tasks(model: Model) -> None:
-    """Every task's stream, event, port, tensor, addresses, kernel and label exist in the model."""
+def _check_tasks(model: Model, prefix: str = "") -> None:
+    """Every task's stream, event, port, tensor, addresses, kernel and label exist in the
+    model (`prefix` names the gear whose tasks they are)."""
     kernels = set(_KERNEL_NAME.findall(model.kernels))
     ports = {Direction.H2D: len(model.inputs), Direction.D2H: len(model.outputs)}
     tensors = len(model.memory.placements)
     labels = _labels(model.tasks)
     for i, task in enumerate(model.tasks):
-        at = f"tasks[{i}]"
+        at = f"{prefix}tasks[{i}]"
         integer(task.stream, f"{at}.stream", 0, model.streams - 1, f" (the model has {model.streams} streams)")
         args: tuple[Arg, ...] = ()
         if isinstance(task, EventRecordTask | EventWaitTask):

@@ -1,0 +1,106 @@
+"""The gear table of a multi-gear model: one static build per gear, in one `.om`.
+
+A model compiled with `--dynamic_batch_size`, `--dynamic_image_size` or
+`--dynamic_dims` (`ge.gears`) holds a `Gear` per gear: the input shapes it takes,
+its inputs and outputs, its memory placements, streams, events and task list. All
+gears share the model's one memory layout (the regions' bases and sizes: the
+feature map as large as the largest gear's, never the sum, since gears never run
+at once; inputs and outputs as large as the largest gear's), its weight region
+(each distinct weight stored once) and its kernels (a kernel identical in two
+gears is stored once). The model's own inputs, outputs, placements and tasks are
+those of its largest gear, so a reader that knows nothing of gears sees a valid
+static model of that gear.
+
+At run time the gear is the one whose input shapes equal the given ones (GE's
+MapIndex and Case); an input matching no gear is refused with the list of gears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ge.core.errors import InputError
+from ge.om import limits
+from ge.om.limits import Malformed, integer, items, mapping, text
+from ge.om.memory import MemoryPlan
+from ge.om.tasks import Task
+
+if TYPE_CHECKING:
+    from ge.om.model import TensorDesc
+
+STRATEGIES = ("dynamic_batch_size", "dynamic_image_size", "dynamic_dims")
+
+
+@dataclass(frozen=True)
+class Gear:
+    """One gear's static build, in the model's shared memory layout."""
+
+    shapes: dict[str, tuple[int, ...]]
+    """Each graph input's (logical) shape in this gear."""
+    inputs: tuple[TensorDesc, ...]
+    outputs: tuple[TensorDesc, ...]
+    memory: MemoryPlan
+    streams: int
+    events: int
+    tasks: tuple[Task, ...]
+    build: dict[str, object] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "shapes": {name: list(shape) for name, shape in self.shapes.items()},
+            "inputs": [t.to_json() for t in self.inputs],
+            "outputs": [t.to_json() for t in self.outputs],
+            "memory": self.memory.to_json(),
+            "streams": self.streams,
+            "events": self.events,
+            "tasks": [t.to_json() for t in self.tasks],
+            "build": self.build,
+        }
+
+    @classmethod
+    def from_json(cls, data: object, where: str) -> Gear:
+        """A gear of a `.om` description, its fields checked for type, sign and count
+        (what they point to is `ge.om.model`'s check, as for the model's own)."""
+        from ge.om.model import TensorDesc
+
+        data = mapping(data, where)
+        shapes = mapping(limits.field(data, "shapes", where), f"{where}.shapes")
+        if len(shapes) > limits.PORTS:
+            raise Malformed(f"{where}.shapes has {len(shapes)} inputs; allowed: at most {limits.PORTS}")
+
+        def shape(value: object, at: str) -> tuple[int, ...]:
+            return tuple(integer(d, f"{at}[{i}]") for i, d in enumerate(items(value, at, limits.RANK)))
+
+        def descs(key: str) -> tuple[TensorDesc, ...]:
+            listed = items(limits.field(data, key, where), f"{where}.{key}", limits.PORTS)
+            return tuple(TensorDesc.from_json(t, f"{where}.{key}[{i}]") for i, t in enumerate(listed))
+
+        tasks = items(limits.field(data, "tasks", where), f"{where}.tasks", limits.TASKS)
+        return cls(
+            {text(k, f"{where}.shapes"): shape(v, f"{where}.shapes.{k}") for k, v in shapes.items()},
+            descs("inputs"),
+            descs("outputs"),
+            MemoryPlan.from_json(limits.field(data, "memory", where), f"{where}.memory"),
+            integer(limits.field(data, "streams", where), f"{where}.streams", 1, limits.STREAMS),
+            integer(limits.field(data, "events", where), f"{where}.events", 0, limits.EVENTS),
+            tuple(Task.from_json(t, f"{where}.tasks[{i}]") for i, t in enumerate(tasks)),
+            dict(mapping(limits.field(data, "build", where), f"{where}.build")),
+        )
+
+
+def describe(shapes: Mapping[str, tuple[int, ...]]) -> str:
+    """A gear's shapes as `--input_shape` spells them."""
+    return ";".join(f"{name}:{','.join(map(str, shape))}" for name, shape in shapes.items())
+
+
+def pick(gears: tuple[Gear, ...], given: Mapping[str, tuple[int, ...]]) -> int:
+    """The index of the gear whose input shapes are `given` (name -> shape); refused,
+    listing the gears, when none is."""
+    for i, gear in enumerate(gears):
+        if all(tuple(given.get(name, ())) == shape for name, shape in gear.shapes.items()):
+            return i
+    shown = "; ".join(f"{name}{list(shape)}" for name, shape in given.items())
+    listed = " | ".join(describe(g.shapes) for g in gears)
+    raise InputError(f"the inputs' shapes ({shown}) match no gear of the model; its {len(gears)} gears are: {listed}")
