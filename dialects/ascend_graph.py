@@ -1961,7 +1961,9 @@ class PadOp(AscendOp):
 @irdl_op_definition
 class ResizeOp(AscendOp):
     """Resize to `sizes` (CANN `Resize`), with ONNX's mode, coordinate transform and rounding;
-    `antialias` widens a linear or cubic kernel by the factor it shrinks an axis by."""
+    `antialias` widens a linear or cubic kernel by the factor it shrinks an axis by. With
+    tf_crop_and_resize, `roi` holds every dim's crop start then every dim's crop end, as
+    fractions of the input, and samples outside the input take `extrapolation_value`."""
 
     name = "ascend_graph.resize"
     OP_TYPE: ClassVar[str] = "Resize"
@@ -1976,6 +1978,7 @@ class ResizeOp(AscendOp):
     exclude_outside = prop_def(BoolAttr)
     extrapolation_value = prop_def(FloatAttr)
     antialias = opt_prop_def(BoolAttr)
+    roi = opt_prop_def(DenseArrayBase)
     traits = traits_def(Pure())
 
     @classmethod
@@ -1983,6 +1986,11 @@ class ResizeOp(AscendOp):
         x, sizes = shape_of(operand_types[0]), props.ints("sizes")
         if len(sizes) != len(x) or len(props.ints("scales")) != len(x):
             raise ShapeError(f"sizes and scales need {len(x)} entries")
+        crop = props.str("coordinate_transformation_mode") == "tf_crop_and_resize"
+        if crop != props.has("roi"):
+            raise ShapeError("roi is given exactly when coordinate_transformation_mode is tf_crop_and_resize")
+        if crop and len(props.ints("roi")) != 2 * len(x):
+            raise ShapeError(f"roi needs {2 * len(x)} entries (every dim's start, then every dim's end)")
         if props.str("mode") not in ("nearest", "linear", "cubic"):
             raise ShapeError(f"mode {props.str('mode')!r} is not nearest, linear or cubic")
         return [tensor(dtype_of(operand_types[0]), sizes)]

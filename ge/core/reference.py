@@ -1211,14 +1211,20 @@ def _space_to_depth(op: ag.SpaceToDepthOp, args: list[np.ndarray]) -> np.ndarray
 # -------------------------------------------------------------------------- resize
 
 
-def _source_coords(mode: str, n_out: int, n_in: int, scale: float) -> np.ndarray:
+def _source_coords(mode: str, n_out: int, n_in: int, scale: float, crop: tuple[float, float]) -> np.ndarray:
     """Where each output index samples the input axis (ONNX Resize's transforms).
 
     As in the ONNX reference, `scale * n_in` (not n_out) is the output length that
-    align_corners, pytorch_half_pixel and half_pixel_symmetric use.
+    align_corners, pytorch_half_pixel, half_pixel_symmetric and tf_crop_and_resize
+    use; `crop` is the axis' (start, end) of tf_crop_and_resize's roi.
     """
     y = np.arange(n_out, dtype=np.float64)
     length = scale * n_in
+    if mode == "tf_crop_and_resize":
+        start, end = crop
+        if length <= 1:
+            return np.full(n_out, 0.5 * (start + end) * (n_in - 1))
+        return start * (n_in - 1) + y * (end - start) * (n_in - 1) / (length - 1)
     if mode == "half_pixel":
         return (y + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":
@@ -1295,32 +1301,43 @@ def _mix(op: ag.ResizeOp, x_src: np.ndarray, n_in: int, scale: float) -> tuple[n
     return np.clip(index, 0, n_in - 1), weights
 
 
-def _resize_axis(op: ag.ResizeOp, x: np.ndarray, axis: int, n_out: int, scale: float) -> np.ndarray:
+def _resize_axis(op: ag.ResizeOp, x: np.ndarray, axis: int, n_out: int, scale: float, crop: tuple[float, float]) -> np.ndarray:
     n_in = x.shape[axis]
-    x_src = _source_coords(op.props.str("coordinate_transformation_mode"), n_out, n_in, scale)
+    transform = op.props.str("coordinate_transformation_mode")
+    x_src = _source_coords(transform, n_out, n_in, scale, crop)
     if op.props.str("mode") == "nearest":
         base = np.floor(x_src)
         rule = _ROUNDS_UP[op.props.str("nearest_mode", "round_prefer_floor")]
         index = base.astype(np.int64) + rule(x_src - base)
-        return np.take(x, np.clip(index, 0, n_in - 1), axis=axis)
-    index, weights = _mix(op, x_src, n_in, scale)
-    gathered = np.take(x, index, axis=axis)
-    weights = weights.reshape(weights.shape + (1,) * (x.ndim - axis - 1))
-    return np.sum(gathered * weights, axis=axis + 1)
+        y = np.take(x, np.clip(index, 0, n_in - 1), axis=axis)
+    else:
+        index, weights = _mix(op, x_src, n_in, scale)
+        gathered = np.take(x, index, axis=axis)
+        weights = weights.reshape(weights.shape + (1,) * (x.ndim - axis - 1))
+        y = np.sum(gathered * weights, axis=axis + 1)
+    if transform != "tf_crop_and_resize":
+        return y
+    outside = ((x_src < 0) | (x_src > n_in - 1)).reshape((n_out,) + (1,) * (x.ndim - axis - 1))
+    return np.where(outside, op.props.float("extrapolation_value"), y)
 
 
 @_kernel(ag.ResizeOp)
 def _resize(op: ag.ResizeOp, args: list[np.ndarray]) -> np.ndarray:
     """One axis at a time (the interpolation is separable), in float64 for linear and
-    cubic; integers round half to even and saturate, as the ONNX reference does."""
+    cubic; integers round half to even and saturate, as the ONNX reference does. A
+    sample outside tf_crop_and_resize's input fills a whole slice across the other
+    axes, so interpolating them afterwards leaves it the extrapolation value."""
     x = args[0]
     if op.props.str("mode") != "nearest":
         x = x.astype(np.float64)
     scales = [float(s) for s in op.scales.get_values()]
+    rank = x.ndim
+    roi = op.props.ints("roi", [0.0] * rank + [1.0] * rank)
     for axis, (n_out, scale) in enumerate(zip(op.props.ints("sizes"), scales)):
-        if n_out == x.shape[axis] and math.isclose(scale, 1.0):
+        crop = (float(roi[axis]), float(roi[rank + axis]))
+        if n_out == x.shape[axis] and math.isclose(scale, 1.0) and crop == (0.0, 1.0):
             continue
-        x = _resize_axis(op, x, axis, n_out, scale)
+        x = _resize_axis(op, x, axis, n_out, scale, crop)
     want = args[0].dtype
     if _kind(want) in "iu" and x.dtype != want:
         return np.clip(np.rint(x), np.iinfo(want).min, np.iinfo(want).max)

@@ -866,7 +866,9 @@ def _pad(n: Node) -> Outputs:
     return [n.emit(ag.PadOp, [x], props)]
 
 
-_RESIZE_COORDINATES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
+_RESIZE_COORDINATES = (
+    "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
+)
 _RESIZE_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -879,8 +881,6 @@ def _resize(n: Node) -> Outputs:
     mode = n.attr("mode", "nearest")
     coordinates = n.attr("coordinate_transformation_mode", "half_pixel")
     nearest = n.attr("nearest_mode", "round_prefer_floor")
-    if coordinates == "tf_crop_and_resize":
-        raise n.error("coordinate_transformation_mode tf_crop_and_resize is unsupported")
     if coordinates not in _RESIZE_COORDINATES:
         raise n.error(f"coordinate_transformation_mode '{coordinates}' is unknown")
     if mode not in ("nearest", "linear", "cubic"):
@@ -932,7 +932,24 @@ def _resize(n: Node) -> Outputs:
     }
     if n.attr("antialias", 0) and mode != "nearest":
         props["antialias"] = bool_attr(True)
+    if coordinates == "tf_crop_and_resize":
+        props["roi"] = DenseArrayBase.from_list(f64, _resize_roi(n, axes, rank))
     return [n.emit(ag.ResizeOp, [x], props)]
+
+
+def _resize_roi(n: Node, axes: Sequence[int], rank: int) -> list[float]:
+    """tf_crop_and_resize's crop box over every dim (starts, then ends): the roi input
+    gives it for `axes`, the other dims keep their whole extent [0, 1]."""
+    roi = n.array(1, "roi")
+    if roi is None or not roi.size:
+        raise n.error("coordinate_transformation_mode tf_crop_and_resize needs the roi input")
+    given = [float(v) for v in roi.reshape(-1)]
+    if len(given) != 2 * len(axes):
+        raise n.error(f"roi {given} needs {2 * len(axes)} values (the starts, then the ends, of axes {list(axes)})")
+    box = [0.0] * rank + [1.0] * rank
+    for j, axis in enumerate(axes):
+        box[axis], box[rank + axis] = given[j], given[len(axes) + j]
+    return box
 
 
 @converts(Expand=13)

@@ -1,0 +1,96 @@
+"""Resize's tf_crop_and_resize and TfIdfVectorizer: each imported, run in the reference
+interpreter and compiled and simulated, compared with onnxruntime; and what they refuse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ge
+from ge.core.errors import ModelError
+
+SOC = "Ascend910B1"
+
+
+def model_of(nodes: list, inputs: list, outputs: list[str], opset: int, inits: list | None = None) -> onnx.ModelProto:
+    outs = [helper.make_empty_tensor_value_info(n) for n in outputs]
+    graph = helper.make_graph(nodes, "g", inputs, outs, inits or [])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], tmp_path: Path, rtol: float = 1e-5) -> ge.Model:
+    """The reference interpreter and the compiled model give onnxruntime's outputs."""
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    module, _ = ge.load_onnx(path)
+    got = ge.reference.run(module, feeds)
+    compiled = ge.compile(path, {"soc_version": SOC, "export_compile_stat": 0, "precision_mode": "must_keep_origin_dtype"})
+    with ge.Session() as session:
+        ran = session.run(compiled, feeds).outputs
+    for output, expected in zip(model.graph.output, want):
+        for route, outputs in (("reference", got), ("compiled", ran)):
+            value = outputs[output.name]
+            assert value.dtype == expected.dtype and value.shape == expected.shape, (route, value.shape, expected.shape)
+            np.testing.assert_allclose(value, expected, rtol=rtol, atol=rtol, err_msg=route)
+    return compiled
+
+
+def refused(model: onnx.ModelProto, message: str, tmp_path: Path) -> None:
+    onnx.save(model, tmp_path / "m.onnx")
+    with pytest.raises(ModelError, match=message):
+        ge.load_onnx(tmp_path / "m.onnx")
+
+
+# ------------------------------------------------------------ Resize tf_crop_and_resize
+
+
+def crop_model(opset: int, roi: list[float], sizes: list[int] | None, scales: list[float] | None, **attrs: object) -> onnx.ModelProto:
+    inits = [numpy_helper.from_array(np.array(roi, np.float32), "roi")]
+    inputs = ["x", "roi", "", ""]
+    if scales is not None:
+        inits.append(numpy_helper.from_array(np.array(scales, np.float32), "scales"))
+        inputs[2] = "scales"
+    if sizes is not None:
+        inits.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
+        inputs[3] = "sizes"
+    node = helper.make_node("Resize", inputs, ["y"], coordinate_transformation_mode="tf_crop_and_resize", **attrs)
+    return model_of([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 6])], ["y"], opset, inits)
+
+
+@pytest.mark.parametrize("opset", [13, 18, 19])
+@pytest.mark.parametrize(
+    ("roi", "sizes", "scales", "attrs"),
+    [
+        ([0, 0, 0.2, 0.1, 1, 1, 0.9, 0.7], [1, 2, 4, 3], None, {"mode": "linear"}),
+        ([0, 0, 0.2, 0.1, 1, 1, 1.3, 0.7], [1, 2, 4, 5], None, {"mode": "linear", "extrapolation_value": -2.5}),
+        ([0, 0, -0.2, 0.13, 1, 1, 0.9, 1.2], [1, 2, 3, 4], None, {"mode": "nearest"}),  # no ties: float32 and float64 round them apart
+        ([0, 0, 0.1, 0.3, 1, 1, 0.8, 0.9], [1, 2, 7, 8], None, {"mode": "cubic"}),
+        ([0, 0, 0.1, 0.3, 1, 1, 0.8, 0.5], [1, 2, 1, 1], None, {"mode": "linear"}),
+        ([0, 0, 0.25, 0.0, 1, 1, 1.25, 0.5], None, [1, 1, 0.8, 1.5], {"mode": "linear", "extrapolation_value": 3.0}),
+    ],
+)
+def test_resize_tf_crop_and_resize(opset: int, roi: list, sizes: list | None, scales: list | None, attrs: dict, tmp_path: Path) -> None:
+    x = np.random.default_rng(opset).standard_normal((1, 2, 5, 6)).astype(np.float32)
+    check(crop_model(opset, roi, sizes, scales, **attrs), {"x": x}, tmp_path)
+
+
+@pytest.mark.parametrize(("axes", "roi"), [([2, 3], [0.2, 0.1, 1.1, 0.8]), ([3, 2], [0.1, 0.2, 0.8, 1.1]), ([-1], [0.3, 0.6])])
+def test_resize_tf_crop_and_resize_axes(axes: list[int], roi: list[float], tmp_path: Path) -> None:
+    sizes = [4, 3][: len(axes)]
+    model = crop_model(19, roi, sizes, None, mode="linear", axes=axes, extrapolation_value=7.0)
+    x = np.random.default_rng(1).standard_normal((1, 2, 5, 6)).astype(np.float32)
+    check(model, {"x": x}, tmp_path)
+
+
+def test_resize_tf_crop_and_resize_refusals(tmp_path: Path) -> None:
+    refused(crop_model(19, [0.1, 0.9], [1, 2, 3, 3], None, mode="linear"), r"roi \[.*\] needs 8 values", tmp_path)
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], coordinate_transformation_mode="tf_crop_and_resize")
+    sizes = numpy_helper.from_array(np.array([1, 2, 3, 3], np.int64), "sizes")
+    model = model_of([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 6])], ["y"], 19, [sizes])
+    refused(model, "tf_crop_and_resize needs the roi input", tmp_path)
