@@ -4088,6 +4088,49 @@ class AscendRequantOp(AscendOp):
         return [tensor(dst, shape_of(operand_types[0]))]
 
 
+# ---- misc (ops-misc): TfIdfVectorizer
+
+
+@irdl_op_definition
+class TfIdfVectorizerOp(AscendOp):
+    """Counts of the pool's n-grams in each row of integer tokens (ONNX TfIdfVectorizer,
+    AI CPU only). `pool` holds the n-grams by length, `ngram_counts[k]` the pool position
+    where the (k+1)-grams start; `ngram_indexes[j]` is the result column of n-gram j. An
+    n-gram of length min..max_gram_length may skip up to `max_skip_count` tokens between
+    its items (the same gap throughout); `mode` TF counts, IDF writes `weights` (default
+    1) where the count is positive, TFIDF multiplies the count by them."""
+
+    name = "ascend_graph.tf_idf_vectorizer"
+    OP_TYPE: ClassVar[str] = "TfIdfVectorizer"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    min_gram_length = prop_def(IntegerAttr)
+    max_gram_length = prop_def(IntegerAttr)
+    max_skip_count = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    ngram_counts = prop_def(DenseArrayBase)
+    ngram_indexes = prop_def(DenseArrayBase)
+    pool = prop_def(DenseArrayBase)
+    weights = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        if len(x) not in (1, 2) or not _is_integer(dtype_of(operand_types[0])):
+            raise ShapeError(f"needs integer tokens of rank 1 or 2, got {dtype_of(operand_types[0])} {shapes.fmt(x)}")
+        if props.str("mode") not in ("TF", "IDF", "TFIDF"):
+            raise ShapeError(f"mode {props.str('mode')!r} is not TF, IDF or TFIDF")
+        if not 1 <= props.int("min_gram_length") <= props.int("max_gram_length") or props.int("max_skip_count") < 0:
+            raise ShapeError("needs 1 <= min_gram_length <= max_gram_length and a non-negative max_skip_count")
+        indexes = props.ints("ngram_indexes")
+        if not indexes or min(indexes) < 0:
+            raise ShapeError("ngram_indexes needs at least one entry, none negative")
+        if props.has("weights") and len(props.ints("weights")) != len(indexes):
+            raise ShapeError(f"weights need one entry per n-gram ({len(indexes)})")
+        return [tensor(f32, x[:-1] + (max(indexes) + 1,))]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -4116,6 +4159,7 @@ AscendGraph = Dialect(
         DynamicRNNOp, DynamicGRUV2Op, RNNOp,
         ShapeOp, DynamicReshapeOp,
         AscendQuantOp, AscendDequantOp, AscendRequantOp,
+        TfIdfVectorizerOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

@@ -2453,3 +2453,43 @@ def _ascend_requant(op: ag.AscendRequantOp, args: list[np.ndarray]) -> np.ndarra
     x = args[0]
     product = x.astype(np.float32) * _quant_param(op, args[1], x).astype(np.float32)
     return _saturated(np.rint(product.astype(np.float64)) + _offset(op, args, x), dtypes.to_numpy(op.dst_type))
+
+
+# ---- misc (ops-misc): TfIdfVectorizer
+
+
+def _pool_ngrams(op: ag.TfIdfVectorizerOp) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per n-gram length: the pool's n-grams [m, n] and their numbers in ngram_indexes."""
+    pool, counts = np.array(op.props.ints("pool"), np.int64), op.props.ints("ngram_counts")
+    bounds, grams, number = [*counts, pool.size], {}, 0
+    for k, (start, end) in enumerate(zip(bounds, bounds[1:])):
+        m = (end - start) // (k + 1)
+        grams[k + 1] = (pool[start:end].reshape(m, k + 1), np.arange(number, number + m))
+        number += m
+    return grams
+
+
+@_kernel(ag.TfIdfVectorizerOp)
+def _tf_idf_vectorizer(op: ag.TfIdfVectorizerOp, args: list[np.ndarray]) -> np.ndarray:
+    """Every window of n tokens `gap` apart (gap 1 .. max_skip_count + 1; a 1-gram is one
+    window per token, not one per gap) is compared with the pool's n-grams of its length."""
+    rows = args[0].reshape(-1, args[0].shape[-1]).astype(np.int64)
+    length = rows.shape[1]
+    found = np.zeros((rows.shape[0], len(op.props.ints("ngram_indexes"))), np.float64)
+    grams = _pool_ngrams(op)
+    for n in range(op.props.int("min_gram_length"), op.props.int("max_gram_length") + 1):
+        if n not in grams or not grams[n][0].size:
+            continue
+        pool, numbers = grams[n]
+        for gap in range(1, op.props.int("max_skip_count") + 2 if n > 1 else 2):
+            starts = length - (n - 1) * gap
+            if starts <= 0:
+                break
+            windows = rows[:, np.arange(starts)[:, None] + gap * np.arange(n)]  # [rows, starts, n]
+            found[:, numbers] += (windows[:, :, None, :] == pool[None, None]).all(axis=-1).sum(axis=1)
+    weights = np.array(op.props.ints("weights", [1.0] * found.shape[1]), np.float64)
+    mode = op.props.str("mode")
+    scored = found if mode == "TF" else (found > 0) * weights if mode == "IDF" else found * weights
+    y = np.zeros((rows.shape[0], max(op.props.ints("ngram_indexes")) + 1), np.float32)
+    np.add.at(y, (slice(None), np.array(op.props.ints("ngram_indexes"))), scored.astype(np.float32))
+    return y.reshape(args[0].shape[:-1] + y.shape[-1:])

@@ -2430,3 +2430,45 @@ def _qlinear_matmul(n: Node) -> Outputs:
     y_scale; b's scale may be one per column."""
     acc = _integer_matmul(n, "matmul")
     return [_requantized(n, acc, (1, 4, 6), 7, len(shape(acc)) - 1)]
+
+
+# ---- misc (ops-misc): TfIdfVectorizer
+
+
+@converts(TfIdfVectorizer=9)
+def _tf_idf_vectorizer(n: Node) -> Outputs:
+    """Integer tokens and pool_int64s only (string tensors are not an element type here);
+    the pool's layout is checked here, where the node's attributes name it."""
+    if n.attr("pool_strings"):
+        raise n.error("pool_strings is unsupported (string tokens): give integer tokens and pool_int64s")
+    pool = [int(v) for v in n.attr("pool_int64s", [])]
+    if not pool:
+        raise n.error("pool_int64s is missing")
+    if dtype(n.x(0)) not in (i32, i64):
+        raise n.error(f"tokens are {dtypes.name(dtype(n.x(0)))}; int32 and int64 are supported")
+    counts = [int(v) for v in n.attr("ngram_counts", [])]
+    bounds = [*counts, len(pool)]
+    if not counts or any(not 0 <= a <= b <= len(pool) for a, b in zip(bounds, bounds[1:])):
+        raise n.error(f"ngram_counts {counts} must rise from 0 to at most the pool's {len(pool)} entries")
+    lengths = [b - a for a, b in zip(bounds, bounds[1:])]
+    if counts[0] != 0 or any(size % (k + 1) for k, size in enumerate(lengths)):
+        raise n.error(f"ngram_counts {counts} must start at 0 and split the pool into whole 1-grams, 2-grams, ...")
+    mode = n.attr("mode", "TF")
+    if mode not in ("TF", "IDF", "TFIDF"):
+        raise n.error(f"mode '{mode}' is not TF, IDF or TFIDF")
+    indexes = [int(v) for v in n.attr("ngram_indexes", [])]
+    total = sum(size // (k + 1) for k, size in enumerate(lengths))
+    if len(indexes) != total:
+        raise n.error(f"ngram_indexes has {len(indexes)} entries, the pool {total} n-grams")
+    props = {
+        "min_gram_length": int_attr(n.attr("min_gram_length", 1)),
+        "max_gram_length": int_attr(n.attr("max_gram_length", 1)),
+        "max_skip_count": int_attr(n.attr("max_skip_count", 0)),
+        "mode": StringAttr(mode),
+        "ngram_counts": ints(counts),
+        "ngram_indexes": ints(indexes),
+        "pool": ints(pool),
+    }
+    if n.attr("weights"):
+        props["weights"] = DenseArrayBase.from_list(f64, [float(w) for w in n.attr("weights")])
+    return [n.emit(ag.TfIdfVectorizerOp, [n.x(0)], props)]
