@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from ge.core.errors import ModelError
+from ge.om.tasks import AicpuTask
 
 SOC = "Ascend910B1"
 
@@ -94,3 +95,64 @@ def test_resize_tf_crop_and_resize_refusals(tmp_path: Path) -> None:
     sizes = numpy_helper.from_array(np.array([1, 2, 3, 3], np.int64), "sizes")
     model = model_of([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 6])], ["y"], 19, [sizes])
     refused(model, "tf_crop_and_resize needs the roi input", tmp_path)
+
+
+# -------------------------------------------------------------------- TfIdfVectorizer
+
+POOL = [2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 3, 3, 3]  # 1-grams 2 3 5 4; 2-grams 56 78 67; 3-gram 333
+COUNTS = [0, 4, 10]
+
+
+def tfidf_model(x_type: int, shape: list[int], **attrs: object) -> onnx.ModelProto:
+    attrs = {"min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 0, **attrs}
+    attrs = {"ngram_counts": COUNTS, "ngram_indexes": [7, 0, 2, 1, 3, 4, 6, 5], "pool_int64s": POOL, **attrs}
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
+    return model_of([node], [helper.make_tensor_value_info("x", x_type, shape)], ["y"], 9)
+
+
+@pytest.mark.parametrize("x_type", [TensorProto.INT32, TensorProto.INT64])
+@pytest.mark.parametrize("shape", [[12], [3, 9]])
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"mode": "TF", "min_gram_length": 1, "max_gram_length": 1, "max_skip_count": 0},
+        {"mode": "TF", "min_gram_length": 2, "max_gram_length": 2, "max_skip_count": 0},
+        {"mode": "TF", "min_gram_length": 1, "max_gram_length": 3, "max_skip_count": 3},
+        {"mode": "IDF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 5},
+        {"mode": "IDF", "min_gram_length": 1, "max_gram_length": 3, "max_skip_count": 2, "weights": [0.5, 2, 3, 4, 5, 6, 7, 8]},
+        {"mode": "TFIDF", "min_gram_length": 2, "max_gram_length": 3, "max_skip_count": 1, "weights": [1, 2, 3, 4, 5, 6, 7, 0.25]},
+        {"mode": "TFIDF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 20},
+    ],
+)
+def test_tf_idf_vectorizer(x_type: int, shape: list[int], attrs: dict, tmp_path: Path) -> None:
+    dtype = helper.tensor_dtype_to_np_dtype(x_type)
+    x = np.random.default_rng(len(shape)).integers(2, 9, shape).astype(dtype)
+    x.reshape(-1)[3:6] = 3  # a 3-gram 3 3 3
+    compiled = check(tfidf_model(x_type, shape, **attrs), {"x": x}, tmp_path)
+    assert [type(t) for t in compiled.tasks if t.KIND.startswith("KERNEL")] == [AicpuTask]  # no AI Core kernel
+
+
+def test_tf_idf_vectorizer_refusals(tmp_path: Path) -> None:
+    strings = tfidf_model(TensorProto.INT64, [5], mode="TF")
+    strings.graph.node[0].attribute.remove(next(a for a in strings.graph.node[0].attribute if a.name == "pool_int64s"))
+    strings.graph.node[0].attribute.append(helper.make_attribute("pool_strings", ["a"] * len(POOL)))
+    refused(strings, "pool_strings is unsupported", tmp_path)
+    refused(tfidf_model(TensorProto.INT64, [5], mode="BM25"), "mode 'BM25' is not TF, IDF or TFIDF", tmp_path)
+    refused(tfidf_model(TensorProto.INT64, [5], mode="TF", ngram_counts=[0, 4, 9]), "whole 1-grams, 2-grams", tmp_path)
+    refused(tfidf_model(TensorProto.INT64, [5], mode="TF", ngram_indexes=[0, 1]), "ngram_indexes has 2 entries, the pool 8 n-grams", tmp_path)
+    refused(tfidf_model(TensorProto.FLOAT, [5], mode="TF"), "which TfIdfVectorizer does not accept", tmp_path)
+
+
+@pytest.mark.parametrize("soc", ["Ascend310", "Ascend910B1"])
+@pytest.mark.parametrize("precision_mode", ["force_fp16", "allow_mix_precision"])
+def test_tf_idf_vectorizer_keeps_float32(soc: str, precision_mode: str, tmp_path: Path) -> None:
+    """Its only kernel (AI CPU) writes float32: no precision mode lowers it."""
+    model = tfidf_model(TensorProto.INT64, [3, 9], mode="TFIDF", weights=[1, 2, 3, 4, 5, 6, 7, 0.25])
+    onnx.save(model, tmp_path / "m.onnx")
+    x = np.random.default_rng(0).integers(2, 9, (3, 9))
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    compiled = ge.compile(tmp_path / "m.onnx", {"soc_version": soc, "precision_mode": precision_mode, "export_compile_stat": 0})
+    with ge.Session() as session:
+        got = session.run(compiled, {"x": x}).outputs["y"]
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)

@@ -2462,7 +2462,7 @@ def _pool_ngrams(op: ag.TfIdfVectorizerOp) -> dict[int, tuple[np.ndarray, np.nda
     """Per n-gram length: the pool's n-grams [m, n] and their numbers in ngram_indexes."""
     pool, counts = np.array(op.props.ints("pool"), np.int64), op.props.ints("ngram_counts")
     bounds, grams, number = [*counts, pool.size], {}, 0
-    for k, (start, end) in enumerate(zip(bounds, bounds[1:])):
+    for k, (start, end) in enumerate(itertools.pairwise(bounds)):
         m = (end - start) // (k + 1)
         grams[k + 1] = (pool[start:end].reshape(m, k + 1), np.arange(number, number + m))
         number += m

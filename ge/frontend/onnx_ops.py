@@ -34,6 +34,7 @@ variance) is left to precision selection, which decides every op's compute dtype
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -2444,26 +2445,24 @@ def _tf_idf_vectorizer(n: Node) -> Outputs:
     pool = [int(v) for v in n.attr("pool_int64s", [])]
     if not pool:
         raise n.error("pool_int64s is missing")
-    if dtype(n.x(0)) not in (i32, i64):
-        raise n.error(f"tokens are {dtypes.name(dtype(n.x(0)))}; int32 and int64 are supported")
-    counts = [int(v) for v in n.attr("ngram_counts", [])]
+    counts = [int(v) for v in n.attr("ngram_counts")]
     bounds = [*counts, len(pool)]
-    if not counts or any(not 0 <= a <= b <= len(pool) for a, b in zip(bounds, bounds[1:])):
+    if not counts or any(not 0 <= a <= b <= len(pool) for a, b in itertools.pairwise(bounds)):
         raise n.error(f"ngram_counts {counts} must rise from 0 to at most the pool's {len(pool)} entries")
-    lengths = [b - a for a, b in zip(bounds, bounds[1:])]
+    lengths = [b - a for a, b in itertools.pairwise(bounds)]
     if counts[0] != 0 or any(size % (k + 1) for k, size in enumerate(lengths)):
         raise n.error(f"ngram_counts {counts} must start at 0 and split the pool into whole 1-grams, 2-grams, ...")
-    mode = n.attr("mode", "TF")
+    mode = n.attr("mode")
     if mode not in ("TF", "IDF", "TFIDF"):
         raise n.error(f"mode '{mode}' is not TF, IDF or TFIDF")
-    indexes = [int(v) for v in n.attr("ngram_indexes", [])]
+    indexes = [int(v) for v in n.attr("ngram_indexes")]
     total = sum(size // (k + 1) for k, size in enumerate(lengths))
     if len(indexes) != total:
         raise n.error(f"ngram_indexes has {len(indexes)} entries, the pool {total} n-grams")
     props = {
-        "min_gram_length": int_attr(n.attr("min_gram_length", 1)),
-        "max_gram_length": int_attr(n.attr("max_gram_length", 1)),
-        "max_skip_count": int_attr(n.attr("max_skip_count", 0)),
+        "min_gram_length": int_attr(n.attr("min_gram_length")),
+        "max_gram_length": int_attr(n.attr("max_gram_length")),
+        "max_skip_count": int_attr(n.attr("max_skip_count")),
         "mode": StringAttr(mode),
         "ngram_counts": ints(counts),
         "ngram_indexes": ints(indexes),
