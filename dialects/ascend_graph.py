@@ -3401,17 +3401,24 @@ class HardmaxOp(AscendOp):
 
 class TriangleOp(AscendOp):
     """Keep one triangle of the last two dims (diagonal 0 is the main one, positive
-    above it), zero the rest."""
+    above it), zero the rest. The diagonal is the `diagonal` property, or, when the
+    graph computes it, the int64 scalar operand `k` that the kernel reads when it runs
+    (the result's shape does not depend on it)."""
 
     x = operand_def(TensorType)
+    k = opt_operand_def(TensorType)
     y = result_def(TensorType)
-    diagonal = prop_def(IntegerAttr)
+    diagonal = opt_prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
         if len(shape_of(operand_types[0])) < 2:
             raise ShapeError(f"needs a matrix (rank >= 2), got shape {shapes.fmt(shape_of(operand_types[0]))}")
+        if (len(operand_types) > 1) == props.has("diagonal"):
+            raise ShapeError("needs the diagonal as either the diagonal property or the k operand")
+        if len(operand_types) > 1 and (dtype_of(operand_types[1]) != i64 or shapes.numel(shape_of(operand_types[1])) != 1):
+            raise ShapeError(f"k must be one int64, got {dtype_of(operand_types[1])} {shapes.fmt(shape_of(operand_types[1]))}")
         return [operand_types[0]]
 
 

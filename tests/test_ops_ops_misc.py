@@ -156,3 +156,37 @@ def test_tf_idf_vectorizer_keeps_float32(soc: str, precision_mode: str, tmp_path
         got = session.run(compiled, {"x": x}).outputs["y"]
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------- computed inputs read when the op runs
+
+
+def test_trilu_with_a_computed_diagonal(tmp_path: Path) -> None:
+    """k fed as a graph input stays Tril/Triu's operand; one compiled model serves every k."""
+    node = helper.make_node("Trilu", ["x", "k"], ["y"], upper=0)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 5]), helper.make_tensor_value_info("k", TensorProto.INT64, [])]
+    model = model_of([node], inputs, ["y"], 14)
+    x = np.random.default_rng(0).standard_normal((2, 4, 5)).astype(np.float32)
+    compiled = check(model, {"x": x, "k": np.array(1, np.int64)}, tmp_path)
+    for k in (-6, -1, 0, 2, 7):
+        with ge.Session() as session:
+            got = session.run(compiled, {"x": x, "k": np.array(k, np.int64)}).outputs["y"]
+        np.testing.assert_array_equal(got, np.tril(x, k))
+
+
+@pytest.mark.parametrize("opset", [14, 21])
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize(("dtype", "k"), [(np.float32, -1), (np.int64, 2), (np.bool_, 0), (np.int32, -9)])
+def test_trilu_computed_diagonal_against_onnxruntime(opset: int, upper: int, dtype: type, k: int, tmp_path: Path) -> None:
+    node = helper.make_node("Neg", ["k0"], ["k"])  # k computed inside the graph
+    trilu = helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)
+    x_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    inputs = [helper.make_tensor_value_info("x", x_type, [3, 5]), helper.make_tensor_value_info("k0", TensorProto.INT64, [])]
+    x = np.random.default_rng(1).integers(-5, 6, (3, 5)).astype(dtype)
+    check(model_of([node, trilu], inputs, ["y"], opset), {"x": x, "k0": np.array(-k, np.int64)}, tmp_path)
+
+
+def test_trilu_refuses_a_computed_diagonal_of_several_values(tmp_path: Path) -> None:
+    node = helper.make_node("Trilu", ["x", "k"], ["y"])
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3]), helper.make_tensor_value_info("k", TensorProto.INT64, [2])]
+    refused(model_of([node], inputs, ["y"], 14), r"k must be one int64, got i64 \[2\]", tmp_path)

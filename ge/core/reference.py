@@ -2182,14 +2182,19 @@ def _hardmax(op: ag.HardmaxOp, args: list[np.ndarray]) -> np.ndarray:
     return y.reshape(x.shape)
 
 
+def _diagonal(op: ag.TrilOp | ag.TriuOp, args: list[np.ndarray]) -> int:
+    """The `diagonal` property, or the value of the k operand."""
+    return int(args[1].reshape(-1)[0]) if len(args) > 1 else op.props.int("diagonal")
+
+
 @_kernel(ag.TrilOp)
 def _tril(op: ag.TrilOp, args: list[np.ndarray]) -> np.ndarray:
-    return np.tril(args[0], op.props.int("diagonal"))
+    return np.tril(args[0], _diagonal(op, args))
 
 
 @_kernel(ag.TriuOp)
 def _triu(op: ag.TriuOp, args: list[np.ndarray]) -> np.ndarray:
-    return np.triu(args[0], op.props.int("diagonal"))
+    return np.triu(args[0], _diagonal(op, args))
 
 
 def _cumulative(fn: Callable[..., np.ndarray], identity: int) -> Kernel:

@@ -24,8 +24,9 @@ constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
 not static. Shape is evaluated when its input's dims are static, and is a Shape op
 otherwise; a Reshape to a target computed from one is a DynamicReshape, its target
-an operand. Inputs that GE's ops take as attributes must be constants: Trilu's k
-(Tril/Triu's `diagonal`), CumSum's and CumProd's axis, OneHot's depth. A model of an
+an operand. Inputs that GE's ops take as attributes must be constants: CumSum's and
+CumProd's axis, OneHot's depth; Trilu's k is Tril/Triu's `diagonal` when constant and
+their operand otherwise. A model of an
 opset below 11 is upgraded to 11 before import, which makes its Upsample a Resize and
 its Scatter a ScatterElements (neither has a converter: both are deprecated).
 `LayerNormalization`'s `stash_type` (the precision of the mean and
@@ -1923,9 +1924,12 @@ def _hardmax(n: Node) -> Outputs:
 
 @converts(Trilu=14)
 def _trilu(n: Node) -> Outputs:
-    """The diagonal offset k must be a constant: it becomes Tril/Triu's `diagonal`."""
-    k = n.scalar_input(1, "k") or 0
+    """A constant diagonal offset k becomes Tril/Triu's `diagonal`; a computed one stays
+    their operand (the result's shape does not depend on it)."""
     cls = ag.TriuOp if n.attr("upper", 1) else ag.TrilOp
+    if n.has(1) and n.importer.constant_value(n.proto.input[1]) is None:
+        return [n.emit(cls, [n.x(0), n.x(1)])]
+    k = n.scalar_input(1, "k") or 0
     return [n.emit(cls, [n.x(0)], {"diagonal": int_attr(int(k))})]
 
 
