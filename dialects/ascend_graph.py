@@ -3440,18 +3440,26 @@ class TriuOp(TriangleOp):
 
 class CumulativeOp(AscendOp):
     """A running reduction along `axis`; `exclusive` leaves each element out of its own
-    result, `reverse` runs from the end."""
+    result, `reverse` runs from the end. When the graph computes the axis, it is the
+    int32/int64 scalar operand `axis_input` that the kernel reads when it runs (the
+    result's shape does not depend on it)."""
 
     x = operand_def(TensorType)
+    axis_input = opt_operand_def(TensorType)
     y = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis = opt_prop_def(IntegerAttr)
     exclusive = prop_def(BoolAttr)
     reverse = prop_def(BoolAttr)
     traits = traits_def(Pure())
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
-        shapes.norm_axis(props.int("axis"), len(shape_of(operand_types[0])))
+        if (len(operand_types) > 1) == props.has("axis"):
+            raise ShapeError("needs the axis as either the axis property or the axis_input operand")
+        if props.has("axis"):
+            shapes.norm_axis(props.int("axis"), len(shape_of(operand_types[0])))
+        elif dtype_of(operand_types[1]) not in (i32, i64) or shapes.numel(shape_of(operand_types[1])) != 1:
+            raise ShapeError(f"axis_input must be one int32 or int64, got {dtype_of(operand_types[1])} {shapes.fmt(shape_of(operand_types[1]))}")
         if dtype_of(operand_types[0]) == i1:
             raise ShapeError("needs a number input, not bool")
         return [operand_types[0]]

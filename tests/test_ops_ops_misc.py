@@ -190,3 +190,33 @@ def test_trilu_refuses_a_computed_diagonal_of_several_values(tmp_path: Path) -> 
     node = helper.make_node("Trilu", ["x", "k"], ["y"])
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3]), helper.make_tensor_value_info("k", TensorProto.INT64, [2])]
     refused(model_of([node], inputs, ["y"], 14), r"k must be one int64, got i64 \[2\]", tmp_path)
+
+
+@pytest.mark.parametrize(("op_type", "opset"), [("CumSum", 11), ("CumSum", 14), ("CumProd", 26)])
+@pytest.mark.parametrize(("axis_type", "axis"), [(np.int32, 0), (np.int64, 1), (np.int64, -1), (np.int32, -3)])
+@pytest.mark.parametrize(("exclusive", "reverse"), [(0, 0), (1, 1)])
+def test_cumulative_with_a_computed_axis(op_type: str, opset: int, axis_type: type, axis: int, exclusive: int, reverse: int, tmp_path: Path) -> None:
+    """The axis fed as a graph input stays the op's axis_input operand."""
+    node = helper.make_node(op_type, ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    a_type = helper.np_dtype_to_tensor_dtype(np.dtype(axis_type))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4]), helper.make_tensor_value_info("axis", a_type, [])]
+    x = np.random.default_rng(2).uniform(0.5, 1.5, (2, 3, 4)).astype(np.float32)
+    check(model_of([node], inputs, ["y"], opset), {"x": x, "axis": np.array(axis, axis_type)}, tmp_path)
+
+
+def test_cumsum_one_compiled_model_serves_every_axis(tmp_path: Path) -> None:
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"])
+    inputs = [helper.make_tensor_value_info("x", TensorProto.INT32, [3, 4, 5]), helper.make_tensor_value_info("axis", TensorProto.INT64, [])]
+    onnx.save(model_of([node], inputs, ["y"], 14), tmp_path / "m.onnx")
+    compiled = ge.compile(tmp_path / "m.onnx", {"soc_version": SOC, "export_compile_stat": 0})
+    x = np.random.default_rng(3).integers(-9, 9, (3, 4, 5)).astype(np.int32)
+    for axis in (-3, -1, 0, 1, 2):
+        with ge.Session() as session:
+            got = session.run(compiled, {"x": x, "axis": np.array(axis, np.int64)}).outputs["y"]
+        np.testing.assert_array_equal(got, np.cumsum(x, axis=axis, dtype=np.int32))
+
+
+def test_cumsum_refuses_a_computed_axis_of_several_values(tmp_path: Path) -> None:
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"])
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3]), helper.make_tensor_value_info("axis", TensorProto.INT64, [2])]
+    refused(model_of([node], inputs, ["y"], 14), r"axis_input must be one int32 or int64, got i64 \[2\]", tmp_path)

@@ -2198,12 +2198,14 @@ def _triu(op: ag.TriuOp, args: list[np.ndarray]) -> np.ndarray:
 
 
 def _cumulative(fn: Callable[..., np.ndarray], identity: int) -> Kernel:
-    """fn along the axis in the vector dtype (integers wrap in their own); `exclusive`
-    shifts the result one place on, starting from the identity."""
+    """fn along the axis (the property, or the axis_input operand's value) in the vector
+    dtype (integers wrap in their own); `exclusive` shifts the result one place on,
+    starting from the identity."""
 
     def kernel(op: Any, args: list[np.ndarray]) -> np.ndarray:
         x = _vec(args[0])
-        axis = shapes.norm_axis(op.props.int("axis"), x.ndim)
+        given = int(args[1].reshape(-1)[0]) if len(args) > 1 else op.props.int("axis")
+        axis = shapes.norm_axis(given, x.ndim)
         reverse = op.props.bool("reverse")
         if reverse:
             x = np.flip(x, axis)

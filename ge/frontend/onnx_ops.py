@@ -24,9 +24,10 @@ constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
 not static. Shape is evaluated when its input's dims are static, and is a Shape op
 otherwise; a Reshape to a target computed from one is a DynamicReshape, its target
-an operand. Inputs that GE's ops take as attributes must be constants: CumSum's and
-CumProd's axis, OneHot's depth; Trilu's k is Tril/Triu's `diagonal` when constant and
-their operand otherwise. A model of an
+an operand. Inputs that GE's ops take as attributes must be constants (OneHot's
+depth, for one); Trilu's k and CumSum's and CumProd's axis, which do not change the
+result's shape, are an attribute when constant and an operand otherwise, read when
+the kernel runs. A model of an
 opset below 11 is upgraded to 11 before import, which makes its Upsample a Resize and
 its Scatter a ScatterElements (neither has a converter: both are deprecated).
 `LayerNormalization`'s `stash_type` (the precision of the mean and
@@ -1935,16 +1936,16 @@ def _trilu(n: Node) -> Outputs:
 
 @converts(CumSum=14, CumProd=26)
 def _cumulative(n: Node) -> Outputs:
-    """The axis must be a constant scalar."""
+    """A constant axis becomes the `axis` property; a computed one stays the op's
+    axis_input operand (the result's shape does not depend on it)."""
+    cls = ag.CumsumOp if n.op_type == "CumSum" else ag.CumprodOp
+    props: dict[str, Attribute] = {"exclusive": bool_attr(n.attr("exclusive", 0)), "reverse": bool_attr(n.attr("reverse", 0))}
+    if n.importer.constant_value(n.proto.input[1]) is None:
+        return [n.emit(cls, [n.x(0), n.x(1)], props)]
     axis = n.ints(1, "axis")
     if axis is None or len(axis) != 1:
         raise n.error(f"axis must be one integer, got {axis}")
-    props = {
-        "axis": int_attr(axis[0]),
-        "exclusive": bool_attr(n.attr("exclusive", 0)),
-        "reverse": bool_attr(n.attr("reverse", 0)),
-    }
-    return [n.emit(ag.CumsumOp if n.op_type == "CumSum" else ag.CumprodOp, [n.x(0)], props)]
+    return [n.emit(cls, [n.x(0)], {"axis": int_attr(axis[0]), **props})]
 
 
 @converts(BitCast=26)

@@ -72,6 +72,27 @@ builtin.module {
   }
 }
 
+// -----
+
+builtin.module {
+  ascend_graph.graph @g {
+    %x = ascend_graph.data {index = 0 : i64, name = "x"} : tensor<3x3xf32>
+    %a = ascend_graph.data {index = 1 : i64, name = "a"} : tensor<f32>
+    %y = ascend_graph.cumsum %x, %a {exclusive = false, reverse = false, name = "float_axis"} : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xf32>
+    ascend_graph.net_output %y {names = ["y"]} : tensor<3x3xf32>
+  }
+}
+
+// -----
+
+builtin.module {
+  ascend_graph.graph @g {
+    %x = ascend_graph.data {index = 0 : i64, name = "x"} : tensor<3x3xf32>
+    %y = ascend_graph.cumprod %x {exclusive = false, reverse = false, name = "no_axis"} : (tensor<3x3xf32>) -> tensor<3x3xf32>
+    ascend_graph.net_output %y {names = ["y"]} : tensor<3x3xf32>
+  }
+}
+
 // CHECK: in the input: Tril 'both': needs the diagonal as either the diagonal property or the k operand
 // CHECK: in the input: Triu 'two': k must be one int64, got i64 [2]
 // CHECK: in the input: TfIdfVectorizer 'bm25': mode 'BM25' is not TF, IDF or TFIDF
@@ -79,3 +100,5 @@ builtin.module {
 // CHECK: in the input: TfIdfVectorizer 'lengths': needs 1 <= min_gram_length <= max_gram_length and a non-negative max_skip_count
 // CHECK: in the input: Resize 'no_roi': roi is given exactly when coordinate_transformation_mode is tf_crop_and_resize
 // CHECK: in the input: Resize 'short_roi': roi needs 8 entries (every dim's start, then every dim's end)
+// CHECK: in the input: Cumsum 'float_axis': axis_input must be one int32 or int64, got f32 []
+// CHECK: in the input: Cumprod 'no_axis': needs the axis as either the axis property or the axis_input operand
