@@ -220,3 +220,34 @@ def test_cumsum_refuses_a_computed_axis_of_several_values(tmp_path: Path) -> Non
     node = helper.make_node("CumSum", ["x", "axis"], ["y"])
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3]), helper.make_tensor_value_info("axis", TensorProto.INT64, [2])]
     refused(model_of([node], inputs, ["y"], 14), r"axis_input must be one int32 or int64, got i64 \[2\]", tmp_path)
+
+
+@pytest.mark.parametrize("opset", [12, 13])  # integer Clip from opset 12
+@pytest.mark.parametrize(
+    ("bounds", "fed"),
+    [(("lo", "hi"), ("lo", "hi")), (("lo", "hi"), ("lo",)), (("lo", "hi"), ("hi",)), (("lo", ""), ("lo",)), (("", "hi"), ("hi",))],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_clip_with_computed_bounds(opset: int, bounds: tuple[str, str], fed: tuple[str, ...], dtype: type, tmp_path: Path) -> None:
+    """A fed bound is Maximum/Minimum with it; a constant one stays ClipByValue's property."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    values = {"lo": np.array(-2, dtype), "hi": np.array(3, dtype)}
+    node = helper.make_node("Clip", ["x", *bounds], ["y"])
+    inputs = [helper.make_tensor_value_info("x", elem, [4, 5])] + [helper.make_tensor_value_info(b, elem, []) for b in fed]
+    inits = [numpy_helper.from_array(values[b], b) for b in bounds if b and b not in fed]
+    x = np.random.default_rng(4).uniform(-5, 5, (4, 5)).astype(dtype)
+    check(model_of([node], inputs, ["y"], opset, inits), {"x": x, **{b: values[b] for b in fed}}, tmp_path)
+
+
+def test_clip_with_min_above_max_gives_max(tmp_path: Path) -> None:
+    """ONNX applies the lower bound first, so min > max gives max everywhere."""
+    node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"])
+    inputs = [helper.make_tensor_value_info(v, TensorProto.FLOAT, s) for v, s in (("x", [6]), ("lo", []), ("hi", []))]
+    feeds = {"x": np.linspace(-3, 3, 6, dtype=np.float32), "lo": np.array(2, np.float32), "hi": np.array(-1, np.float32)}
+    check(model_of([node], inputs, ["y"], 13), feeds, tmp_path)
+
+
+def test_clip_refuses_a_computed_bound_of_several_values(tmp_path: Path) -> None:
+    node = helper.make_node("Clip", ["x", "lo"], ["y"])
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]), helper.make_tensor_value_info("lo", TensorProto.FLOAT, [3])]
+    refused(model_of([node], inputs, ["y"], 13), r"min must be one value \(a scalar\), got shape \[3\]", tmp_path)

@@ -341,14 +341,31 @@ def _mish(n: Node) -> Outputs:
 
 @converts(Clip=13)
 def _clip(n: Node) -> Outputs:
-    """Bounds come from the (constant) inputs: the `min`/`max` attributes of Clip
-    before opset 11 are refused as unknown attributes, as ONNX's checker does."""
-    props: dict[str, Attribute] = {}
-    for i, key in ((1, "min"), (2, "max")):
-        bound = n.scalar_input(i, key)
-        if bound is not None:
-            props[key] = float_attr(bound)
-    return [n.emit(ag.ClipByValueOp, [n.x(0)], props)]
+    """Bounds come from the inputs: the `min`/`max` attributes of Clip before opset 11
+    are refused as unknown attributes, as ONNX's checker does. Constant bounds are
+    ClipByValue's properties; a computed bound is the tensor input of CANN's
+    ClipByValue, which is Maximum (min) or Minimum (max) with it, read when it runs."""
+    computed = [n.has(i) and n.importer.constant_value(n.proto.input[i]) is None for i in (1, 2)]
+    if not any(computed):
+        props: dict[str, Attribute] = {}
+        for i, key in ((1, "min"), (2, "max")):
+            bound = n.scalar_input(i, key)
+            if bound is not None:
+                props[key] = float_attr(bound)
+        return [n.emit(ag.ClipByValueOp, [n.x(0)], props)]
+    steps: list[tuple[type[ag.AscendOp], list[SSAValue], dict[str, Attribute], str]] = []
+    for i, key, cls in ((1, "min", ag.MaximumOp), (2, "max", ag.MinimumOp)):
+        if computed[i - 1]:
+            bound = n.x(i)
+            if numel(shape(bound)) != 1 or len(shape(bound)) > len(shape(n.x(0))):
+                raise n.error(f"{key} must be one value (a scalar), got shape {fmt(shape(bound))}")
+            steps.append((cls, [bound], {}, key))
+        elif n.scalar_input(i, key) is not None:
+            steps.append((ag.ClipByValueOp, [], {key: float_attr(n.scalar_input(i, key))}, key))
+    y = n.x(0)
+    for j, (cls, operands, props, key) in enumerate(steps):
+        y = n.emit(cls, [y, *operands], props, None if j == len(steps) - 1 else key)
+    return [y]
 
 
 @converts(Cast=25)
