@@ -251,3 +251,21 @@ def test_clip_refuses_a_computed_bound_of_several_values(tmp_path: Path) -> None
     node = helper.make_node("Clip", ["x", "lo"], ["y"])
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]), helper.make_tensor_value_info("lo", TensorProto.FLOAT, [3])]
     refused(model_of([node], inputs, ["y"], 13), r"min must be one value \(a scalar\), got shape \[3\]", tmp_path)
+
+
+@pytest.mark.parametrize(("op_type", "opset"), [("ReduceSum", 13), ("ReduceMean", 18), ("ReduceL2", 18), ("ReduceLogSumExp", 18)])
+@pytest.mark.parametrize(("keepdims", "noop"), [(1, 0), (0, 0), (1, 1)])
+def test_reduce_with_a_computed_empty_axes(op_type: str, opset: int, keepdims: int, noop: int, tmp_path: Path) -> None:
+    """An axes input of shape [0] has no value to wait for: it reduces everything, or
+    nothing with noop_with_empty_axes."""
+    node = helper.make_node(op_type, ["x", "axes"], ["y"], keepdims=keepdims, noop_with_empty_axes=noop)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 4]), helper.make_tensor_value_info("axes", TensorProto.INT64, [0])]
+    x = np.random.default_rng(5).uniform(0.5, 2.0, (3, 2, 4)).astype(np.float32)
+    check(model_of([node], inputs, ["y"], opset), {"x": x, "axes": np.zeros(0, np.int64)}, tmp_path)
+
+
+def test_reduce_with_computed_axes_is_refused(tmp_path: Path) -> None:
+    """Axes with values change the result's shape: they must be constants."""
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"])
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2]), helper.make_tensor_value_info("axes", TensorProto.INT64, [1])]
+    refused(model_of([node], inputs, ["y"], 13), r"input 1 \(axes, 'axes'\) must be a constant", tmp_path)

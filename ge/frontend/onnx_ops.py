@@ -424,9 +424,14 @@ _REDUCE: dict[str, type[ag.ReduceOp]] = {
 
 
 def _reduce_axes(n: Node) -> tuple[int, ...] | None:
-    """The reduced axes (empty = all), or None for a no-op (noop_with_empty_axes)."""
+    """The reduced axes (empty = all), or None for a no-op (noop_with_empty_axes). An
+    axes input of no elements needs no value: computed or not, it is empty."""
     from_input = n.since >= 18 or (n.op_type == "ReduceSum" and n.since >= 13)
-    axes = (n.ints(1, "axes") if from_input else n.attr("axes")) or []
+    computed = from_input and n.has(1) and n.importer.constant_value(n.proto.input[1]) is None
+    if computed and numel(shape(n.x(1))) == 0:
+        axes: list[int] = []
+    else:
+        axes = (n.ints(1, "axes") if from_input else n.attr("axes")) or []
     if not axes and n.attr("noop_with_empty_axes", 0):
         return None
     return tuple(axes)
