@@ -1332,7 +1332,7 @@ def _resize(op: ag.ResizeOp, args: list[np.ndarray]) -> np.ndarray:
         x = x.astype(np.float64)
     scales = [float(s) for s in op.scales.get_values()]
     rank = x.ndim
-    roi = op.props.ints("roi", [0.0] * rank + [1.0] * rank)
+    roi = op.roi.get_values() if op.roi is not None else [0.0] * rank + [1.0] * rank
     for axis, (n_out, scale) in enumerate(zip(op.props.ints("sizes"), scales)):
         crop = (float(roi[axis]), float(roi[rank + axis]))
         if n_out == x.shape[axis] and math.isclose(scale, 1.0) and crop == (0.0, 1.0):

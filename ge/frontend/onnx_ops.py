@@ -24,12 +24,12 @@ constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
 not static. Shape is evaluated when its input's dims are static, and is a Shape op
 otherwise; a Reshape to a target computed from one is a DynamicReshape, its target
-an operand. Inputs that GE's ops take as attributes must be constants (OneHot's
-depth, for one); Trilu's k and CumSum's and CumProd's axis, which do not change the
-result's shape, are an attribute when constant and an operand otherwise, read when
-the kernel runs. A model of an
-opset below 11 is upgraded to 11 before import, which makes its Upsample a Resize and
-its Scatter a ScatterElements (neither has a converter: both are deprecated).
+an operand. Inputs that GE's ops take as attributes must be constants where they
+shape the result (axes, pads, sizes, OneHot's depth); where they do not, a computed
+one stays an operand that the kernel reads when it runs: Trilu's k, CumSum's and
+CumProd's axis, and Clip's bounds (Maximum/Minimum with them). A model of an opset
+below 11 is upgraded to 11 before import, which makes its Upsample a Resize and its
+Scatter a ScatterElements (neither has a converter: both are deprecated).
 `LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
@@ -360,8 +360,8 @@ def _clip(n: Node) -> Outputs:
             if numel(shape(bound)) != 1 or len(shape(bound)) > len(shape(n.x(0))):
                 raise n.error(f"{key} must be one value (a scalar), got shape {fmt(shape(bound))}")
             steps.append((cls, [bound], {}, key))
-        elif n.scalar_input(i, key) is not None:
-            steps.append((ag.ClipByValueOp, [], {key: float_attr(n.scalar_input(i, key))}, key))
+        elif (value := n.scalar_input(i, key)) is not None:
+            steps.append((ag.ClipByValueOp, [], {key: float_attr(value)}, key))
     y = n.x(0)
     for j, (cls, operands, props, key) in enumerate(steps):
         y = n.emit(cls, [y, *operands], props, None if j == len(steps) - 1 else key)
