@@ -1963,7 +1963,9 @@ class PadOp(AscendOp):
 @irdl_op_definition
 class ResizeOp(AscendOp):
     """Resize to `sizes` (CANN `Resize`), with ONNX's mode, coordinate transform and rounding;
-    `antialias` widens a linear or cubic kernel by the factor it shrinks an axis by."""
+    `antialias` widens a linear or cubic kernel by the factor it shrinks an axis by. With
+    tf_crop_and_resize, `roi` holds every dim's crop start then every dim's crop end, as
+    fractions of the input, and samples outside the input take `extrapolation_value`."""
 
     name = "ascend_graph.resize"
     OP_TYPE: ClassVar[str] = "Resize"
@@ -1978,6 +1980,7 @@ class ResizeOp(AscendOp):
     exclude_outside = prop_def(BoolAttr)
     extrapolation_value = prop_def(FloatAttr)
     antialias = opt_prop_def(BoolAttr)
+    roi = opt_prop_def(DenseArrayBase)
     traits = traits_def(Pure())
 
     @classmethod
@@ -1985,6 +1988,11 @@ class ResizeOp(AscendOp):
         x, sizes = shape_of(operand_types[0]), props.ints("sizes")
         if len(sizes) != len(x) or len(props.ints("scales")) != len(x):
             raise ShapeError(f"sizes and scales need {len(x)} entries")
+        crop = props.str("coordinate_transformation_mode") == "tf_crop_and_resize"
+        if crop != props.has("roi"):
+            raise ShapeError("roi is given exactly when coordinate_transformation_mode is tf_crop_and_resize")
+        if crop and len(props.ints("roi")) != 2 * len(x):
+            raise ShapeError(f"roi needs {2 * len(x)} entries (every dim's start, then every dim's end)")
         if props.str("mode") not in ("nearest", "linear", "cubic"):
             raise ShapeError(f"mode {props.str('mode')!r} is not nearest, linear or cubic")
         return [tensor(dtype_of(operand_types[0]), sizes)]
@@ -3395,17 +3403,24 @@ class HardmaxOp(AscendOp):
 
 class TriangleOp(AscendOp):
     """Keep one triangle of the last two dims (diagonal 0 is the main one, positive
-    above it), zero the rest."""
+    above it), zero the rest. The diagonal is the `diagonal` property, or, when the
+    graph computes it, the int64 scalar operand `k` that the kernel reads when it runs
+    (the result's shape does not depend on it)."""
 
     x = operand_def(TensorType)
+    k = opt_operand_def(TensorType)
     y = result_def(TensorType)
-    diagonal = prop_def(IntegerAttr)
+    diagonal = opt_prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
         if len(shape_of(operand_types[0])) < 2:
             raise ShapeError(f"needs a matrix (rank >= 2), got shape {shapes.fmt(shape_of(operand_types[0]))}")
+        if (len(operand_types) > 1) == props.has("diagonal"):
+            raise ShapeError("needs the diagonal as either the diagonal property or the k operand")
+        if len(operand_types) > 1 and (dtype_of(operand_types[1]) != i64 or shapes.numel(shape_of(operand_types[1])) != 1):
+            raise ShapeError(f"k must be one int64, got {dtype_of(operand_types[1])} {shapes.fmt(shape_of(operand_types[1]))}")
         return [operand_types[0]]
 
 
@@ -3427,18 +3442,26 @@ class TriuOp(TriangleOp):
 
 class CumulativeOp(AscendOp):
     """A running reduction along `axis`; `exclusive` leaves each element out of its own
-    result, `reverse` runs from the end."""
+    result, `reverse` runs from the end. When the graph computes the axis, it is the
+    int32/int64 scalar operand `axis_input` that the kernel reads when it runs (the
+    result's shape does not depend on it)."""
 
     x = operand_def(TensorType)
+    axis_input = opt_operand_def(TensorType)
     y = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis = opt_prop_def(IntegerAttr)
     exclusive = prop_def(BoolAttr)
     reverse = prop_def(BoolAttr)
     traits = traits_def(Pure())
 
     @classmethod
     def infer_result_types(cls, operand_types, props):
-        shapes.norm_axis(props.int("axis"), len(shape_of(operand_types[0])))
+        if (len(operand_types) > 1) == props.has("axis"):
+            raise ShapeError("needs the axis as either the axis property or the axis_input operand")
+        if props.has("axis"):
+            shapes.norm_axis(props.int("axis"), len(shape_of(operand_types[0])))
+        elif dtype_of(operand_types[1]) not in (i32, i64) or shapes.numel(shape_of(operand_types[1])) != 1:
+            raise ShapeError(f"axis_input must be one int32 or int64, got {dtype_of(operand_types[1])} {shapes.fmt(shape_of(operand_types[1]))}")
         if dtype_of(operand_types[0]) == i1:
             raise ShapeError("needs a number input, not bool")
         return [operand_types[0]]
@@ -4334,6 +4357,49 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[[SSAValue.get(v) for v in values]])
 
 
+# ---- misc (ops-misc): TfIdfVectorizer
+
+
+@irdl_op_definition
+class TfIdfVectorizerOp(AscendOp):
+    """Counts of the pool's n-grams in each row of integer tokens (ONNX TfIdfVectorizer,
+    AI CPU only). `pool` holds the n-grams by length, `ngram_counts[k]` the pool position
+    where the (k+1)-grams start; `ngram_indexes[j]` is the result column of n-gram j. An
+    n-gram of length min..max_gram_length may skip up to `max_skip_count` tokens between
+    its items (the same gap throughout); `mode` TF counts, IDF writes `weights` (default
+    1) where the count is positive, TFIDF multiplies the count by them."""
+
+    name = "ascend_graph.tf_idf_vectorizer"
+    OP_TYPE: ClassVar[str] = "TfIdfVectorizer"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    min_gram_length = prop_def(IntegerAttr)
+    max_gram_length = prop_def(IntegerAttr)
+    max_skip_count = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    ngram_counts = prop_def(DenseArrayBase)
+    ngram_indexes = prop_def(DenseArrayBase)
+    pool = prop_def(DenseArrayBase)
+    weights = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        x = shape_of(operand_types[0])
+        if len(x) not in (1, 2) or not _is_integer(dtype_of(operand_types[0])):
+            raise ShapeError(f"needs integer tokens of rank 1 or 2, got {dtype_of(operand_types[0])} {shapes.fmt(x)}")
+        if props.str("mode") not in ("TF", "IDF", "TFIDF"):
+            raise ShapeError(f"mode {props.str('mode')!r} is not TF, IDF or TFIDF")
+        if not 1 <= props.int("min_gram_length") <= props.int("max_gram_length") or props.int("max_skip_count") < 0:
+            raise ShapeError("needs 1 <= min_gram_length <= max_gram_length and a non-negative max_skip_count")
+        indexes = props.ints("ngram_indexes")
+        if not indexes or min(indexes) < 0:
+            raise ShapeError("ngram_indexes needs at least one entry, none negative")
+        if props.has("weights") and len(props.ints("weights")) != len(indexes):
+            raise ShapeError(f"weights need one entry per n-gram ({len(indexes)})")
+        return [tensor(f32, x[:-1] + (max(indexes) + 1,))]
+
+
 AscendGraph = Dialect(
     "ascend_graph",
     [
@@ -4363,6 +4429,7 @@ AscendGraph = Dialect(
         ShapeOp, DynamicReshapeOp,
         AscendQuantOp, AscendDequantOp, AscendRequantOp,
         IfOp, LoopOp, ScanOp, YieldOp,
+        TfIdfVectorizerOp,
     ],
     [FormatAttr, WeightRefAttr],
 )

@@ -1229,14 +1229,20 @@ def _space_to_depth(op: ag.SpaceToDepthOp, args: list[np.ndarray]) -> np.ndarray
 # -------------------------------------------------------------------------- resize
 
 
-def _source_coords(mode: str, n_out: int, n_in: int, scale: float) -> np.ndarray:
+def _source_coords(mode: str, n_out: int, n_in: int, scale: float, crop: tuple[float, float]) -> np.ndarray:
     """Where each output index samples the input axis (ONNX Resize's transforms).
 
     As in the ONNX reference, `scale * n_in` (not n_out) is the output length that
-    align_corners, pytorch_half_pixel and half_pixel_symmetric use.
+    align_corners, pytorch_half_pixel, half_pixel_symmetric and tf_crop_and_resize
+    use; `crop` is the axis' (start, end) of tf_crop_and_resize's roi.
     """
     y = np.arange(n_out, dtype=np.float64)
     length = scale * n_in
+    if mode == "tf_crop_and_resize":
+        start, end = crop
+        if length <= 1:
+            return np.full(n_out, 0.5 * (start + end) * (n_in - 1))
+        return start * (n_in - 1) + y * (end - start) * (n_in - 1) / (length - 1)
     if mode == "half_pixel":
         return (y + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":
@@ -1313,32 +1319,43 @@ def _mix(op: ag.ResizeOp, x_src: np.ndarray, n_in: int, scale: float) -> tuple[n
     return np.clip(index, 0, n_in - 1), weights
 
 
-def _resize_axis(op: ag.ResizeOp, x: np.ndarray, axis: int, n_out: int, scale: float) -> np.ndarray:
+def _resize_axis(op: ag.ResizeOp, x: np.ndarray, axis: int, n_out: int, scale: float, crop: tuple[float, float]) -> np.ndarray:
     n_in = x.shape[axis]
-    x_src = _source_coords(op.props.str("coordinate_transformation_mode"), n_out, n_in, scale)
+    transform = op.props.str("coordinate_transformation_mode")
+    x_src = _source_coords(transform, n_out, n_in, scale, crop)
     if op.props.str("mode") == "nearest":
         base = np.floor(x_src)
         rule = _ROUNDS_UP[op.props.str("nearest_mode", "round_prefer_floor")]
         index = base.astype(np.int64) + rule(x_src - base)
-        return np.take(x, np.clip(index, 0, n_in - 1), axis=axis)
-    index, weights = _mix(op, x_src, n_in, scale)
-    gathered = np.take(x, index, axis=axis)
-    weights = weights.reshape(weights.shape + (1,) * (x.ndim - axis - 1))
-    return np.sum(gathered * weights, axis=axis + 1)
+        y = np.take(x, np.clip(index, 0, n_in - 1), axis=axis)
+    else:
+        index, weights = _mix(op, x_src, n_in, scale)
+        gathered = np.take(x, index, axis=axis)
+        weights = weights.reshape(weights.shape + (1,) * (x.ndim - axis - 1))
+        y = np.sum(gathered * weights, axis=axis + 1)
+    if transform != "tf_crop_and_resize":
+        return y
+    outside = ((x_src < 0) | (x_src > n_in - 1)).reshape((n_out,) + (1,) * (x.ndim - axis - 1))
+    return np.where(outside, op.props.float("extrapolation_value"), y)
 
 
 @_kernel(ag.ResizeOp)
 def _resize(op: ag.ResizeOp, args: list[np.ndarray]) -> np.ndarray:
     """One axis at a time (the interpolation is separable), in float64 for linear and
-    cubic; integers round half to even and saturate, as the ONNX reference does."""
+    cubic; integers round half to even and saturate, as the ONNX reference does. A
+    sample outside tf_crop_and_resize's input fills a whole slice across the other
+    axes, so interpolating them afterwards leaves it the extrapolation value."""
     x = args[0]
     if op.props.str("mode") != "nearest":
         x = x.astype(np.float64)
     scales = [float(s) for s in op.scales.get_values()]
+    rank = x.ndim
+    roi = op.roi.get_values() if op.roi is not None else [0.0] * rank + [1.0] * rank
     for axis, (n_out, scale) in enumerate(zip(op.props.ints("sizes"), scales)):
-        if n_out == x.shape[axis] and math.isclose(scale, 1.0):
+        crop = (float(roi[axis]), float(roi[rank + axis]))
+        if n_out == x.shape[axis] and math.isclose(scale, 1.0) and crop == (0.0, 1.0):
             continue
-        x = _resize_axis(op, x, axis, n_out, scale)
+        x = _resize_axis(op, x, axis, n_out, scale, crop)
     want = args[0].dtype
     if _kind(want) in "iu" and x.dtype != want:
         return np.clip(np.rint(x), np.iinfo(want).min, np.iinfo(want).max)
@@ -2183,23 +2200,30 @@ def _hardmax(op: ag.HardmaxOp, args: list[np.ndarray]) -> np.ndarray:
     return y.reshape(x.shape)
 
 
+def _diagonal(op: ag.TrilOp | ag.TriuOp, args: list[np.ndarray]) -> int:
+    """The `diagonal` property, or the value of the k operand."""
+    return int(args[1].reshape(-1)[0]) if len(args) > 1 else op.props.int("diagonal")
+
+
 @_kernel(ag.TrilOp)
 def _tril(op: ag.TrilOp, args: list[np.ndarray]) -> np.ndarray:
-    return np.tril(args[0], op.props.int("diagonal"))
+    return np.tril(args[0], _diagonal(op, args))
 
 
 @_kernel(ag.TriuOp)
 def _triu(op: ag.TriuOp, args: list[np.ndarray]) -> np.ndarray:
-    return np.triu(args[0], op.props.int("diagonal"))
+    return np.triu(args[0], _diagonal(op, args))
 
 
 def _cumulative(fn: Callable[..., np.ndarray], identity: int) -> Kernel:
-    """fn along the axis in the vector dtype (integers wrap in their own); `exclusive`
-    shifts the result one place on, starting from the identity."""
+    """fn along the axis (the property, or the axis_input operand's value) in the vector
+    dtype (integers wrap in their own); `exclusive` shifts the result one place on,
+    starting from the identity."""
 
     def kernel(op: Any, args: list[np.ndarray]) -> np.ndarray:
         x = _vec(args[0])
-        axis = shapes.norm_axis(op.props.int("axis"), x.ndim)
+        given = int(args[1].reshape(-1)[0]) if len(args) > 1 else op.props.int("axis")
+        axis = shapes.norm_axis(given, x.ndim)
         reverse = op.props.bool("reverse")
         if reverse:
             x = np.flip(x, axis)
@@ -2527,3 +2551,43 @@ BODY_KERNELS: dict[type[Operation], Callable[[Any, list[np.ndarray], WeightStore
 }
 """The kernels of the ops with bodies (If, Loop, Scan), apart from `KERNELS` because
 they run their bodies with the caller's weights."""
+
+
+# ---- misc (ops-misc): TfIdfVectorizer
+
+
+def _pool_ngrams(op: ag.TfIdfVectorizerOp) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per n-gram length: the pool's n-grams [m, n] and their numbers in ngram_indexes."""
+    pool, counts = np.array(op.props.ints("pool"), np.int64), op.props.ints("ngram_counts")
+    bounds, grams, number = [*counts, pool.size], {}, 0
+    for k, (start, end) in enumerate(itertools.pairwise(bounds)):
+        m = (end - start) // (k + 1)
+        grams[k + 1] = (pool[start:end].reshape(m, k + 1), np.arange(number, number + m))
+        number += m
+    return grams
+
+
+@_kernel(ag.TfIdfVectorizerOp)
+def _tf_idf_vectorizer(op: ag.TfIdfVectorizerOp, args: list[np.ndarray]) -> np.ndarray:
+    """Every window of n tokens `gap` apart (gap 1 .. max_skip_count + 1; a 1-gram is one
+    window per token, not one per gap) is compared with the pool's n-grams of its length."""
+    rows = args[0].reshape(-1, args[0].shape[-1]).astype(np.int64)
+    length = rows.shape[1]
+    found = np.zeros((rows.shape[0], len(op.props.ints("ngram_indexes"))), np.float64)
+    grams = _pool_ngrams(op)
+    for n in range(op.props.int("min_gram_length"), op.props.int("max_gram_length") + 1):
+        if n not in grams or not grams[n][0].size:
+            continue
+        pool, numbers = grams[n]
+        for gap in range(1, op.props.int("max_skip_count") + 2 if n > 1 else 2):
+            starts = length - (n - 1) * gap
+            if starts <= 0:
+                break
+            windows = rows[:, np.arange(starts)[:, None] + gap * np.arange(n)]  # [rows, starts, n]
+            found[:, numbers] += (windows[:, :, None, :] == pool[None, None]).all(axis=-1).sum(axis=1)
+    weights = np.array(op.props.ints("weights", [1.0] * found.shape[1]), np.float64)
+    mode = op.props.str("mode")
+    scored = found if mode == "TF" else (found > 0) * weights if mode == "IDF" else found * weights
+    y = np.zeros((rows.shape[0], max(op.props.ints("ngram_indexes")) + 1), np.float32)
+    np.add.at(y, (slice(None), np.array(op.props.ints("ngram_indexes"))), scored.astype(np.float32))
+    return y.reshape(args[0].shape[:-1] + y.shape[-1:])

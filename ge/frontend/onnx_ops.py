@@ -24,16 +24,19 @@ constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
 not static. Shape is evaluated when its input's dims are static, and is a Shape op
 otherwise; a Reshape to a target computed from one is a DynamicReshape, its target
-an operand. Inputs that GE's ops take as attributes must be constants: Trilu's k
-(Tril/Triu's `diagonal`), CumSum's and CumProd's axis, OneHot's depth. A model of an
-opset below 11 is upgraded to 11 before import, which makes its Upsample a Resize and
-its Scatter a ScatterElements (neither has a converter: both are deprecated).
+an operand. Inputs that GE's ops take as attributes must be constants where they
+shape the result (axes, pads, sizes, OneHot's depth); where they do not, a computed
+one stays an operand that the kernel reads when it runs: Trilu's k, CumSum's and
+CumProd's axis, and Clip's bounds (Maximum/Minimum with them). A model of an opset
+below 11 is upgraded to 11 before import, which makes its Upsample a Resize and its
+Scatter a ScatterElements (neither has a converter: both are deprecated).
 `LayerNormalization`'s `stash_type` (the precision of the mean and
 variance) is left to precision selection, which decides every op's compute dtype.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -338,14 +341,31 @@ def _mish(n: Node) -> Outputs:
 
 @converts(Clip=13)
 def _clip(n: Node) -> Outputs:
-    """Bounds come from the (constant) inputs: the `min`/`max` attributes of Clip
-    before opset 11 are refused as unknown attributes, as ONNX's checker does."""
-    props: dict[str, Attribute] = {}
-    for i, key in ((1, "min"), (2, "max")):
-        bound = n.scalar_input(i, key)
-        if bound is not None:
-            props[key] = float_attr(bound)
-    return [n.emit(ag.ClipByValueOp, [n.x(0)], props)]
+    """Bounds come from the inputs: the `min`/`max` attributes of Clip before opset 11
+    are refused as unknown attributes, as ONNX's checker does. Constant bounds are
+    ClipByValue's properties; a computed bound is the tensor input of CANN's
+    ClipByValue, which is Maximum (min) or Minimum (max) with it, read when it runs."""
+    computed = [n.has(i) and n.importer.constant_value(n.proto.input[i]) is None for i in (1, 2)]
+    if not any(computed):
+        props: dict[str, Attribute] = {}
+        for i, key in ((1, "min"), (2, "max")):
+            bound = n.scalar_input(i, key)
+            if bound is not None:
+                props[key] = float_attr(bound)
+        return [n.emit(ag.ClipByValueOp, [n.x(0)], props)]
+    steps: list[tuple[type[ag.AscendOp], list[SSAValue], dict[str, Attribute], str]] = []
+    for i, key, cls in ((1, "min", ag.MaximumOp), (2, "max", ag.MinimumOp)):
+        if computed[i - 1]:
+            bound = n.x(i)
+            if numel(shape(bound)) != 1 or len(shape(bound)) > len(shape(n.x(0))):
+                raise n.error(f"{key} must be one value (a scalar), got shape {fmt(shape(bound))}")
+            steps.append((cls, [bound], {}, key))
+        elif (value := n.scalar_input(i, key)) is not None:
+            steps.append((ag.ClipByValueOp, [], {key: float_attr(value)}, key))
+    y = n.x(0)
+    for j, (cls, operands, props, key) in enumerate(steps):
+        y = n.emit(cls, [y, *operands], props, None if j == len(steps) - 1 else key)
+    return [y]
 
 
 @converts(Cast=25)
@@ -404,9 +424,14 @@ _REDUCE: dict[str, type[ag.ReduceOp]] = {
 
 
 def _reduce_axes(n: Node) -> tuple[int, ...] | None:
-    """The reduced axes (empty = all), or None for a no-op (noop_with_empty_axes)."""
+    """The reduced axes (empty = all), or None for a no-op (noop_with_empty_axes). An
+    axes input of no elements needs no value: computed or not, it is empty."""
     from_input = n.since >= 18 or (n.op_type == "ReduceSum" and n.since >= 13)
-    axes = (n.ints(1, "axes") if from_input else n.attr("axes")) or []
+    computed = from_input and n.has(1) and n.importer.constant_value(n.proto.input[1]) is None
+    if computed and numel(shape(n.x(1))) == 0:
+        axes: list[int] = []
+    else:
+        axes = (n.ints(1, "axes") if from_input else n.attr("axes")) or []
     if not axes and n.attr("noop_with_empty_axes", 0):
         return None
     return tuple(axes)
@@ -866,7 +891,9 @@ def _pad(n: Node) -> Outputs:
     return [n.emit(ag.PadOp, [x], props)]
 
 
-_RESIZE_COORDINATES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
+_RESIZE_COORDINATES = (
+    "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
+)
 _RESIZE_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -879,8 +906,6 @@ def _resize(n: Node) -> Outputs:
     mode = n.attr("mode", "nearest")
     coordinates = n.attr("coordinate_transformation_mode", "half_pixel")
     nearest = n.attr("nearest_mode", "round_prefer_floor")
-    if coordinates == "tf_crop_and_resize":
-        raise n.error("coordinate_transformation_mode tf_crop_and_resize is unsupported")
     if coordinates not in _RESIZE_COORDINATES:
         raise n.error(f"coordinate_transformation_mode '{coordinates}' is unknown")
     if mode not in ("nearest", "linear", "cubic"):
@@ -932,7 +957,24 @@ def _resize(n: Node) -> Outputs:
     }
     if n.attr("antialias", 0) and mode != "nearest":
         props["antialias"] = bool_attr(True)
+    if coordinates == "tf_crop_and_resize":
+        props["roi"] = DenseArrayBase.from_list(f64, _resize_roi(n, axes, rank))
     return [n.emit(ag.ResizeOp, [x], props)]
+
+
+def _resize_roi(n: Node, axes: Sequence[int], rank: int) -> list[float]:
+    """tf_crop_and_resize's crop box over every dim (starts, then ends): the roi input
+    gives it for `axes`, the other dims keep their whole extent [0, 1]."""
+    roi = n.array(1, "roi")
+    if roi is None or not roi.size:
+        raise n.error("coordinate_transformation_mode tf_crop_and_resize needs the roi input")
+    given = [float(v) for v in roi.reshape(-1)]
+    if len(given) != 2 * len(axes):
+        raise n.error(f"roi {given} needs {2 * len(axes)} values (the starts, then the ends, of axes {list(axes)})")
+    box = [0.0] * rank + [1.0] * rank
+    for j, axis in enumerate(axes):
+        box[axis], box[rank + axis] = given[j], given[len(axes) + j]
+    return box
 
 
 @converts(Expand=13)
@@ -1905,24 +1947,27 @@ def _hardmax(n: Node) -> Outputs:
 
 @converts(Trilu=14)
 def _trilu(n: Node) -> Outputs:
-    """The diagonal offset k must be a constant: it becomes Tril/Triu's `diagonal`."""
-    k = n.scalar_input(1, "k") or 0
+    """A constant diagonal offset k becomes Tril/Triu's `diagonal`; a computed one stays
+    their operand (the result's shape does not depend on it)."""
     cls = ag.TriuOp if n.attr("upper", 1) else ag.TrilOp
+    if n.has(1) and n.importer.constant_value(n.proto.input[1]) is None:
+        return [n.emit(cls, [n.x(0), n.x(1)])]
+    k = n.scalar_input(1, "k") or 0
     return [n.emit(cls, [n.x(0)], {"diagonal": int_attr(int(k))})]
 
 
 @converts(CumSum=14, CumProd=26)
 def _cumulative(n: Node) -> Outputs:
-    """The axis must be a constant scalar."""
+    """A constant axis becomes the `axis` property; a computed one stays the op's
+    axis_input operand (the result's shape does not depend on it)."""
+    cls = ag.CumsumOp if n.op_type == "CumSum" else ag.CumprodOp
+    props: dict[str, Attribute] = {"exclusive": bool_attr(n.attr("exclusive", 0)), "reverse": bool_attr(n.attr("reverse", 0))}
+    if n.importer.constant_value(n.proto.input[1]) is None:
+        return [n.emit(cls, [n.x(0), n.x(1)], props)]
     axis = n.ints(1, "axis")
     if axis is None or len(axis) != 1:
         raise n.error(f"axis must be one integer, got {axis}")
-    props = {
-        "axis": int_attr(axis[0]),
-        "exclusive": bool_attr(n.attr("exclusive", 0)),
-        "reverse": bool_attr(n.attr("reverse", 0)),
-    }
-    return [n.emit(ag.CumsumOp if n.op_type == "CumSum" else ag.CumprodOp, [n.x(0)], props)]
+    return [n.emit(cls, [n.x(0)], {"axis": int_attr(axis[0]), **props})]
 
 
 @converts(BitCast=26)
@@ -2511,3 +2556,43 @@ def _scan(n: Node) -> Outputs:
     }
     operands = [*inputs, *(importer.value(c) for c in captured)]
     return importer.build(ag.ScanOp(operands, [body], results, props, n.name))
+
+
+# ---- misc (ops-misc): TfIdfVectorizer
+
+
+@converts(TfIdfVectorizer=9)
+def _tf_idf_vectorizer(n: Node) -> Outputs:
+    """Integer tokens and pool_int64s only (string tensors are not an element type here);
+    the pool's layout is checked here, where the node's attributes name it."""
+    if n.attr("pool_strings"):
+        raise n.error("pool_strings is unsupported (string tokens): give integer tokens and pool_int64s")
+    pool = [int(v) for v in n.attr("pool_int64s", [])]
+    if not pool:
+        raise n.error("pool_int64s is missing")
+    counts = [int(v) for v in n.attr("ngram_counts")]
+    bounds = [*counts, len(pool)]
+    if not counts or any(not 0 <= a <= b <= len(pool) for a, b in itertools.pairwise(bounds)):
+        raise n.error(f"ngram_counts {counts} must rise from 0 to at most the pool's {len(pool)} entries")
+    lengths = [b - a for a, b in itertools.pairwise(bounds)]
+    if counts[0] != 0 or any(size % (k + 1) for k, size in enumerate(lengths)):
+        raise n.error(f"ngram_counts {counts} must start at 0 and split the pool into whole 1-grams, 2-grams, ...")
+    mode = n.attr("mode")
+    if mode not in ("TF", "IDF", "TFIDF"):
+        raise n.error(f"mode '{mode}' is not TF, IDF or TFIDF")
+    indexes = [int(v) for v in n.attr("ngram_indexes")]
+    total = sum(size // (k + 1) for k, size in enumerate(lengths))
+    if len(indexes) != total:
+        raise n.error(f"ngram_indexes has {len(indexes)} entries, the pool {total} n-grams")
+    props = {
+        "min_gram_length": int_attr(n.attr("min_gram_length")),
+        "max_gram_length": int_attr(n.attr("max_gram_length")),
+        "max_skip_count": int_attr(n.attr("max_skip_count")),
+        "mode": StringAttr(mode),
+        "ngram_counts": ints(counts),
+        "ngram_indexes": ints(indexes),
+        "pool": ints(pool),
+    }
+    if n.attr("weights"):
+        props["weights"] = DenseArrayBase.from_list(f64, [float(w) for w in n.attr("weights")])
+    return [n.emit(ag.TfIdfVectorizerOp, [n.x(0)], props)]

@@ -106,6 +106,8 @@ def row_length(op: Operation) -> int:
     if isinstance(op, ag.HardmaxOp):
         return shapes.numel([x[a] for a in shapes.norm_axes(op.props.ints("axes"), len(x))])
     if isinstance(op, ag.CumulativeOp):  # a scan runs along its axis through everything inside it
+        if not op.props.has("axis"):  # known when it runs: rows that hold a scan along any axis
+            return shapes.numel(x)
         return shapes.numel(x[shapes.norm_axis(op.props.int("axis"), len(x)) :])
     if isinstance(op, ag.MatrixDeterminantOp):
         return shapes.numel(x[-2:])

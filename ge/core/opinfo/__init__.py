@@ -58,7 +58,8 @@ The values are this project's model of the parts, not copied from CANN:
   also reduce bool, and the AI CPU Cast converts between every two of its dtypes
   (float64 and the unsigned types included). NonZero, Compress,
   UniqueWithCountsExt2 and NonMaxSuppressionV6, whose result shapes depend on
-  their input values, have AI CPU kernels only.
+  their input values, have AI CPU kernels only, as has TfIdfVectorizer (int32 or
+  int64 tokens, float32 counts).
 - Quantization (AscendQuant, AscendDequant, AscendRequant) is gray and vector. On
   AI Core it reads and writes int8 and uint8 (AscendDequant also int32, the cube's
   accumulators), on AI CPU the 16-bit integers too. A convolution or matmul whose
