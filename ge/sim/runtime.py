@@ -145,7 +145,8 @@ class _State:
     writes: list = field(default_factory=list)
     """Pending writes: (time, order, address, bytes), applied in time order."""
     shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    """The actual shapes of data-dependent outputs (AI CPU kernels'), by address."""
+    """The actual shapes of data-dependent values (AI CPU kernels' outputs), by address:
+    a kernel reading one reads that much of its buffer, D2H copies that much out."""
     order: int = 0
 
     def write_at(self, time: float, addr: int, data: np.ndarray) -> None:
@@ -346,7 +347,7 @@ class Runtime:
         ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
         placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger)
         limits.kernel(index, task.name, placed.end - now)
-        writes = self._execute(task, index, state.memory)
+        writes = self._execute(task, index, state.memory, state.shapes)
         if state.memory is not None:
             if state.watch is not None:
                 state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
