@@ -300,6 +300,13 @@ Engines = tuple[tuple[str, Support | None], ...]
 """The engines an op may run on, first first, with the op's support on each."""
 
 
+def _reads(value: SSAValue) -> str:
+    """Why an op reading the data-dependent `value` runs on the AI CPU."""
+    producer = value.owner
+    assert isinstance(producer, ag.AscendOp)
+    return f"reads the data-dependent result of {producer.OP_TYPE} '{producer.label}': AI CPU"
+
+
 # ----------------------------------------------------------------------- the selector
 
 
@@ -381,15 +388,14 @@ class _Selector:
             choice = self._custom_choice(op, info, slots, custom, engines)
         elif not floats_in and not floats_out:
             choice = self._fixed_choice(op, info, slots, engines)
+            if read is not None:
+                choice = Choice(choice.dtypes, choice.engine, _reads(read))
         elif read is not None:
             key_in = original[floats_in[0].param] if floats_in else None
             key_out = original[floats_out[0].param] if floats_out else None
             keys = (floats_in[0].param if floats_in else None, floats_out[0].param if floats_out else None)
-            producer = read.owner
-            assert isinstance(producer, ag.AscendOp)
-            reason = f"reads the data-dependent result of {producer.OP_TYPE} '{producer.label}': AI CPU"
             candidates = [Candidate(key_in, key_out, AICPU), self._same(key_in, key_out, F32, AICPU, "no kernel for its dtypes, computed in float32")]
-            choice = self._first_supported(op, info, slots, keys, candidates, reason)
+            choice = self._first_supported(op, info, slots, keys, candidates, _reads(read))
         else:
             key_in = original[floats_in[0].param] if floats_in else None
             key_out = original[floats_out[0].param] if floats_out else None
