@@ -623,6 +623,7 @@ class KernelOp(IRDLOperation, _Props):
             left = ", ".join(f"{s} -> {d} #{e}" for s, d, e in sorted(pending))
             raise VerifyException(f"{where}: the program ends with flags set and never waited for: {left}")
 
+
 def _bounds(declared: ArgAttr, arg: ArgAttr) -> bool:
     """Whether `arg` declares an upper bound of a value of dynamic shape described as
     `declared` (an AI CPU kernel's data-dependent value: its buffer): the same kind,

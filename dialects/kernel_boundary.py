@@ -84,11 +84,12 @@ def is_view(op: Operation) -> bool:
     same address ([N, C1, 1, 1, C0] and [N, C, 1, 1] are both n-major, then c), so
     the build aliases it like a reshape instead of launching a copy kernel.
 
-    A view of a data-dependent value (a dynamic shape in a graph to build) is no view:
-    its shape is known only when it runs, so it runs, as an AI CPU kernel that reports it.
+    A view of or to a data-dependent value (a dynamic shape in a graph to build) is no
+    view: the shapes are known only when it runs, so it runs, as an AI CPU kernel that
+    reads its input at its actual shape and reports its own.
     """
     if isinstance(op, VIEW_OPS):
-        return all(is_static(ag.shape_of(r.type)) for r in op.results)
+        return all(is_static(ag.shape_of(v.type)) for v in (*op.operands, *op.results))
     if not isinstance(op, ag.TransDataOp):
         return False
     formats_ = {op.src_format.data, op.dst_format.data}

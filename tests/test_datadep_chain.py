@@ -211,6 +211,25 @@ def test_the_chain_ends_where_a_shape_is_static_again(tmp_path: Path) -> None:
     assert [t.name for t in compiled.tasks if isinstance(t, KernelTask) and not isinstance(t, AicpuTask)] == ["x_cast_float16+gt", "sum_cast_float16+mul+mul_cast_float32"]
 
 
+def test_a_reshape_of_a_data_dependent_value_to_a_static_shape(tmp_path: Path) -> None:
+    """A Reshape to [3, 5] of values selected from a [3, 5] input (all of them, when the
+    model is used right) is an AI CPU kernel reading its input at its actual shape; the
+    Mul after it runs on AI Core."""
+    target = numpy_helper.from_array(np.array([3, 5], np.int64), "target")
+    two = numpy_helper.from_array(np.array(2, np.float32), "two")
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"], name="nz"),
+        helper.make_node("Transpose", ["nz"], ["idx"], name="t"),
+        helper.make_node("GatherND", ["x", "idx"], ["g"], name="g"),
+        helper.make_node("Reshape", ["g", "target"], ["r"], name="reshape"),
+        helper.make_node("Mul", ["r", "two"], ["y"], name="mul"),
+    ]
+    model = model_of(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])], ["y"], 13, [target, two])
+    x = np.arange(1, 16, dtype=np.float32).reshape(3, 5)
+    compiled = check(model, [{"x": x}, {"x": x[::-1] * 0.5}], tmp_path, float16=("y",))
+    assert aicpu_op_types(compiled) == ["NonZero", "TransposeD", "GatherNd", "Reshape"]
+
+
 def test_a_data_dependent_op_reading_a_data_dependent_value(tmp_path: Path) -> None:
     """NonZero of Unique's values: its bound comes from theirs."""
     nodes = [
