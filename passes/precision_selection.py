@@ -384,22 +384,18 @@ class _Selector:
         custom = self._customized(op)
         read = next((v for v in op.operands if v in self.dependent), None)
         engines = ((AICPU, info.aicpu),) if read is not None else ((AICORE, info.aicore), (AICPU, info.aicpu))
-        if custom is not None:
-            choice = self._custom_choice(op, info, slots, custom, engines)
-        elif not floats_in and not floats_out:
-            choice = self._fixed_choice(op, info, slots, engines)
+        if custom is not None or (not floats_in and not floats_out):
+            choice = self._custom_choice(op, info, slots, custom, engines) if custom else self._fixed_choice(op, info, slots, engines)
             if read is not None:
-                choice = Choice(choice.dtypes, choice.engine, _reads(read))
-        elif read is not None:
-            key_in = original[floats_in[0].param] if floats_in else None
-            key_out = original[floats_out[0].param] if floats_out else None
-            keys = (floats_in[0].param if floats_in else None, floats_out[0].param if floats_out else None)
-            candidates = [Candidate(key_in, key_out, AICPU), self._same(key_in, key_out, F32, AICPU, "no kernel for its dtypes, computed in float32")]
-            choice = self._first_supported(op, info, slots, keys, candidates, _reads(read))
+                choice = Choice(choice.dtypes, choice.engine, "; ".join(r for r in (choice.reason, _reads(read)) if r))
         else:
             key_in = original[floats_in[0].param] if floats_in else None
             key_out = original[floats_out[0].param] if floats_out else None
-            candidates, reason = self._candidates(op, info, key_in, key_out)
+            if read is None:
+                candidates, reason = self._candidates(op, info, key_in, key_out)
+            else:  # its own dtypes, where the AI CPU has them
+                no_kernel = "no AI CPU kernel for its dtypes, computed in float32"
+                candidates, reason = [Candidate(key_in, key_out, AICPU), self._same(key_in, key_out, F32, AICPU, no_kernel)], _reads(read)
             keys = (floats_in[0].param if floats_in else None, floats_out[0].param if floats_out else None)
             choice = self._first_supported(op, info, slots, keys, candidates, reason)
         new = self._apply(op, slots, choice)
@@ -632,7 +628,7 @@ class _Selector:
         for engine, support in engines:
             column = self._best_column(support, slots, want) if support is not None else None
             if column is not None and all(column[p] == d for p, d in want.items()):
-                note = "" if engine == AICORE else "; AI Core has no kernel for these dtypes: AI CPU"
+                note = "" if engine == AICORE or len(engines) == 1 else "; AI Core has no kernel for these dtypes: AI CPU"
                 return Choice(column, engine, f"{source}{note}")
         offered = []
         for engine, support in ((AICORE, info.aicore), (AICPU, info.aicpu)):
