@@ -18,7 +18,7 @@ types against it, so a wrong shape is reported with the rule it breaks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -3559,31 +3559,64 @@ class DataDependentOp(AscendOp):
     dims known only when it runs are `DYN`. `upper_bounds` gives, per result, a static
     shape of the same rank holding any value it may produce, which the build allocates."""
 
-    def upper_bounds(self) -> list[Shape]:
+    def upper_bounds(self, operand_types: Sequence[Attribute] | None = None) -> list[Shape]:
+        """The bounds for operands of `operand_types` (static: the upper bounds of
+        operands that are themselves data-dependent), by default the operands' own."""
         raise NotImplementedError(type(self).__name__)
 
-    def _static_input(self, index: int) -> Shape:
-        shape = shape_of(self.operands[index].type)
+    def _static_input(self, index: int, operand_types: Sequence[Attribute] | None) -> Shape:
+        shape = shape_of((operand_types or [o.type for o in self.operands])[index])
         if not shapes.is_static(shape):
             raise ShapeError(f"{self.OP_TYPE} '{self.label}': input {index} has the dynamic shape {shapes.fmt(shape)}; its results have no upper bound")
         return shape
 
 
-def upper_bound(value: SSAValue) -> Shape:
-    """A static shape holding any value `value` may take: its shape, or where a
-    data-dependent op leaves dims to the run, that op's upper bound."""
-    shape = shape_of(value.type)
-    if shapes.is_static(shape):
-        return shape
-    owner = value.owner
-    if isinstance(owner, DataDependentOp):
-        return owner.upper_bounds()[owner.results.index(value)]
-    raise ShapeError(f"shape {shapes.fmt(shape)} is dynamic and no op bounds it")
+def data_dependent_bounds(ops: Iterable[Operation]) -> dict[SSAValue, Shape]:
+    """The data-dependent values the ops (in topological order) make, with the static
+    upper bound of each: a data-dependent op's dynamic results, and the dynamic results
+    of an op reading such a value, bounded by its shape rule applied to the upper
+    bounds of its operands (GE runs that op on the AI CPU too, after the run of its
+    producer gave the actual shapes; control flow, whose bodies need static shapes,
+    and the graph's outputs make none). A result the shape rule leaves dynamic on those
+    bounds (a Reshape to a shape computed from the data, a Range) cannot be bounded:
+    ShapeError, naming the op."""
+    bounds: dict[SSAValue, Shape] = {}
+    for op in ops:
+        if isinstance(op, DataDependentOp):
+            found = op.upper_bounds(_bounded_types(op, bounds))
+        elif isinstance(op, AscendOp) and op.results and not op.regions and any(v in bounds for v in op.operands):
+            found = _chain_bounds(op, bounds)
+        else:
+            continue
+        bounds.update((r, b) for r, b in zip(op.results, found) if not shapes.is_static(shape_of(r.type)))
+    return bounds
 
 
-def data_dependent(value: SSAValue) -> bool:
-    """Whether `value` has dims known only when a data-dependent op runs."""
-    return isinstance(value.owner, DataDependentOp) and not shapes.is_static(shape_of(value.type))
+def _bounded_types(op: Operation, bounds: Mapping[SSAValue, Shape]) -> list[Attribute]:
+    """The op's operand types, a data-dependent one's at its upper bound."""
+    return [tensor(dtype_of(v.type), bounds[v]) if v in bounds else v.type for v in op.operands]
+
+
+def _chain_bounds(op: AscendOp, bounds: Mapping[SSAValue, Shape]) -> list[Shape]:
+    """The result bounds of an op reading data-dependent values: its shape rule on
+    their upper bounds, the dims its result types know kept."""
+    read = ", ".join(f"{shapes.fmt(shape_of(v.type))} <= {shapes.fmt(bounds[v])}" for v in op.operands if v in bounds)
+    try:
+        inferred = type(op).infer_result_types(_bounded_types(op, bounds), op.props)
+    except ShapeError as e:
+        raise ShapeError(f"{op.OP_TYPE} '{op.label}' reads data-dependent values ({read}) whose upper bounds break its shape rule: {e}") from e
+    found: list[Shape] = []
+    for r, t in zip(op.results, inferred):
+        declared, bound = shape_of(r.type), shape_of(t)
+        merged = tuple(b if d == DYN else d for d, b in zip(declared, bound))
+        if len(bound) != len(declared) or not shapes.is_static(merged):
+            raise ShapeError(
+                f"{op.OP_TYPE} '{op.label}' reads data-dependent values ({read}), and its result {shapes.fmt(declared)} "
+                f"has no upper bound: its shape depends on values, not only on the shapes of its inputs "
+                f"(a Reshape target computed from a data-dependent dim is bounded only when -1 takes that dim)"
+            )
+        found.append(merged)
+    return found
 
 
 @irdl_op_definition
@@ -3604,8 +3637,8 @@ class NonZeroOp(DataDependentOp):
             raise ShapeError("x must have at least one dim (a scalar has no index rows)")
         return [tensor(i64, (rank, DYN))]
 
-    def upper_bounds(self) -> list[Shape]:
-        x = self._static_input(0)
+    def upper_bounds(self, operand_types: Sequence[Attribute] | None = None) -> list[Shape]:
+        x = self._static_input(0, operand_types)
         return [(len(x), shapes.numel(x))]
 
 
@@ -3640,9 +3673,10 @@ class CompressOp(DataDependentOp):
         out = (DYN,) if axis is None else x[:axis] + (DYN,) + x[axis + 1 :]
         return [tensor(dtype_of(operand_types[0]), out)]
 
-    def upper_bounds(self) -> list[Shape]:
-        self._static_input(0)
-        x, axis, n = self._along([o.type for o in self.operands], self.props)
+    def upper_bounds(self, operand_types: Sequence[Attribute] | None = None) -> list[Shape]:
+        self._static_input(0, operand_types)
+        self._static_input(1, operand_types)
+        x, axis, n = self._along(operand_types or [o.type for o in self.operands], self.props)
         return [(n,) if axis is None else x[:axis] + (n,) + x[axis + 1 :]]
 
 
@@ -3673,8 +3707,8 @@ class UniqueOp(DataDependentOp):
             y, n = (DYN,), shapes.numel(x) if shapes.is_static(x) else DYN
         return [tensor(dtype_of(operand_types[0]), y), tensor(i64, (DYN,)), tensor(i64, (n,)), tensor(i64, (DYN,))]
 
-    def upper_bounds(self) -> list[Shape]:
-        x = self._static_input(0)
+    def upper_bounds(self, operand_types: Sequence[Attribute] | None = None) -> list[Shape]:
+        x = self._static_input(0, operand_types)
         if self.props.has("axis"):
             axis = shapes.norm_axis(self.props.int("axis"), len(x))
             n, y = x[axis], x
@@ -3715,9 +3749,9 @@ class NonMaxSuppressionOp(DataDependentOp):
             raise ShapeError(f"max_output_boxes_per_class {props.int('max_output_boxes_per_class')} must be >= 0")
         return [tensor(i64, (DYN, 3))]
 
-    def upper_bounds(self) -> list[Shape]:
-        batch, boxes, _ = self._static_input(0)
-        _, classes, _ = self._static_input(1)
+    def upper_bounds(self, operand_types: Sequence[Attribute] | None = None) -> list[Shape]:
+        batch, boxes, _ = self._static_input(0, operand_types)
+        _, classes, _ = self._static_input(1, operand_types)
         return [(batch * classes * min(boxes, self.props.int("max_output_boxes_per_class")), 3)]
 
 

@@ -8,7 +8,8 @@ module level and carries what the build and the simulator need:
   `AiCpu`: one op on the AI CPU engine, launched by a KERNEL_EX task: one block, no
   tiling, and an empty program, since the AI CPU runs compiled C++ rather than pipes),
   `impl_mode`, `tiling` (a dictionary of integer tiling parameters), `args` (per
-  argument: inputs then outputs, with dtype, physical shape and format), `soc` (the
+  argument: inputs then outputs, with dtype, physical shape and format; an AI CPU
+  kernel's value of data-dependent shape has its upper bound there), `soc` (the
   SoC version it was tiled for) and `workspace` (GM scratch bytes for all blocks);
 - a `compute` region: the scope's `ascend_graph` ops on block arguments that are the
   kernel's inputs, ending in `ascend_kernel.yield` of its outputs, so that its
@@ -86,6 +87,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects import formats
 from dialects.ascend_graph import format_of, verify_layout
+from dialects.shapes import DYN
 
 LEVELS = ("GM", "L1", "L0A", "L0B", "L0C", "UB", "BT")
 PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
@@ -600,8 +602,10 @@ class KernelOp(IRDLOperation, _Props):
         for arg, value in [*zip(ins, block.args), *zip(outs, last.values)]:
             verify_layout(value.type, f"{where}: compute value {value.name_hint or ''}")
             assert isinstance(value.type, TensorType)
-            if ArgAttr.of(arg.kind.data, value.type) != arg:
-                raise VerifyException(f"{where}: argument {arg} does not describe the compute value of type {value.type}")
+            declared = ArgAttr.of(arg.kind.data, value.type)
+            if declared == arg or (self.str_prop("core_type") == AICPU and _bounds(declared, arg)):
+                continue
+            raise VerifyException(f"{where}: argument {arg} does not describe the compute value of type {value.type}")
         for op in block.ops:
             for i, r in enumerate(op.results):
                 verify_layout(r.type, f"{where}: {op.name} result {i}")
@@ -618,6 +622,20 @@ class KernelOp(IRDLOperation, _Props):
         if pending:
             left = ", ".join(f"{s} -> {d} #{e}" for s, d, e in sorted(pending))
             raise VerifyException(f"{where}: the program ends with flags set and never waited for: {left}")
+
+
+def _bounds(declared: ArgAttr, arg: ArgAttr) -> bool:
+    """Whether `arg` declares an upper bound of a value of dynamic shape described as
+    `declared` (an AI CPU kernel's data-dependent value: its buffer): the same kind,
+    dtype and format, and a static shape of its rank, equal where its dims are known."""
+    shape, bound = declared.shape.get_values(), arg.shape.get_values()
+    return (
+        DYN in shape
+        and (declared.kind, declared.dtype, declared.format) == (arg.kind, arg.dtype, arg.format)
+        and len(shape) == len(bound)
+        and all(b >= 0 and d in (DYN, b) for d, b in zip(shape, bound))
+    )
+
 
 def _pipes_of(op: ProgramOp) -> tuple[str, ...]:
     """The pipes an op names: both ends of a flag, else the one it runs on."""
@@ -722,7 +740,8 @@ def _place(where: str, op: AllocOp, capacity: dict[str, int], alignment: dict[st
 
 
 class LaunchSymbolUser(SymbolUserOpInterface):
-    """A launch names a kernel of its module whose arguments its operands and results match."""
+    """A launch names a kernel of its module whose arguments its operands and results match
+    (an AI CPU kernel's argument may declare the upper bound of a dynamic one)."""
 
     def verify(self, op: Operation) -> None:
         assert isinstance(op, LaunchOp)
@@ -731,7 +750,11 @@ class LaunchSymbolUser(SymbolUserOpInterface):
             raise VerifyException(f"launch of '{op.kernel.string_value()}': no such ascend_kernel.kernel")
         want = [*(("input", v.type) for v in op.inputs), *(("output", r.type) for r in op.outputs)]
         got = list(kernel.args)
-        if len(want) != len(got) or any(ArgAttr.of(kind, t) != a for (kind, t), a in zip(want, got)):  # type: ignore[arg-type]
+        aicpu = kernel.str_prop("core_type") == AICPU
+        if len(want) != len(got) or any(
+            ArgAttr.of(kind, t) != a and not (aicpu and _bounds(ArgAttr.of(kind, t), a))  # type: ignore[arg-type]
+            for (kind, t), a in zip(want, got)
+        ):
             raise VerifyException(f"launch of @{kernel.sym_name.data}: its operand and result types do not match the kernel's arguments")
 
 

@@ -17,7 +17,8 @@ lowering that makes kernels of them, and the backend that schedules them:
 - views: the shape ops GE deletes before the build (Reshape, Flatten, Squeeze,
   Unsqueeze: their output is their input's memory with another shape; Identity: a
   copy the consumer can read in place; Bitcast: the same bytes read as another
-  dtype of the same width), and a TransData that moves no byte;
+  dtype of the same width), and a TransData that moves no byte (a view of a
+  data-dependent shape excepted: its kernel reports the shape);
 - structural ops (module, graph, data, const, net_output) make no kernel, nor do
   control-flow ops (if, loop, scan and their yields): their bodies' ops do.
 """
@@ -82,9 +83,13 @@ def is_view(op: Operation) -> bool:
     NC1HWC0 <-> NCHW at H = W = 1 with C a multiple of C0 puts every element at the
     same address ([N, C1, 1, 1, C0] and [N, C, 1, 1] are both n-major, then c), so
     the build aliases it like a reshape instead of launching a copy kernel.
+
+    A view of or to a data-dependent value (a dynamic shape in a graph to build) is no
+    view: the shapes are known only when it runs, so it runs, as an AI CPU kernel that
+    reads its input at its actual shape and reports its own.
     """
     if isinstance(op, VIEW_OPS):
-        return True
+        return all(is_static(ag.shape_of(v.type)) for v in (*op.operands, *op.results))
     if not isinstance(op, ag.TransDataOp):
         return False
     formats_ = {op.src_format.data, op.dst_format.data}

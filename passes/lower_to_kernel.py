@@ -16,9 +16,14 @@ with the SoC's AI CPU cost model, not a pipe program), and the backend launches 
 with a KERNEL_EX task.
 
 An op with data-dependent result dims (`ascend_graph.DataDependentOp`: NonZero, Unique,
-Compress, NonMaxSuppression) runs on the AI CPU only; its results may go to the graph's
-outputs, where the run gives their actual shapes, but an op reading one is refused:
-it would need the shape before the run (dynamic shapes are not built yet).
+Compress, NonMaxSuppression) runs on the AI CPU only, and so does an op reading such a
+result, directly or through another such op (precision selection places them; a
+shape view of one is a kernel too, since it has a shape to report). Each data-dependent
+value has an upper bound (`ascend_graph.data_dependent_bounds`: the producer's shape
+rule on its operands' bounds), which its AI CPU kernels' arguments declare as their
+shape: the buffer the build allocates, which the kernel reads at the actual shape the
+run reports and writes from its start. A value without a bound (a Reshape to a shape
+computed from the data) is refused, as is an AI Core op, or a control-flow op, reading one.
 
 Scopes that are the same computation (the same ops, properties other than node
 names, types and wiring) share one kernel, as CANN reuses one kernel binary for
@@ -71,7 +76,7 @@ import passes.lowering
 
 from dialects import ascend_graph as ag
 from dialects.ascend_kernel import AICPU, ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
-from dialects.shapes import DYN, fmt, is_static
+from dialects.shapes import DYN, ShapeError, fmt, is_static
 from ge.core import dtypes, ir, kernel_cache
 from ge.core import soc as socs
 from ge.core.options import check_fields, option_field
@@ -152,10 +157,12 @@ class _Lowering:
         self.profile = socs.load(soc)
         self.kernels: dict[str, KernelOp] = {}
         self.names = {op.sym_name.data for op in module.ops if isinstance(op, KernelOp)}
+        self.bounds: dict[SSAValue, tuple[int, ...]] = {}
+        """The upper bound of each data-dependent value, a launch's result taking its op's."""
 
     def lower(self, block: Block) -> None:
         """Lower the block's scopes, and those of the bodies of its control-flow ops."""
-        _refuse_dynamic_reads(block)
+        self.bounds.update(_data_dependent_bounds(block))
         for op in list(block.ops):
             if isinstance(op, ag.ControlFlowOp):
                 for body in op.regions:
@@ -168,12 +175,15 @@ class _Lowering:
             block.insert_op_before(launch, scope.ops[0])
             for old, new in zip(scope.outputs, launch.outputs):
                 old.replace_all_uses_with(new)
+                if old in self.bounds:
+                    self.bounds[new] = self.bounds.pop(old)
             for op in reversed(scope.ops):
                 block.erase_op(op)
         _topological(block)
 
     def kernel(self, scope: Scope) -> KernelOp:
-        key = scope.key(self.soc)
+        bounds = ",".join(fmt(self.bounds[v]) if v in self.bounds else "-" for v in (*scope.inputs, *scope.outputs))
+        key = f"{scope.key(self.soc)}\nbounds {bounds}"
         if key in self.kernels:
             return self.kernels[key]
         cache = kernel_cache.current()
@@ -250,7 +260,7 @@ class _Lowering:
     def build_aicpu(self, scope: Scope) -> KernelOp:
         """The AI CPU kernel of one op: its compute region, GM arguments and no program."""
         op_types = _op_types(scope.ops)
-        args = [ArgAttr.of("input", _tensor(v)) for v in scope.inputs] + [ArgAttr.of("output", _tensor(v)) for v in scope.outputs]
+        args = [ArgAttr.of("input", self.bounded(v)) for v in scope.inputs] + [ArgAttr.of("output", self.bounded(v)) for v in scope.outputs]
         return KernelOp(
             self.fresh_name(op_types, "aicpu_"),
             op_types=op_types,
@@ -265,6 +275,11 @@ class _Lowering:
             program=Region(Block(arg_types=[BufferType("GM")] * len(args))),
         )
 
+    def bounded(self, value: SSAValue) -> TensorType:
+        """The value's type, a data-dependent one's at its upper bound: the buffer its kernel gets."""
+        t = _tensor(value)
+        return ag.tensor(t.element_type, self.bounds[value]) if value in self.bounds else t
+
     def fresh_name(self, op_types: Sequence[str], prefix: str = "te_") -> str:
         """A new kernel symbol: `te_` (a TBE kernel) or `aicpu_`, then its op types."""
         stem = prefix + "_".join(_snake(t) for t in op_types[:3])
@@ -275,23 +290,27 @@ class _Lowering:
         return f"{stem}_{n}"
 
 
-def _refuse_dynamic_reads(block: Block) -> None:
-    """Data-dependent ops on the AI CPU, their dynamic results read only by the graph's outputs."""
+def _data_dependent_bounds(block: Block) -> dict[SSAValue, tuple[int, ...]]:
+    """The upper bounds of the block's data-dependent values; refused: one without a
+    bound, and an op that reads one or makes one not on the AI CPU."""
+    try:
+        bounds = ag.data_dependent_bounds(block.ops)
+    except ShapeError as e:
+        raise ModelError(str(e)) from e
     for op in block.ops:
-        if isinstance(op, ag.DataDependentOp) and not is_aicpu(op):
-            raise ModelError(f"{op.OP_TYPE} '{op.label}' has data-dependent result shapes and runs on the AI CPU only; run precision-selection, which places it there")
-        if isinstance(op, ag.NetOutputOp):
+        read = next((v for v in op.operands if v in bounds), None)
+        if isinstance(op, ag.NetOutputOp) or is_aicpu(op) or (read is None and not isinstance(op, ag.DataDependentOp)):
             continue
-        for v in op.operands:
-            if ag.data_dependent(v):
-                producer = v.owner
-                assert isinstance(producer, ag.DataDependentOp)
-                name = op.label if isinstance(op, ag.AscendOp) else op.name
-                raise ModelError(
-                    f"{getattr(op, 'OP_TYPE', op.name)} '{name}' reads the result of {producer.OP_TYPE} '{producer.label}', "
-                    "whose shape is known only when it runs, and needs a static shape: dynamic shapes are not built yet "
-                    "(only the graph's outputs may take such a result)"
-                )
+        if read is None:
+            assert isinstance(op, ag.DataDependentOp)
+            raise ModelError(f"{op.OP_TYPE} '{op.label}' has data-dependent result shapes and runs on the AI CPU only; run precision-selection, which places it there")
+        producer = read.owner
+        assert isinstance(producer, ag.AscendOp)
+        what = f"{getattr(op, 'OP_TYPE', op.name)} '{op.label if isinstance(op, ag.AscendOp) else op.name}' reads the result of {producer.OP_TYPE} '{producer.label}', whose shape is known only when it runs"
+        if isinstance(op, ag.ControlFlowOp) or not isinstance(op, ag.AscendOp):
+            raise ModelError(f"{what}: a control-flow op takes static shapes only")
+        raise ModelError(f"{what}, and runs on the AI CPU only, where the run gives it that shape; run precision-selection, which places it there")
+    return bounds
 
 
 def _op_types(ops: Sequence[Operation]) -> list[str]:

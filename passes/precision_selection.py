@@ -15,7 +15,11 @@ inputs and outputs), so Casts go inside a body where its ops compute otherwise.
 
 Each op records why in the discardable attribute `_precision_reason` (the rule,
 or the file and line, that decided), its engine in `_engine = "DNN_VM_AICPU"`
-(absent: AI Core), and its implementation mode in `impl_mode`. An op with GE's
+(absent: AI Core), and its implementation mode in `impl_mode`. An op reading a
+data-dependent result (NonZero's, Unique's, ..., or that of an op reading one: its
+shape is known only when the producer has run, and AI Core kernels are built for
+static shapes) runs on the AI CPU in its own dtypes, as GE places such ops; so does a
+Cast of one. An op with GE's
 `keep_dtype = true` keeps its dtype; the keep_dtype file sets that attribute on
 the ops it names. So does an op reading a 32- or 64-bit integer converted to float
 (the int32 sums of an integer product before their scales): float16 cannot hold them. A cube op whose result is wider than its inputs carries the
@@ -87,6 +91,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dialects import ascend_graph as ag
+from dialects.shapes import is_static
 from ge.core import dtypes, opinfo
 from ge.core.errors import ModelError, OptionError
 from ge.core.opinfo import OpInfo, OpInfoLibrary, Support
@@ -291,6 +296,17 @@ class Choice:
     reason: str
 
 
+Engines = tuple[tuple[str, Support | None], ...]
+"""The engines an op may run on, first first, with the op's support on each."""
+
+
+def _reads(value: SSAValue) -> str:
+    """Why an op reading the data-dependent `value` runs on the AI CPU."""
+    producer = value.owner
+    assert isinstance(producer, ag.AscendOp)
+    return f"reads the data-dependent result of {producer.OP_TYPE} '{producer.label}': AI CPU"
+
+
 # ----------------------------------------------------------------------- the selector
 
 
@@ -315,6 +331,9 @@ class _Selector:
         self.replaced_consts: list[ag.ConstOp] = []
         self.nested = nested
         """A body of a control-flow op: its names are the enclosing graph's to check."""
+        self.dependent: set[SSAValue] = set()
+        """The data-dependent values made so far: a data-dependent op's dynamic results,
+        and those of the ops (and Casts) reading one."""
 
     def run(self) -> None:
         ops = list(self.block.ops)
@@ -363,19 +382,27 @@ class _Selector:
         floats_in = [s for s in slots if s.is_input and _is_float(original[s.param])]
         floats_out = [s for s in slots if not s.is_input and _is_float(original[s.param])]
         custom = self._customized(op)
-        if custom is not None:
-            choice = self._custom_choice(op, info, slots, custom)
-        elif not floats_in and not floats_out:
-            choice = self._fixed_choice(op, info, slots)
+        read = next((v for v in op.operands if v in self.dependent), None)
+        engines = ((AICPU, info.aicpu),) if read is not None else ((AICORE, info.aicore), (AICPU, info.aicpu))
+        if custom is not None or (not floats_in and not floats_out):
+            choice = self._custom_choice(op, info, slots, custom, engines) if custom else self._fixed_choice(op, info, slots, engines)
+            if read is not None:
+                choice = Choice(choice.dtypes, choice.engine, "; ".join(r for r in (choice.reason, _reads(read)) if r))
         else:
             key_in = original[floats_in[0].param] if floats_in else None
             key_out = original[floats_out[0].param] if floats_out else None
-            candidates, reason = self._candidates(op, info, key_in, key_out)
+            if read is None:
+                candidates, reason = self._candidates(op, info, key_in, key_out)
+            else:  # its own dtypes, where the AI CPU has them
+                no_kernel = "no AI CPU kernel for its dtypes, computed in float32"
+                candidates, reason = [Candidate(key_in, key_out, AICPU), self._same(key_in, key_out, F32, AICPU, no_kernel)], _reads(read)
             keys = (floats_in[0].param if floats_in else None, floats_out[0].param if floats_out else None)
             choice = self._first_supported(op, info, slots, keys, candidates, reason)
         new = self._apply(op, slots, choice)
         if floats_out and self._lowers(original[floats_out[0].param], choice.dtypes[floats_out[0].param]):
             self.reduced.update(new.results)
+        if read is not None or isinstance(new, ag.DataDependentOp):
+            self.dependent.update(r for r in new.results if not is_static(ag.shape_of(r.type)))
         return new
 
     def _original_dtype(self, slot: Slot) -> str:
@@ -529,10 +556,10 @@ class _Selector:
         current = {s.param: _name(ag.dtype_of(s.value.type)) for s in slots}
         return min(matches, key=lambda m: sum(m[p] != current[p] for p in m))
 
-    def _fixed_choice(self, op: ag.AscendOp, info: OpInfo, slots: list[Slot]) -> Choice:
+    def _fixed_choice(self, op: ag.AscendOp, info: OpInfo, slots: list[Slot], engines: Engines) -> Choice:
         """An op without float values keeps its dtypes; only its engine is chosen."""
         current = {s.param: _name(ag.dtype_of(s.value.type)) for s in slots}
-        for engine, support in ((AICORE, info.aicore), (AICPU, info.aicpu)):
+        for engine, support in engines:
             if support is not None and support.supports(current):
                 return Choice(current, engine, "")
         raise ModelError(
@@ -580,7 +607,7 @@ class _Selector:
         rule = custom.names.get(op.label) if op.node_name is not None else None
         return rule or custom.op_types.get(op.OP_TYPE)
 
-    def _custom_choice(self, op: ag.AscendOp, info: OpInfo, slots: list[Slot], rule: DtypeRule) -> Choice:
+    def _custom_choice(self, op: ag.AscendOp, info: OpInfo, slots: list[Slot], rule: DtypeRule, engines: Engines) -> Choice:
         """Exactly the dtypes the rule gives, on AI Core or else AI CPU, or the compile fails."""
         source = str(rule.source)
         want: dict[str, str] = {}
@@ -598,10 +625,10 @@ class _Selector:
                 if s.param in want and want[s.param] != d:
                     raise OptionError(f"{source}: the {kind}s of '{s.param}' of {op.OP_TYPE} '{op.label}' need one dtype, not {want[s.param]} and {d}")
                 want[s.param] = d
-        for engine, support in ((AICORE, info.aicore), (AICPU, info.aicpu)):
+        for engine, support in engines:
             column = self._best_column(support, slots, want) if support is not None else None
             if column is not None and all(column[p] == d for p, d in want.items()):
-                note = "" if engine == AICORE else "; AI Core has no kernel for these dtypes: AI CPU"
+                note = "" if engine == AICORE or len(engines) == 1 else "; AI Core has no kernel for these dtypes: AI CPU"
                 return Choice(column, engine, f"{source}{note}")
         offered = []
         for engine, support in ((AICORE, info.aicore), (AICPU, info.aicpu)):
@@ -721,20 +748,26 @@ class _Selector:
         if operands != list(out.operands):
             out.operands = operands
 
-    def _cast_engine(self, src: str, dst: str) -> str | None:
+    def _cast_engine(self, src: str, dst: str, aicpu_only: bool = False) -> str | None:
         """The engine with a kernel converting src to dst (AI Core first), or None."""
         info = self.library.ops.get("Cast")
         if src == dst or info is None:
             return AICORE  # an identity Cast is removed at the end
         for engine, support in ((AICORE, info.aicore), (AICPU, info.aicpu)):
+            if engine == AICORE and aicpu_only:
+                continue
             if support is not None and support.supports({"x": src, "y": dst}):
                 return engine
         return None
 
     def _keep_cast(self, cast: ag.CastOp) -> None:
-        """A Cast keeps its dtypes; it runs where a kernel converts them."""
+        """A Cast keeps its dtypes; it runs where a kernel converts them (the AI CPU
+        for a Cast of a data-dependent value)."""
         src, dst = _name(ag.dtype_of(cast.x.type)), _name(ag.dtype_of(cast.y.type))
-        engine = self._cast_engine(src, dst)
+        dependent = cast.x in self.dependent
+        if dependent:
+            self.dependent.add(cast.y)
+        engine = self._cast_engine(src, dst, dependent)
         if engine is None:
             raise ModelError(f"Cast '{cast.label}': no kernel on {self.library.soc_version} converts {src} to {dst}")
         if engine == AICPU:

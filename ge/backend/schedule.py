@@ -21,9 +21,9 @@ It walks one `ascend_graph.graph` in block order (a topological order) and makes
 A tensor's byte size is the product of its type's shape (the physical shape once
 formats are chosen) times the element size; dynamic dims cannot be planned and
 are refused with the value's op named, except those of an AI CPU kernel's
-data-dependent results (`ascend_graph.DataDependentOp`), which get their upper
-bound's bytes, and a graph output of one is described by that bound (the run gives
-its actual shape).
+data-dependent results (`ascend_graph.DataDependentOp`'s, or an op's reading one),
+which get the bytes of the upper bound their kernel argument declares, and a graph
+output of one is described by that bound (the run gives its actual shape).
 
 Control flow (If, and Loop as `lower-to-kernel` leaves it) becomes GE's label
 tasks in the same list: a LABEL_SWITCH_BY_INDEX node on the condition, the nodes of
@@ -406,11 +406,12 @@ class _Builder:
 
 
 def _bounds(kernel: ak.KernelOp) -> dict[int, TensorType]:
-    """The upper-bound types of the kernel's outputs whose shapes its run decides, by output index."""
+    """The upper-bound types of the kernel's outputs whose shapes its run decides (as
+    their arguments declare them), by output index."""
     out: dict[int, TensorType] = {}
-    for i, v in enumerate(kernel.yield_op.values):
-        if ag.data_dependent(v):
-            out[i] = ag.tensor(ag.dtype_of(v.type), ag.upper_bound(v))
+    for i, (v, arg) in enumerate(zip(kernel.yield_op.values, kernel.outputs)):
+        if not is_static(ag.shape_of(v.type)):
+            out[i] = ag.tensor(ag.dtype_of(v.type), arg.shape.get_values())
     return out
 
 

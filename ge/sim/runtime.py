@@ -148,7 +148,8 @@ class _State:
     writes: list = field(default_factory=list)
     """Pending writes: (time, order, address, bytes), applied in time order."""
     shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    """The actual shapes of data-dependent outputs (AI CPU kernels'), by address."""
+    """The actual shapes of data-dependent values (AI CPU kernels' outputs), by address:
+    a kernel reading one reads that much of its buffer, D2H copies that much out."""
     order: int = 0
 
     def write_at(self, time: float, addr: int, data: np.ndarray) -> None:
@@ -361,7 +362,7 @@ class Runtime:
         hit = hits / read if read > 0 else 0.0
         placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger, l2.ledger if l2 is not None else None, hit)
         limits.kernel(index, task.name, placed.end - now)
-        writes = self._execute(task, index, state.memory)
+        writes = self._execute(task, index, state.memory, state.shapes)
         if state.memory is not None:
             if state.watch is not None:
                 state.watch.kernel(index, task, header, self.numerics, state.memory, writes)

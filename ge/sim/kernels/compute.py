@@ -8,14 +8,16 @@ filter are in NC1HWC0 and FRACTAL_Z as the cube's product on those layouts
 (`cube`), every other op with the reference interpreter's kernel
 (`ge.core.reference.evaluate_op`).
 
-An output of data-dependent shape (an AI CPU kernel's NonZero, Unique, Compress or
-NonMaxSuppression) has the layout of its upper bound (`ascend_graph.upper_bound`),
-the bytes its argument covers: its values are written from the start of it, zeros
-after, and its actual shape is reported to the runtime.
+A value of data-dependent shape (an AI CPU kernel's NonZero, Unique, Compress or
+NonMaxSuppression, or of an op reading such a value) has the layout of its upper
+bound, the shape its kernel argument declares: an output's values are written from
+the start of it, zeros after, and its actual shape is reported to the runtime; an
+input is read at the actual shape its producer reported.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -25,7 +27,8 @@ from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from dialects import ascend_graph as ag
-from dialects.ascend_kernel import KernelOp, YieldOp
+from dialects.ascend_kernel import ArgAttr, KernelOp, YieldOp
+from dialects.shapes import is_static
 from ge.core import ir, reference
 from ge.om.tasks import Arg
 from ge.core.errors import ModelError
@@ -78,11 +81,12 @@ class Numerics:
         return {op.sym_name.data: op for op in module.ops if isinstance(op, KernelOp)}
 
     def layouts(self, name: str) -> tuple[list[Layout], list[Layout]]:
-        """The layouts of the kernel's inputs and outputs, from its compute region's types."""
+        """The layouts of the kernel's inputs and outputs, from its compute region's types
+        (a dynamic one's: its argument's upper bound)."""
         if name not in self._layouts:
             kernel = self.kernel(name)
-            ins = [Layout.of_type(_tensor(a.type)) for a in kernel.compute.block.args]
-            outs = [Layout.of_type(_bounded(v, name)) for v in kernel.yield_op.values]
+            ins = [Layout.of_type(_bounded(a.type, arg)) for a, arg in zip(kernel.compute.block.args, kernel.inputs)]
+            outs = [Layout.of_type(_bounded(v.type, arg)) for v, arg in zip(kernel.yield_op.values, kernel.outputs)]
             self._layouts[name] = (ins, outs)
         return self._layouts[name]
 
@@ -92,7 +96,8 @@ class Numerics:
     ) -> list[tuple[int, np.ndarray]]:
         """Read the kernel's inputs from `memory`, compute, and return the writes
         (address, bytes) of its outputs, for the runtime to apply when it ends; the
-        actual shapes of data-dependent outputs go to `shapes` by address."""
+        actual shapes of data-dependent values are in `shapes` by address: an input's
+        read from it, an output's written to it (a static output's address forgotten)."""
         ins, outs = self.layouts(name)
         where = f"kernel @{name} ('{label}')"
         if len(inputs) != len(ins) or len(outputs) != len(outs):
@@ -101,27 +106,38 @@ class Numerics:
             )
         for i, (layout, arg) in enumerate(zip(ins, inputs)):
             layout.check(arg.size, f"{where} input {i}")
-        results = self._evaluate(self.kernel(name), ins, [a.addr for a in inputs], memory)
-        dynamic = {i for i, v in enumerate(self.kernel(name).yield_op.values) if ag.data_dependent(v)}
+        kernel = self.kernel(name)
+        actual: dict[SSAValue, tuple[int, ...]] = {}
+        for i, (a, arg) in enumerate(zip(kernel.compute.block.args, inputs)):
+            if not is_static(ag.shape_of(a.type)):
+                if shapes is None or arg.addr not in shapes:
+                    raise ModelError(f"{where} input {i} has a data-dependent shape, and no kernel before it reported one")
+                actual[a] = shapes[arg.addr]
+        results = self._evaluate(kernel, ins, [a.addr for a in inputs], memory, actual)
         writes = []
-        for i, (layout, arg, value) in enumerate(zip(outs, outputs, results)):
+        for i, (layout, arg, value, v) in enumerate(zip(outs, outputs, results, kernel.yield_op.values)):
             layout.check(arg.size, f"{where} output {i}")
-            if i not in dynamic:
+            if is_static(ag.shape_of(v.type)):
                 writes.append((arg.addr, layout.store(value)))
+                if shapes is not None:
+                    shapes.pop(arg.addr, None)
                 continue
             data = np.zeros(layout.nbytes, np.uint8)
-            actual = np.ascontiguousarray(value, layout.dtype).reshape(-1).view(np.uint8)
-            if actual.size > data.size:
+            flat = np.ascontiguousarray(value, layout.dtype).reshape(-1).view(np.uint8)
+            if flat.size > data.size:
                 raise ModelError(f"{where} output {i}: {list(np.shape(value))} is beyond its upper bound {list(layout.shape)}")
-            data[: actual.size] = actual
+            data[: flat.size] = flat
             writes.append((arg.addr, data))
             if shapes is not None:
                 shapes[arg.addr] = tuple(np.shape(value))
         return writes
 
-    def _evaluate(self, kernel: KernelOp, layouts: list[Layout], addrs: list[int], memory: np.ndarray) -> list[np.ndarray]:
+    def _evaluate(
+        self, kernel: KernelOp, layouts: list[Layout], addrs: list[int], memory: np.ndarray, actual: dict[SSAValue, tuple[int, ...]],
+    ) -> list[np.ndarray]:
         """The compute region's ops in order: a convolution on device layouts by the
-        cube's img2col product (`cube`), every other op by the reference interpreter."""
+        cube's img2col product (`cube`), every other op by the reference interpreter;
+        an argument in `actual` is the start of its buffer at that shape."""
         block = kernel.compute.block
         arguments = {a: (layout, addr) for a, layout, addr in zip(block.args, layouts, addrs)}
         values: dict[SSAValue, np.ndarray] = {}
@@ -130,6 +146,8 @@ class Numerics:
             if v not in values:
                 layout, addr = arguments[v]
                 values[v] = self._load(layout, memory, addr)
+                if v in actual:
+                    values[v] = values[v].reshape(-1)[: math.prod(actual[v])].reshape(actual[v])
             return values[v]
 
         for op in block.ops:
@@ -172,15 +190,13 @@ class Numerics:
         return self._kept[key]
 
 
-def _bounded(value: SSAValue, kernel: str) -> TensorType:
-    """The value's type, or for a data-dependent one the type of its upper bound."""
-    t = _tensor(value.type)
-    if not ag.data_dependent(value):
+def _bounded(t: object, arg: ArgAttr) -> TensorType:
+    """A compute value's type, or for a data-dependent one its upper bound, which its
+    argument declares."""
+    t = _tensor(t)
+    if is_static(t.get_shape()):
         return t
-    try:
-        return ag.tensor(t.element_type, ag.upper_bound(value))
-    except ValueError as e:
-        raise ModelError(f"kernel @{kernel}: {e}") from e
+    return ag.tensor(t.element_type, arg.shape.get_values())
 
 
 def _tensor(t: object) -> TensorType:
