@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import ge
+from ge import model_cache
 from ge.core import kernel_cache
 from ge.core.errors import OptionError
 from ge.core.kernel_cache import IDLE_SECONDS, KernelCache, Limits, age, read_limits
@@ -29,6 +31,9 @@ def atc_command(*flags: str) -> list[str]:
 
 
 def compile_tiny(cache: Path, **flags: object) -> ge.Model:
+    """A compile that reads the kernel entries: the model cache (tests/test_options_rest.py)
+    would otherwise take the whole build from its entry first."""
+    shutil.rmtree(cache / model_cache.FOLDER, ignore_errors=True)
     return ge.compile(TINY, {"op_compiler_cache_dir": str(cache), "export_compile_stat": 0, "op_compiler_cache_mode": "enable", **flags})
 
 

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute
 
-from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputOp, WeightRefAttr
+from dialects.ascend_graph import (
+    AscendOp,
+    ConstOp,
+    DataOp,
+    GraphOp,
+    NetOutputOp,
+    WeightRefAttr,
+)
 from dialects.shapes import fmt, numel
 from ge.core import dtypes
 
@@ -83,11 +90,3 @@ def _weight_info(name: str, type: Attribute, stored: bool) -> WeightInfo:
     n = numel(shape)
     nbytes = n * dtypes.to_numpy(type.element_type).itemsize
     return WeightInfo(name, dtypes.name(type.element_type), fmt(shape), n, nbytes, stored)
-
-
-def human_bytes(n: float) -> str:
-    if n < 1024:
-        return f"{n:.0f} B"
-    if n < 1024**2:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024**2:.1f} MiB"
