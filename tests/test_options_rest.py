@@ -3,21 +3,30 @@ thread pool in `ge.Session`, and the whole-model build cache behind a warm `ge a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
 import ge
 from ge import model_cache
+from ge.core.errors import InputError, OptionError
+from ge.core.inputs import generated
 from ge.models import DEMO_MODELS
+from ge.session import Session
+from ge.sim.config import RunConfig
+from ge.sim.runtime import Runtime
 from tests.test_debug_options import SOC, debug_config, overwrite
 from tests.test_kernel_cache import om_content
 
@@ -182,3 +191,81 @@ def test_a_warm_atc_says_it_took_the_whole_build(tmp_path: Path) -> None:
     assert "the whole build from the model cache" not in atc()
     assert "the whole build from the model cache" in atc()
     assert ge.load_model(tmp_path / "m.om").build["kernel_cache"]["model_cache"] == "hit"
+
+
+# ------------------------------------------------------------------ graph_max_parallel_model_num
+
+
+@pytest.fixture(scope="module")
+def demo_models() -> list[ge.Model]:
+    return [ge.compile(m.path, {"export_compile_stat": 0, "soc_version": SOC}) for m in DEMO_MODELS]
+
+
+def feeds(model: ge.Model, seed: int) -> dict[str, np.ndarray]:
+    runtime = Session().runtime(model)
+    return generated(runtime.input_specs(), seed)
+
+
+def test_graphs_submitted_at_once_all_complete_as_run_one_by_one(demo_models: list[ge.Model]) -> None:
+    graphs = [(model, feeds(model, seed)) for seed in range(3) for model in demo_models]
+    serial = [Session().run(model, inputs) for model, inputs in graphs]
+    with Session(RunConfig(graph_max_parallel_model_num=3)) as session:
+        parallel = session.run_all(graphs)
+    assert len(parallel) == len(graphs)
+    for alone, together in zip(serial, parallel):
+        assert alone.latency_us == together.latency_us
+        assert alone.outputs.keys() == together.outputs.keys()
+        for name, value in alone.outputs.items():
+            np.testing.assert_array_equal(together.outputs[name], value)
+
+
+class Concurrency:
+    """Counts the simulator runs in progress at once (each held a while, so that they overlap)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.now, self.peak, self.lock = 0, 0, threading.Lock()
+        monkeypatch.setattr(Runtime, "run", self.counting(Runtime.run))
+
+    def counting(self, run: Callable) -> Callable:
+        def counted(runtime: Runtime, *args: object, **kwargs: object) -> object:
+            with self.lock:
+                self.now += 1
+                self.peak = max(self.peak, self.now)
+            try:
+                time.sleep(0.05)
+                return run(runtime, *args, **kwargs)
+            finally:
+                with self.lock:
+                    self.now -= 1
+
+        return counted
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_option_bounds_the_graphs_running_at_once(demo_models: list[ge.Model], monkeypatch, threads: int) -> None:
+    counter = Concurrency(monkeypatch)
+    copies = [dataclasses.replace(demo_models[0]) for _ in range(6)]  # six models: six loaded graphs
+    with Session(RunConfig(graph_max_parallel_model_num=threads, timing_only=True)) as session:
+        results = session.run_all([(m, None) for m in copies])
+    assert counter.peak == threads
+    assert len({r.latency_us for r in results}) == 1
+
+
+def test_runs_of_one_model_take_turns(demo_models: list[ge.Model], monkeypatch) -> None:
+    counter = Concurrency(monkeypatch)
+    with Session(RunConfig(graph_max_parallel_model_num=4, timing_only=True)) as session:
+        futures = [session.submit(demo_models[0]) for _ in range(4)]
+        assert all(f.result().latency_us > 0 for f in futures)
+    assert counter.peak == 1
+
+
+def test_a_failing_graph_fails_its_future_and_a_closed_session_takes_none(demo_models: list[ge.Model]) -> None:
+    session = Session(RunConfig(graph_max_parallel_model_num=2))
+    bad = session.submit(demo_models[0], {"nope": np.zeros(1)})
+    good = session.submit(demo_models[1], feeds(demo_models[1], 0))
+    with pytest.raises(InputError):
+        bad.result()
+    assert good.result().outputs
+    session.close()
+    with pytest.raises(OptionError, match="is closed"):
+        session.submit(demo_models[0])

@@ -210,7 +210,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("is_tailing_optimization", bool, False, "Overlap the last AllReduce with computation.", tools=(RUN,), no_effect="one device, no AllReduce"),
     Option("enable_small_channel", int, None, "Small-channel convolution optimisation (1 is fixed for graph_run_mode=0).", choices=(0, 1), tools=(RUN,), no_effect="there is no small-channel convolution optimisation"),
     Option("variable_placement", str, "Device", "Where variables live (Host needs mix_compile_mode).", choices=("Device", "Host"), tools=(RUN,), no_effect="the models hold no variables; weights stay in device memory"),
-    Option("graph_max_parallel_model_num", int, 1, "Threads running graphs in parallel.", tools=(RUN,), minimum=1, maximum=2147483647, no_effect="a session runs one graph at a time"),
+    Option("graph_max_parallel_model_num", int, 1, "Threads running graphs in parallel: the size of a session's pool (Session.submit, Session.run_all); runs of one model take turns.", tools=(RUN,), minimum=1, maximum=2147483647),
     Option("profiling_config", object, None, "A ProfilingConfig.", tools=(RUN,), no_effect="every run has its profile (Result.profile)"),
     Option("aoe_mode", str, None, "AOE tuning mode.", choices=("1", "2", "4"), tools=(RUN,), no_effect="there is no AOE tuning"),
     Option("work_path", str, None, "AOE's working directory.", tools=(RUN,), no_effect="there is no AOE tuning"),
