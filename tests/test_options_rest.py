@@ -269,3 +269,52 @@ def test_a_failing_graph_fails_its_future_and_a_closed_session_takes_none(demo_m
     session.close()
     with pytest.raises(OptionError, match="is closed"):
         session.submit(demo_models[0])
+
+
+# ------------------------------------------------------------------ enable_small_channel
+
+
+def conv_times(model: ge.Model) -> dict[str, float]:
+    result = Session(RunConfig(timing_only=True)).run(model)
+    return {t.name: t.duration for t in result.profile.kernels() if t.op_type.startswith("Conv2D")}
+
+
+def test_small_channel_shortens_the_rgb_convolution_and_keeps_the_values(demo_models: list[ge.Model]) -> None:
+    plain = demo_models[0]
+    small = ge.compile(TINY, {"export_compile_stat": 0, "soc_version": SOC, "enable_small_channel": 1})
+    before, after = conv_times(plain), conv_times(small)
+    first = next(iter(before))  # the stem: 3 input channels
+    assert after[first] < before[first]
+    assert {k: v for k, v in after.items() if k != first} == pytest.approx({k: v for k, v in before.items() if k != first}), "a wider conv changed"
+    inputs = feeds(plain, 0)
+    for name, value in Session().run(plain, inputs).outputs.items():
+        np.testing.assert_array_equal(Session().run(small, inputs).outputs[name], value)
+
+
+def test_small_channel_marks_only_ungrouped_convolutions_of_at_most_four_channels(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    def conv_model(channels: int, group: int) -> Path:
+        weight = helper.make_tensor("w", TensorProto.FLOAT, [8, channels // group, 3, 3], np.ones(8 * channels // group * 9).tolist())
+        node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], group=group)
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, 16, 16])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], [weight])
+        path = tmp_path / f"conv_{channels}_{group}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+        return path
+
+    def faster(path: Path) -> bool:
+        flags = {"export_compile_stat": 0, "soc_version": SOC}
+        return sum(conv_times(ge.compile(path, {**flags, "enable_small_channel": 1})).values()) < sum(conv_times(ge.compile(path, flags)).values())
+
+    assert faster(conv_model(4, 1))
+    assert not faster(conv_model(8, 1))
+    assert not faster(conv_model(4, 2))
+
+
+def test_online_inference_fixes_small_channel_at_one() -> None:
+    assert RunConfig(graph_run_mode=0).compile_flags()["enable_small_channel"] == 1
+    assert "enable_small_channel" not in RunConfig(graph_run_mode=1).compile_flags()
+    assert RunConfig(graph_run_mode=1, enable_small_channel=1).compile_flags()["enable_small_channel"] == 1
+    with pytest.raises(OptionError, match="enable_small_channel 0 is not allowed with graph_run_mode=0"):
+        RunConfig(graph_run_mode=0, enable_small_channel=0)

@@ -208,7 +208,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("hcom_parallel", bool, None, "AllReduce in parallel with the backward pass.", tools=(RUN,), no_effect="one device, no collective communication"),
     Option("enable_scope_fusion_passes", str, None, "TensorFlow scope fusion passes to enable.", tools=(RUN,), no_effect="models come from ONNX, which has no TensorFlow scopes"),
     Option("is_tailing_optimization", bool, False, "Overlap the last AllReduce with computation.", tools=(RUN,), no_effect="one device, no AllReduce"),
-    Option("enable_small_channel", int, None, "Small-channel convolution optimisation (1 is fixed for graph_run_mode=0).", choices=(0, 1), tools=(RUN,), no_effect="there is no small-channel convolution optimisation"),
+    Option("enable_small_channel", int, None, "Small-channel convolution (C <= 4 input channels, e.g. the RGB first layer): 1 packs kh*kw cells of 4 channels into the cube's K (NC1HWC0_C04) instead of padding each to C0. Default 0; in a session, 1 and fixed for graph_run_mode=0.", choices=(0, 1), tools=(ATC, RUN)),
     Option("variable_placement", str, "Device", "Where variables live (Host needs mix_compile_mode).", choices=("Device", "Host"), tools=(RUN,), no_effect="the models hold no variables; weights stay in device memory"),
     Option("graph_max_parallel_model_num", int, 1, "Threads running graphs in parallel: the size of a session's pool (Session.submit, Session.run_all); runs of one model take turns.", tools=(RUN,), minimum=1, maximum=2147483647),
     Option("profiling_config", object, None, "A ProfilingConfig.", tools=(RUN,), no_effect="every run has its profile (Result.profile)"),
@@ -322,6 +322,7 @@ class CompileOptions:
     op_select_implmode: str | None = option_field("op_select_implmode")
     optypelist_for_implmode: str | None = option_field("optypelist_for_implmode")
     virtual_type: int = option_field("virtual_type")
+    enable_small_channel: int | None = option_field("enable_small_channel")
     op_compiler_cache_mode: str = option_field("op_compiler_cache_mode")
     op_compiler_cache_dir: str | None = option_field("op_compiler_cache_dir")
     op_debug_level: int | None = option_field("op_debug_level")
