@@ -21,11 +21,13 @@ import pytest
 
 import ge
 from ge import model_cache
+from ge.core import soc as socs
 from ge.core.errors import InputError, OptionError
 from ge.core.inputs import generated
 from ge.models import DEMO_MODELS
 from ge.session import Session
 from ge.sim.config import RunConfig
+from ge.sim import program, timing
 from ge.sim.runtime import Runtime
 from tests.test_debug_options import SOC, debug_config, overwrite
 from tests.test_kernel_cache import om_content
@@ -318,3 +320,36 @@ def test_online_inference_fixes_small_channel_at_one() -> None:
     assert RunConfig(graph_run_mode=1, enable_small_channel=1).compile_flags()["enable_small_channel"] == 1
     with pytest.raises(OptionError, match="enable_small_channel 0 is not allowed with graph_run_mode=0"):
         RunConfig(graph_run_mode=0, enable_small_channel=0)
+
+
+# ------------------------------------------------------------------ mix_compile_mode
+
+
+def test_mix_compile_mode_runs_the_ai_cpu_ops_on_the_host_with_their_copies(tmp_path: Path) -> None:
+    from tests.test_aicpu import KEEP, feeds as aicpu_feeds, one_op
+
+    elements = 64 * 1024
+    model = one_op("Add", onnx.TensorProto.UINT32, [elements])  # no AI Core kernel for uint32: the AI CPU's
+    onnx.save(model, tmp_path / "m.onnx")
+    compiled = ge.compile(tmp_path / "m.onnx", KEEP)
+    inputs = aicpu_feeds(model)
+    device = Session().run(compiled, inputs)
+    mixed = Session(RunConfig(mix_compile_mode=True)).run(compiled, inputs)
+    np.testing.assert_array_equal(mixed.outputs["y"], device.outputs["y"])
+    (on_device,) = device.profile.aicpu_kernels()
+    (on_host,) = mixed.profile.aicpu_kernels()
+    assert (on_device.core_type, on_host.core_type) == ("AiCpu", timing.HOST)
+    nbytes = 3 * elements * 4
+    clock = socs.load(compiled.soc_version).clock_mhz
+    assert on_host.duration == pytest.approx(timing.host_op_us(2 * elements * 4, elements * 4, on_host_elements(compiled)) * clock)
+    assert on_host.nbytes == nbytes
+    copies = 2 * timing.MEMCPY_LATENCY_US + nbytes / timing.PCIE_BYTES_PER_US
+    assert on_host.duration / clock > copies, "the copies out and back are charged"
+    assert [row.bound for row in mixed.profile.rows()] == ["host"]
+    trace = json.dumps(mixed.profile.trace())
+    assert "Host CPU" in trace
+
+
+def on_host_elements(model: ge.Model) -> int:
+    (kernel,) = program.split_kernels(model.kernels).values()
+    return kernel.header.elements

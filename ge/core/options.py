@@ -200,7 +200,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("external_weight", bool, False, "Session.compile writes each Const's weight once to $ASCEND_WORK_PATH (else .)/tmp_weight_<pid>_<sessionid>/weight_<hash>, shared by the session's models and removed when it closes.", tools=(RUN,)),
     Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="dynamic-shape graphs are not built; in a static graph, AI CPU and AI Core tasks on different streams already run in parallel"),
     Option("compile_dynamic_mode", bool, False, "Generalise every input shape to -1.", tools=(RUN,), no_effect="a model is compiled for its input shapes (input_shape)"),
-    Option("mix_compile_mode", bool, False, "Run some ops in the host framework.", tools=(RUN,), no_effect="every op runs on the device; there is no host framework"),
+    Option("mix_compile_mode", bool, False, "Mixed computing: ops the AI Core cannot run (the AI CPU engine's) run in the host framework instead, timed with the stream sync, PCIe copies out and back and the graph's relaunch.", tools=(RUN,)),
     Option("enable_exception_dump", int, 2, "Dump a failing kernel's arguments (.npy) and tiling (JSON): 1 to the current directory, 2 to extra-info/data-dump/<device id> under $ASCEND_WORK_PATH or the current directory, $NPU_COLLECT_PATH over both; 0 off.", choices=(0, 1, 2), tools=(RUN,)),
     Option("enable_reduce_precision", bool, None, "Not supported by CANN either.", tools=(RUN,), no_effect="CANN documents it as not supported"),
     Option("dump_config", object, None, "A DumpConfig.", tools=(RUN,), no_effect="the dump options are RunConfig's own (enable_dump, dump_path, ...)"),
