@@ -209,6 +209,10 @@ class FusionPass(ModulePass):
     closable: ClassVar[bool] = True
     reported: ClassVar[bool] = True
     """False for passes GE leaves out of fusion_result.json (FusionVirtualOpSetSwitch)."""
+    general: ClassVar[bool] = True
+    """False for a pass written for specific networks: as GE's non-general scope fusion
+    patterns, it runs only when enable_scope_fusion_passes names it (every built-in
+    pass is general)."""
 
     def patterns(self, counts: FusionCounts) -> Sequence[RewritePattern]:
         """The pass's patterns, reporting to `counts` (what the default `fuse` applies)."""

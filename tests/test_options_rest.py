@@ -353,3 +353,79 @@ def test_mix_compile_mode_runs_the_ai_cpu_ops_on_the_host_with_their_copies(tmp_
 def on_host_elements(model: ge.Model) -> int:
     (kernel,) = program.split_kernels(model.kernels).values()
     return kernel.header.elements
+
+
+# ------------------------------------------------------------------ enable_scope_fusion_passes
+
+NON_GENERAL = '''"""A non-general fusion pass: x * 1 forwarded, for the networks that ask for it."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from dialects.ascend_graph import MulOp
+from passes.fusion import FusionCounts, FusionPass, FusionPattern, fusion_pass
+from passes.graph_match import constant_value
+
+
+class DropMulByOne(FusionPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MulOp, rewriter: PatternRewriter) -> None:
+        one = constant_value(op.x2)
+        if one is None:
+            return
+        self.matched(op)
+        if one.size == 1 and np.all(one == 1) and op.x1.type == op.y.type:
+            rewriter.replace(op, [], [op.x1])
+            self.effected()
+
+
+@fusion_pass
+@dataclass(frozen=True)
+class ScopeMulByOnePass(FusionPass):
+    """Forward x for x * 1 (non-general: only when named)."""
+
+    name = "ScopeMulByOnePass"
+    general = False
+
+    def patterns(self, counts: FusionCounts) -> Sequence[RewritePattern]:
+        return [DropMulByOne(counts)]
+'''
+
+
+def test_a_non_general_fusion_pass_runs_only_when_named(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    plugin = tmp_path / "scope_passes.py"
+    plugin.write_text(NON_GENERAL)
+    one = helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])
+    nodes = [helper.make_node("Mul", ["x", "one"], ["a"], name="times_one"), helper.make_node("Relu", ["a"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], initializer=[one])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+
+    def atc(*flags: str) -> tuple[dict, str]:
+        result = subprocess.run(
+            [str(BIN / "ge"), "atc", f"--load-pass-plugin={plugin}", f"--model={tmp_path / 'm.onnx'}", "--framework=5",
+             "--output=m", "--soc_version=Ascend310P3", *flags],
+            capture_output=True, text=True, cwd=tmp_path, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        written = tmp_path / "fusion_result.json"
+        doc = json.loads(written.read_text()) if written.exists() else {}
+        written.unlink(missing_ok=True)
+        return doc, result.stderr
+
+    def ran(doc: dict) -> bool:
+        return any("ScopeMulByOnePass" in graph.get("graph_fusion", {}) for graph in doc.values())
+
+    assert not ran(atc()[0])
+    named, _ = atc("--enable_scope_fusion_passes=ScopeMulByOnePass")
+    assert ran(named)
+    assert ge.load_model(tmp_path / "m.om").kernels.count("ascend_kernel.kernel @") == 1, "the Mul is gone: one kernel, the Relu"
+    doc, warned = atc("--enable_scope_fusion_passes=ScopeMulByOnePass,ConvBatchnormFusionPass,Nope")
+    assert ran(doc)
+    assert "enable_scope_fusion_passes: ConvBatchnormFusionPass, Nope are no non-general fusion pass" in warned
+    assert "the non-general ones: ScopeMulByOnePass" in warned

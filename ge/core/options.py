@@ -163,7 +163,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("op_select_implmode", str, None, "The operators' implementation mode (default high_performance).", choices=OP_SELECT_IMPLMODES, tools=(ATC, RUN), deprecated=(RUN,)),
     Option("optypelist_for_implmode", str, None, "Op types (comma-separated) that op_select_implmode applies to.", tools=(ATC, RUN), deprecated=(RUN,)),
     Option("virtual_type", int, 0, "1 builds for virtual instances (vNPU slices of the chip): every kernel's block_dim a multiple of the least common multiple of the SoC's slice sizes, soft-sync ops on one core, no vector-core attachment; 0 builds for the whole chip.", choices=(0, 1)),
-    Option("buffer_optimize", str, "l2_optimize", "Buffer optimisation: l2_optimize, l1_optimize (L1 fusion) or off_optimize; l1_optimize excludes virtual_type=1.", choices=BUFFER_OPTIMIZE, no_effect="there is no L1 fusion and no L2 model to tune yet", tools=(ATC, RUN)),
+    Option("buffer_optimize", str, "l2_optimize", "Buffer optimisation: l2_optimize, l1_optimize (L1 fusion) or off_optimize; l1_optimize excludes virtual_type=1.", choices=BUFFER_OPTIMIZE, no_effect="l2_optimize and off_optimize time the same, as the simulator has no L2 (every GM byte at GM rate, ge/sim/chip.py); l1_optimize's L1 fusion (a chain of cube ops' intermediate tiles kept in L1) is not built: UB fusion scopes are the only kernel fusion", tools=(ATC, RUN)),
     Option("host_env_os", str, None, "The host's operating system.", no_effect="the model runs on the simulator, whatever the host's operating system"),
     Option("host_env_cpu", str, None, "The host's CPU architecture.", no_effect="the model runs on the simulator, whatever the host's CPU architecture"),
     Option("op_compiler_cache_mode", str, "disable", "The compile cache (kernels, and whole builds of an ONNX file): enable reads and fills it, force rebuilds everything and rewrites its entries, disable (the default here, unlike CANN: a whole build's entry is a copy of its .om, hundreds of MB for a large model) neither reads nor writes.", choices=CACHE_MODES, tools=(ATC, RUN)),
@@ -206,7 +206,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("dump_config", object, None, "A DumpConfig.", tools=(RUN,), no_effect="the dump options are RunConfig's own (enable_dump, dump_path, ...)"),
     Option("quant_dumpable", str, "0", "Dump before AMCT quantisation.", choices=("0", "1"), tools=(RUN,), no_effect="no AMCT-quantised graphs are imported"),
     Option("hcom_parallel", bool, None, "AllReduce in parallel with the backward pass.", tools=(RUN,), no_effect="one device, no collective communication"),
-    Option("enable_scope_fusion_passes", str, None, "TensorFlow scope fusion passes to enable.", tools=(RUN,), no_effect="models come from ONNX, which has no TensorFlow scopes"),
+    Option("enable_scope_fusion_passes", str, None, "Non-general fusion passes to run, names joined by ',': a pass written for specific networks (a plug-in's, general = False) runs only when named; general passes (every built-in one) always run.", tools=(ATC, RUN)),
     Option("is_tailing_optimization", bool, False, "Overlap the last AllReduce with computation.", tools=(RUN,), no_effect="one device, no AllReduce"),
     Option("enable_small_channel", int, None, "Small-channel convolution (C <= 4 input channels, e.g. the RGB first layer): 1 packs kh*kw cells of 4 channels into the cube's K (NC1HWC0_C04) instead of padding each to C0. Default 0; in a session, 1 and fixed for graph_run_mode=0.", choices=(0, 1), tools=(ATC, RUN)),
     Option("variable_placement", str, "Device", "Where variables live (Host needs mix_compile_mode).", choices=("Device", "Host"), tools=(RUN,), no_effect="the models hold no variables; weights stay in device memory"),
@@ -219,7 +219,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("local_device_list", str, None, "Devices the main process feeds (needs local_rank_id).", tools=(RUN,), no_effect="one process on one device; no data is distributed"),
     Option("hccl_timeout", int, 1836, "Collective communication timeout, seconds.", tools=(RUN,), minimum=1, maximum=17340, no_effect="one device, no collective communication"),
     Option("experimental_config", object, None, "An ExperimentalConfig.", tools=(RUN,), no_effect="no experimental options are modelled"),
-    Option("jit_compile", str, "auto", "Compile ops online or use prebuilt binaries.", choices=("auto", "true", "false"), tools=(RUN,), no_effect="kernels are always built from the graph; there are no prebuilt binaries"),
+    Option("jit_compile", str, "auto", "Compile ops online or use prebuilt binaries.", choices=("auto", "true", "false"), tools=(RUN,), no_effect="every kernel is built for the graph's static shapes, as true (and auto, for static shapes) does in CANN; false selects the operator package's prebuilt shape-generalised binaries, and there are none here (reusing built kernels is op_compiler_cache_mode's)"),
     Option("enable_data_pre_proc", bool, True, "GetNext offload.", tools=(RUN,), deprecated=(RUN,), no_effect="there is no dataset pipeline; inputs are given to Session.run"),
     Option("variable_format_optimize", bool, None, "Variable format optimisation.", tools=(RUN,), deprecated=(RUN,), no_effect="the models hold no variables"),
     Option("dynamic_input", bool, False, "Dynamic inputs.", tools=(RUN,), deprecated=(RUN,), no_effect="dynamic dims are given with input_shape"),
@@ -308,6 +308,7 @@ class CompileOptions:
 
     input_shape: str | None = option_field("input_shape")
     fusion_switch_file: str | None = option_field("fusion_switch_file")
+    enable_scope_fusion_passes: str | None = option_field("enable_scope_fusion_passes")
     export_compile_stat: int = option_field("export_compile_stat")
     soc_version: str = option_field("soc_version")
     disable_reuse_memory: int = option_field("disable_reuse_memory")
