@@ -1,5 +1,7 @@
-"""The rest of [options]: `ge run --op_debug_config`, graph_max_parallel_model_num's
-thread pool in `ge.Session`, and the whole-model build cache behind a warm `ge atc`."""
+"""The rest of [options]: `ge run --op_debug_config`; the model cache behind a warm
+`ge atc` (hits, keys, damaged entries, side effects); graph_max_parallel_model_num's
+thread pool in `ge.Session`; enable_small_channel; mix_compile_mode; and
+enable_scope_fusion_passes."""
 
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ from ge.core.errors import InputError, OptionError
 from ge.core.inputs import generated
 from ge.models import DEMO_MODELS
 from ge.session import Session
-from ge.sim.config import RunConfig
 from ge.sim import program, timing
+from ge.sim.config import RunConfig
 from ge.sim.runtime import Runtime
 from tests.test_debug_options import SOC, debug_config, overwrite
 from tests.test_kernel_cache import om_content
@@ -53,6 +55,7 @@ def ge_run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "ge"), "run", *args], capture_output=True, text=True, cwd=cwd, check=False)
 
 
+@pytest.mark.slow
 def test_ge_run_op_debug_config_bounds_checks_the_listed_kernels(overwriting: Path, tmp_path: Path) -> None:
     plain = ge_run(tmp_path, str(overwriting), "--timing-only")
     assert plain.returncode == 0, plain.stderr
@@ -65,6 +68,7 @@ def test_ge_run_op_debug_config_bounds_checks_the_listed_kernels(overwriting: Pa
     assert elsewhere.returncode == 0, elsewhere.stderr
 
 
+@pytest.mark.slow
 def test_ge_run_op_debug_config_refuses_a_bad_file(tiny: Path, tmp_path: Path) -> None:
     bad = debug_config(tmp_path, "op_debug_config=bogus\n")
     result = ge_run(tmp_path, str(tiny), "--timing-only", f"--op_debug_config={bad}")
@@ -109,6 +113,7 @@ def test_disable_and_force(tmp_path: Path) -> None:
     assert not whole(forced) and entry.stat().st_mtime > past + 60
 
 
+@pytest.mark.slow
 def test_every_input_of_the_build_is_in_the_key(tmp_path: Path) -> None:
     model = tmp_path / "tiny.onnx"
     shutil.copy(TINY, model)
@@ -180,6 +185,7 @@ def test_a_hit_writes_the_fusion_result_its_compile_wrote(tmp_path: Path, monkey
     assert (tmp_path / "fusion_result.json").read_text() == written
 
 
+@pytest.mark.slow
 def test_a_warm_atc_says_it_took_the_whole_build(tmp_path: Path) -> None:
     def atc() -> str:
         result = subprocess.run(
@@ -326,7 +332,8 @@ def test_online_inference_fixes_small_channel_at_one() -> None:
 
 
 def test_mix_compile_mode_runs_the_ai_cpu_ops_on_the_host_with_their_copies(tmp_path: Path) -> None:
-    from tests.test_aicpu import KEEP, feeds as aicpu_feeds, one_op
+    from tests.test_aicpu import KEEP, one_op
+    from tests.test_aicpu import feeds as aicpu_feeds
 
     elements = 64 * 1024
     model = one_op("Add", onnx.TensorProto.UINT32, [elements])  # no AI Core kernel for uint32: the AI CPU's
@@ -395,6 +402,7 @@ class ScopeMulByOnePass(FusionPass):
 '''
 
 
+@pytest.mark.slow
 def test_a_non_general_fusion_pass_runs_only_when_named(tmp_path: Path) -> None:
     from onnx import TensorProto, helper
 
