@@ -11,7 +11,8 @@ enable reads and fills it, force rebuilds and rewrites it, disable touches nothi
 op_cache.ini's limits apply to each folder).
 
 The key is everything the build reads: the compiler's version (a digest of every
-source file of `ge`, `passes` and `dialects`, so any change to the engine misses),
+source file of `ge`, `passes` and `dialects`, so any change to the engine misses, and
+the versions of xDSL, onnx, numpy and ml_dtypes),
 the ONNX file's SHA-256, every compile option but the cache's own and debug_dir
 (`NOT_RECORDED`), and the SHA-256 of each option that names a file (switch file,
 precision lists, ...). External data files are found when the entry is stored (the
@@ -39,6 +40,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass
+from importlib import metadata
 
 import dialects
 import ge
@@ -57,6 +59,9 @@ SUFFIX = ".om"
 FORMAT = 1
 SOURCES = tuple(os.path.dirname(p.__file__) for p in (ge, passes, dialects))  # type: ignore[arg-type]
 """Everything a build is made from: a change to any file here makes new keys."""
+READERS = ("onnx", "numpy", "ml_dtypes")
+"""The packages besides xDSL whose version can change a build: the ONNX reader and its
+version converter (opsets 7-10), constant folding's arithmetic."""
 
 
 @dataclass(frozen=True)
@@ -170,10 +175,18 @@ def build_key(model_path: str, options: CompileOptions) -> str:
     return "\n".join([
         f"model cache format {FORMAT}",
         kernel_cache.compiler_version(SOURCES),
+        ", ".join(f"{name} {_version(name)}" for name in READERS),
         f"onnx {_file_digest(model_path)}",
         f"options {json.dumps(values, sort_keys=True, default=repr)}",
         f"option files {json.dumps(files, sort_keys=True)}",
     ])  # fmt: skip
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
 
 
 def _file_digest(path: str) -> str | None:
