@@ -11,7 +11,7 @@ kernel (`lower-to-kernel`), then the build: streams, memory, tasks, weights and
 kernels (see `ge.backend`).
 
 The lowering reads and fills the kernel compile cache (`ge.core.kernel_cache`) as
-op_compiler_cache_mode and op_compiler_cache_dir say (enable by default, as in
+op_compiler_cache_mode and op_compiler_cache_dir say (disable by default here, unlike
 CANN); its folder is checked before anything is compiled, and what the cache did
 is in `Model.build["kernel_cache"]` (mode, folder, hits, misses; or why it was off).
 With the cache on, a compile of an ONNX file whose whole build is in the model cache
