@@ -8,14 +8,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute
 
-from dialects.ascend_graph import (
-    AscendOp,
-    ConstOp,
-    DataOp,
-    GraphOp,
-    NetOutputOp,
-    WeightRefAttr,
-)
+from dialects.ascend_graph import AscendOp, ConstOp, DataOp, GraphOp, NetOutputOp, WeightRefAttr
 from dialects.shapes import fmt, numel
 from ge.core import dtypes
 
