@@ -33,6 +33,13 @@ FRACTAL_ROWS = 16
 """M0 and N0: the rows of a cube fractal."""
 C0_BYTES = 32
 
+C04 = 4
+"""Channels per pixel of CANN's small-channel layout (NC1HWC0_C04)."""
+SMALL_CHANNEL_ATTR = "_small_channel"
+"""`_small_channel = true`, set by format selection with enable_small_channel=1 on a
+convolution of at most `C04` input channels: its img2col reads each pixel's C04
+channels, so the cube's K is kh * kw * C04 rounded up to C0, not kh * kw * C0."""
+
 _ORIGIN_OF = {"NC1HWC0": "NCHW", "FRACTAL_Z": "NCHW", "FRACTAL_NZ": "ND"}
 """The origin format each device format maps from."""
 

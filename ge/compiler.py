@@ -11,9 +11,13 @@ kernel (`lower-to-kernel`), then the build: streams, memory, tasks, weights and
 kernels (see `ge.backend`).
 
 The lowering reads and fills the kernel compile cache (`ge.core.kernel_cache`) as
-op_compiler_cache_mode and op_compiler_cache_dir say (enable by default, as in
+op_compiler_cache_mode and op_compiler_cache_dir say (disable by default here, unlike
 CANN); its folder is checked before anything is compiled, and what the cache did
 is in `Model.build["kernel_cache"]` (mode, folder, hits, misses; or why it was off).
+With the cache on, a compile of an ONNX file whose whole build is in the model cache
+(`ge.model_cache`: same model bytes, options and compiler) returns that build without
+compiling: `Model.build["kernel_cache"]["model_cache"]` is then "hit", every kernel
+counts as a hit, and the only timing is the lookup's.
 
 With a gear option (dynamic_batch_size, dynamic_image_size, dynamic_dims) the
 compile is `ge.gears.compile`: each gear is compiled here as a static graph, and
@@ -41,11 +45,12 @@ from contextlib import contextmanager
 
 from xdsl.dialects.builtin import ModuleOp
 
-from ge.om import Model, OmError, TensorDesc, read
+from ge import model_cache
 from ge.core import kernel_cache, soc
 from ge.core.errors import OptionError
 from ge.core.gear_options import gear_option
 from ge.core.options import CompileOptions
+from ge.om import Model, OmError, TensorDesc, read
 
 __all__ = ["Model", "OmError", "TensorDesc", "compile", "load_model"]
 
@@ -79,8 +84,6 @@ def collecting_less() -> Iterator[None]:
 
 
 def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapping[str, object] | None) -> Model:
-    from ge import backend, pipeline
-
     options = _options(options)
     if gear_option(dataclasses.asdict(options)) is not None:
         if isinstance(model, ModuleOp):
@@ -91,8 +94,17 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
     cache, off = kernel_cache.for_compile(
         options.op_compiler_cache_mode, options.op_compiler_cache_dir, options.op_debug_level, options.op_debug_config
     )
-    timings: dict[str, float] = {}
     started = time.perf_counter()
+    models, unused = model_cache.for_compile(cache, model, options)
+    hit = models.load() if models is not None else None
+    if hit is not None:
+        return _from_cache(hit, models, options, time.perf_counter() - started)  # type: ignore[arg-type]
+    from ge import (  # after the lookup: a hit needs neither (their imports are 0.4 s of a warm ge atc)
+        backend,
+        pipeline,
+    )
+
+    timings: dict[str, float] = {}
     if isinstance(model, ModuleOp):
         module = model
     else:
@@ -117,12 +129,34 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
     )
     result = backend.build(module, settings, timings)
     compilation.finish()
-    report = {"mode": options.op_compiler_cache_mode, "off": off}
+    report: dict[str, object] = {"mode": options.op_compiler_cache_mode, "off": off}
     if cache is not None:
         cache.finish()
         report = cache.report()
+    if cache is not None and models is None:
+        log.info("model cache: not used: %s", unused)
     build = {**result.build, **_virtual_instance(options), **_debug(result, options), "timings": timings, "kernel_cache": report}
-    return dataclasses.replace(result, build=build)
+    compiled = dataclasses.replace(result, build=build)
+    if models is not None:
+        models.store(compiled, compilation.statistics.to_json())
+        models.finish()
+    return compiled
+
+
+def _from_cache(hit: model_cache.Hit, models: model_cache.ModelCache, options: CompileOptions, seconds: float) -> Model:
+    """The model of a build taken whole from the model cache, with what this compile did:
+    the lookup's time, the cache's report, and fusion_result.json written as the compile would."""
+    from passes.fusion import write_result
+
+    if options.export_compile_stat in (1, 2):
+        write_result(hit.fusion_result)
+    models.cache.finish()
+    models.finish()
+    looked_up = hit.model.build.get("kernel_cache", {})
+    kernels = int(looked_up.get("hits", 0)) + int(looked_up.get("misses", 0))  # type: ignore[union-attr]
+    report = {**models.cache.report(), "hits": kernels, "model_cache": "hit"}
+    build = {**hit.model.build, "timings": {"model cache": seconds}, "kernel_cache": report}
+    return dataclasses.replace(hit.model, build=build)
 
 
 def require_static(module: ModuleOp, model: str | os.PathLike | None = None) -> None:

@@ -15,7 +15,8 @@ options take those options' values. The phases are therefore one `ge-opt -p`
 pipeline (`pipeline_spec`, logged at info level): `ge-opt MODEL.onnx -p '...'`
 with it gives the IR the compile lowers.
 
-Fusion passes run only when the fusion switch file leaves them on; their counts go
+Fusion passes run only when the fusion switch file leaves them on, and a non-general
+one (`FusionPass.general`) only when enable_scope_fusion_passes names it; their counts go
 to a `FusionStatistics` that becomes fusion_result.json per `export_compile_stat`:
 2 writes it as soon as the graph is optimised, 1 when the caller ends the compile
 normally (`Compilation.finish()`), 0 never.
@@ -26,7 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from xdsl.context import Context
@@ -40,7 +41,7 @@ from ge.core.errors import OptionError
 from ge.core.files import published
 from ge.core.options import CompileOptions
 from passes.format_selection import AFTER_FORMAT_SELECTION, FormatSelection
-from passes.fusion import FusionKind, FusionStatistics, builtin_fusion_passes, collect_statistics, ordered
+from passes.fusion import FusionKind, FusionPass, FusionStatistics, builtin_fusion_passes, collect_statistics, ordered
 from passes.lower_to_kernel import LowerToKernel
 from passes.precision_selection import PrecisionSelection
 from passes.registry import get_pass
@@ -188,15 +189,18 @@ class Compilation:
 def phases(options: CompileOptions, switches: fusion_switch.FusionSwitches | None = None) -> tuple[Phase, ...]:
     """GE's phases with their passes configured from the options (closed fusion passes left
     out), ending with the lowering to kernels, which runs after `optimize`."""
-    builtin_fusion_passes()
+    passes = builtin_fusion_passes()
     switches = switches or fusion_switch.FusionSwitches()
+    named = scope_fusion_passes(options.enable_scope_fusion_passes, passes)
 
     def fusion(kind: FusionKind, before_build: bool, after_format: bool = False) -> tuple[ModulePass, ...]:
         chosen = []
         for cls in ordered(kind):
             if (cls.name == SPLIT_NO_TASK) != before_build or (cls.name in AFTER_FORMAT_SELECTION) != after_format:
                 continue
-            if switches.enabled(cls.name):
+            if not cls.general and cls.name not in named:
+                log.info("fusion pass %s is not general and enable_scope_fusion_passes does not name it", cls.name)
+            elif switches.enabled(cls.name):
                 chosen.append(configured(cls, options))
             else:
                 log.info("fusion pass %s is switched off", cls.name)
@@ -212,6 +216,20 @@ def phases(options: CompileOptions, switches: fusion_switch.FusionSwitches | Non
         Phase("before build", ("PreRunAfterOptimizeGraphBeforeBuild",), (*fusion(FusionKind.UB, True), *virtual)),
         Phase(LOWERING, (), (configured(LowerToKernel, options),)),
     )
+
+
+def scope_fusion_passes(text: str | None, passes: Mapping[str, type[FusionPass]]) -> frozenset[str]:
+    """The non-general fusion passes enable_scope_fusion_passes names (',' between names);
+    a name that is no such pass is warned about, as it enables nothing."""
+    names = frozenset(n.strip() for n in (text or "").split(",") if n.strip())
+    other = sorted(n for n in names if n not in passes or passes[n].general)
+    if other:
+        choices = ", ".join(sorted(n for n, cls in passes.items() if not cls.general)) or "none is registered"
+        log.warning(
+            "enable_scope_fusion_passes: %s %s no non-general fusion pass (general passes always run); the non-general ones: %s",
+            ", ".join(other), "is" if len(other) == 1 else "are", choices,
+        )
+    return names
 
 
 def configured(cls: type[ModulePass], options: CompileOptions) -> ModulePass:

@@ -31,6 +31,17 @@ Several models side by side on disjoint slices of one chip (virtual instances,
         t.name, t.aicore_num, t.latency_alone_us, t.latency_us, t.throughput, t.slowdown, t.outputs
     chip.write("prof/")                    # op_summary.csv with a tenant column, trace.json
 
+Graphs run on the session's thread pool of graph_max_parallel_model_num threads
+(GE's threads running graphs in parallel): `submit` returns a future, `run_all`
+runs a list of (model, inputs) at once and returns their results in order. Each
+result is the one `run` gives; runs of one loaded model take turns (it has one
+device memory image), different models run side by side, at most
+graph_max_parallel_model_num at a time:
+
+    session = Session(RunConfig(graph_max_parallel_model_num=4))
+    results = session.run_all([("resnet.om", feeds), ("bert.om", bert_feeds)])
+    future = session.submit("resnet.om", feeds); future.result().outputs
+
 With external_weight=True, `compile` writes each Const's weight once, to
 `$ASCEND_WORK_PATH/tmp_weight_<pid>_<sessionid>/weight_<sha256>` (the current
 directory without ASCEND_WORK_PATH), and the model refers to them by hash, so models
@@ -49,9 +60,11 @@ import hashlib
 import itertools
 import os
 import shutil
+import threading
 import warnings
 import weakref
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Self
 
@@ -111,14 +124,19 @@ class Session:
         self.device_id = _device_id(self.config)
         self.session_id = next(Session._ids)
         """GE's session id: unique in the process, names the external weight directory."""
-        self._loaded: dict[object, tuple[object, Runtime]] = {}
+        self._loaded: dict[object, tuple[object, Runtime, threading.Lock]] = {}
+        self._loading = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
         self.weight_dir = os.path.join(os.path.abspath(os.environ.get("ASCEND_WORK_PATH") or "."), f"tmp_weight_{os.getpid()}_{self.session_id}")
         self.weight_writes = 0
         """Weight files this session has written (each `weight_<hash>` once)."""
         self._removal = weakref.finalize(self, shutil.rmtree, self.weight_dir, True)  # also at exit, if never closed
 
     def close(self) -> None:
-        """Unload the models and remove the session's external weight directory."""
+        """Wait for the graphs submitted, unload the models and remove the session's external weight directory."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         self._loaded.clear()
         self._removal()
 
@@ -170,11 +188,30 @@ class Session:
 
     def runtime(self, model: Model | str | os.PathLike) -> Runtime:
         """The model loaded on the device (loaded once per session)."""
+        return self._load(model)[1]
+
+    def _load(self, model: Model | str | os.PathLike) -> tuple[object, Runtime, threading.Lock]:
+        """The loaded model, its runtime, and the lock its runs take turns on."""
         key = _key(model)
-        if key not in self._loaded:
-            loaded = model if isinstance(model, Model) else read(model)
-            self._loaded[key] = (loaded, Runtime(loaded, self.config))  # the model is kept: its id stays its own
-        return self._loaded[key][1]
+        with self._loading:
+            if key not in self._loaded:
+                loaded = model if isinstance(model, Model) else read(model)
+                self._loaded[key] = (loaded, Runtime(loaded, self.config), threading.Lock())  # the model is kept: its id stays its own
+            return self._loaded[key]
+
+    def submit(self, model: Model | str | os.PathLike, inputs: Inputs | None = None) -> Future[Result]:
+        """Run `model` on the session's pool of graph_max_parallel_model_num threads; the
+        future's result is what `run` returns (or raises)."""
+        if not self._removal.alive:
+            raise OptionError(f"session {self.session_id} is closed; it runs no more graphs")
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.config.graph_max_parallel_model_num, thread_name_prefix=f"ge-session-{self.session_id}")
+        return self._pool.submit(self.run, model, inputs)
+
+    def run_all(self, graphs: Sequence[tuple[Model | str | os.PathLike, Inputs | None]]) -> list[Result]:
+        """Run every (model, inputs) on the pool at once; their results in the same order."""
+        futures = [self.submit(model, inputs) for model, inputs in graphs]
+        return [f.result() for f in futures]
 
     def run(self, model: Model | str | os.PathLike, inputs: Inputs | None = None) -> Result:
         """Run `model` iterations_per_loop times on `inputs` (by input name, or a list in the
@@ -185,9 +222,13 @@ class Session:
         the same time: the simulator runs every iteration only when a dump asks for
         their steps (dump_step counts iterations), else it runs the first and counts
         the others (a loop of 1,000 costs one run)."""
-        runtime = self.runtime(model)
+        _, runtime, turn = self._load(model)
         feeds = _by_name(runtime.model, inputs)
-        runtime, select_us = self._gear_runtime(model, runtime, feeds)
+        runtime, turn, select_us = self._gear_runtime(model, runtime, turn, feeds)
+        with turn:
+            return self._run(runtime, feeds, select_us)
+
+    def _run(self, runtime: Runtime, feeds: Mapping[str, np.ndarray] | None, select_us: float) -> Result:
         n = self.config.iterations_per_loop
         simulated = n if self.config.enable_dump or self.config.enable_dump_debug else 1
         device_us, overflows = 0.0, []
@@ -201,20 +242,24 @@ class Session:
         total = timing.MODEL_LAUNCH_US + device_us + timing.HOST_SYNC_US
         return Result(out.outputs, total / n, out.profile, tuple(overflows), n, total)
 
-    def _gear_runtime(self, model: Model | str | os.PathLike, runtime: Runtime, feeds: Mapping[str, np.ndarray] | None) -> tuple[Runtime, float]:
-        """The runtime of the gear `feeds` match (loaded once per session), and the
-        pick's cost; a static model's own runtime and no cost. Without inputs (timing
-        only) the model's own tasks, its largest gear's, run."""
+    def _gear_runtime(
+        self, model: Model | str | os.PathLike, runtime: Runtime, turn: threading.Lock, feeds: Mapping[str, np.ndarray] | None
+    ) -> tuple[Runtime, threading.Lock, float]:
+        """The runtime of the gear `feeds` match (loaded once per session, with the lock
+        its runs take turns on), and the pick's cost; a static model's own runtime and no
+        cost. Without inputs (timing only) the model's own tasks, its largest gear's, run."""
         gears = runtime.model.gears
         if not gears:
-            return runtime, 0.0
+            return runtime, turn, 0.0
         if feeds is None:
-            return runtime, timing.GEAR_SELECT_US
+            return runtime, turn, timing.GEAR_SELECT_US
         index = pick(gears, {name: tuple(np.shape(value)) for name, value in feeds.items()})
         key = (_key(model), "gear", index)
-        if key not in self._loaded:
-            self._loaded[key] = (runtime.model, Runtime(runtime.model.gear(index), self.config))
-        return self._loaded[key][1], timing.GEAR_SELECT_US
+        with self._loading:
+            if key not in self._loaded:
+                self._loaded[key] = (runtime.model, Runtime(runtime.model.gear(index), self.config), threading.Lock())
+            _, gear, gear_turn = self._loaded[key]
+        return gear, gear_turn, timing.GEAR_SELECT_US
 
     def run_instances(
         self, instances: Sequence[tuple[Model | str | os.PathLike, int]], inputs: Sequence[Inputs | None] | None = None
@@ -248,7 +293,7 @@ def _warn_nonfinite(outputs: dict[str, np.ndarray], overflows: list[Overflow]) -
         message = f"{held}; no kernel turned finite inputs into them: they came from the model's inputs"
     else:
         message = f"{held}; the first to make them: {overflows[0].advice()}"
-    warnings.warn(message, NonFiniteWarning, stacklevel=3)
+    warnings.warn(message, NonFiniteWarning, stacklevel=4)
 
 
 def _device_id(config: RunConfig) -> int:

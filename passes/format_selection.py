@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
@@ -266,12 +266,30 @@ class FormatSelection(ModulePass):
 
     soc_version: str = option_field("soc_version")
     """Parts with a FIX pipe keep matmuls in ND."""
+    enable_small_channel: int | None = option_field("enable_small_channel")
+    """1: convolutions of C <= 4 input channels take the small-channel path (`small_channel`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_fields(self)
         nd_matmul = socs.load(self.soc_version).fix_pipe
         for graph in [g for g in op.walk() if isinstance(g, ag.GraphOp)]:
             _Selector(graph.body.block, store_of(op), nd_matmul).run()
+            if self.enable_small_channel == 1:
+                small_channel(graph)
+
+
+def small_channel(graph: ag.GraphOp) -> None:
+    """Mark every ungrouped Conv2D of at most C04 input channels whose C0 is larger
+    (`formats.SMALL_CHANNEL_ATTR`): GE's small-channel path (NC1HWC0_C04) packs the
+    kh * kw cells of a pixel's few channels into the cube's K instead of padding
+    each cell to C0, which is what a network's first convolution (RGB) spends most
+    of its cube time on. The tensor formats stay NC1HWC0; the cube's work changes."""
+    for op in graph.body.block.ops:
+        if not isinstance(op, ag.Conv2DOp) or op.props.int("groups", 1) != 1:
+            continue
+        channels = ag.shape_of(op.operands[0].type)[1]
+        if channels <= formats.C04 < formats.c0(ag.dtype_of(op.operands[0].type)):
+            op.attributes[formats.SMALL_CHANNEL_ATTR] = IntegerAttr(1, 1)
 
 
 # --------------------------------------------------------- TransData elimination

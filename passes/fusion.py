@@ -147,22 +147,28 @@ class FusionStatistics:
         wrote before under its own session_and_graph_id key; a file left by
         another process is replaced. Writing is atomic.
         """
-        doc = self.to_json()
-        if not doc:
-            return None
-        path = result_path(directory)
-        folder = os.path.dirname(path) or "."
-        os.makedirs(folder, exist_ok=True)
-        merged: dict[str, object] = {}
-        if path in _written and os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                merged = json.load(f)
-        merged.update(doc)
-        with published(path, what="fusion result") as f:
-            json.dump(merged, f, indent=4, sort_keys=True)
-            f.write("\n")
-        _written.add(path)
-        return path
+        return write_result(self.to_json(), directory)
+
+
+def write_result(doc: dict[str, object], directory: str | None = None) -> str | None:
+    """Write one graph's fusion_result.json document (`FusionStatistics.to_json`) as
+    `FusionStatistics.write` says: also how a build taken whole from the model cache
+    writes the document its compile recorded."""
+    if not doc:
+        return None
+    path = result_path(directory)
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    merged: dict[str, object] = {}
+    if path in _written and os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            merged = json.load(f)
+    merged.update(doc)
+    with published(path, what="fusion result") as f:
+        json.dump(merged, f, indent=4, sort_keys=True)
+        f.write("\n")
+    _written.add(path)
+    return path
 
 
 RESULT_FILE = "fusion_result.json"
@@ -203,6 +209,10 @@ class FusionPass(ModulePass):
     closable: ClassVar[bool] = True
     reported: ClassVar[bool] = True
     """False for passes GE leaves out of fusion_result.json (FusionVirtualOpSetSwitch)."""
+    general: ClassVar[bool] = True
+    """False for a pass written for specific networks: as GE's non-general scope fusion
+    patterns, it runs only when enable_scope_fusion_passes names it (every built-in
+    pass is general)."""
 
     def patterns(self, counts: FusionCounts) -> Sequence[RewritePattern]:
         """The pass's patterns, reporting to `counts` (what the default `fuse` applies)."""

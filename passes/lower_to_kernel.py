@@ -75,6 +75,7 @@ import dialects
 import passes.lowering
 
 from dialects import ascend_graph as ag
+from dialects.formats import SMALL_CHANNEL_ATTR
 from dialects.ascend_kernel import AICPU, ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
 from dialects.shapes import DYN, ShapeError, fmt, is_static
 from ge.core import dtypes, ir, kernel_cache
@@ -124,9 +125,10 @@ class Scope:
             props = sorted((k, str(v)) for k, v in op.properties.items() if k != "name")
             mode = op.attributes.get("impl_mode")
             engine = op.attributes.get(ENGINE_ATTR)
+            small = op.attributes.get(SMALL_CHANNEL_ATTR)
             operands = ",".join(index[v] for v in op.operands)
             results = ",".join(str(r.type) for r in op.results)
-            parts.append(f"{op.name}({operands}){props}{mode}{engine}->{results}")
+            parts.append(f"{op.name}({operands}){props}{mode}{engine}{small}->{results}")
         parts.append(",".join(index[v] for v in self.outputs))
         return "\n".join(parts)
 

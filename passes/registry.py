@@ -208,6 +208,11 @@ def register_pass(cls: P) -> P:
     return cls
 
 
+def plugin_passes() -> tuple[str, ...]:
+    """The passes registered from outside the project (plug-ins, passes registered by hand)."""
+    return tuple(sorted(_REGISTERED))
+
+
 def load_plugin(spec: str) -> None:
     """Import a pass plug-in (a `.py` file or a module name) so that its
     `@register_pass` classes register themselves.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import ge
+from ge import model_cache
 from ge.core import kernel_cache
 from ge.core.errors import OptionError
 from ge.core.kernel_cache import IDLE_SECONDS, KernelCache, Limits, age, read_limits
@@ -29,6 +31,9 @@ def atc_command(*flags: str) -> list[str]:
 
 
 def compile_tiny(cache: Path, **flags: object) -> ge.Model:
+    """A compile that reads the kernel entries: the model cache (tests/test_options_rest.py)
+    would otherwise take the whole build from its entry first."""
+    shutil.rmtree(cache / model_cache.FOLDER, ignore_errors=True)
     return ge.compile(TINY, {"op_compiler_cache_dir": str(cache), "export_compile_stat": 0, "op_compiler_cache_mode": "enable", **flags})
 
 
@@ -313,10 +318,14 @@ def test_the_key_names_the_compiler_version(tmp_path: Path) -> None:
 def test_resnet50_compiled_again_hits_every_kernel(tmp_path: Path, resnet50_onnx: Path) -> None:
     flags = {"op_compiler_cache_dir": str(tmp_path), "export_compile_stat": 0, "op_compiler_cache_mode": "enable"}
     cold = ge.compile(resnet50_onnx, flags)
-    warm = ge.compile(resnet50_onnx, flags)
+    whole = ge.compile(resnet50_onnx, flags)  # the whole build from the model cache
+    shutil.rmtree(tmp_path / model_cache.FOLDER)
+    warm = ge.compile(resnet50_onnx, flags)  # every kernel from the kernel cache
     built = cold.build["kernel_cache"]["misses"]  # one per distinct kernel: equal scopes share one
+    assert whole.build["kernel_cache"] == {**cold.build["kernel_cache"], "hits": built, "misses": 0, "model_cache": "hit"}
     assert warm.build["kernel_cache"] == {**cold.build["kernel_cache"], "hits": built, "misses": 0}
     assert om_content(warm, tmp_path / "warm.om") == om_content(cold, tmp_path / "cold.om")
+    assert om_content(whole, tmp_path / "whole.om") == om_content(cold, tmp_path / "cold.om")
 
 
 def test_an_invalid_limit_is_logged_with_its_name(tmp_path: Path, caplog) -> None:

@@ -140,9 +140,9 @@ def test_unknown_flag_lists_the_run_options() -> None:
         RunConfig.from_flags(graph_mode=0)
 
 
-def test_graph_run_mode_sets_the_compile_precision_default() -> None:
+def test_graph_run_mode_sets_the_compile_defaults() -> None:
     assert RunConfig().compile_flags() == {"precision_mode": "allow_fp32_to_fp16"}
-    assert RunConfig(graph_run_mode=0).compile_flags() == {"precision_mode": "force_fp16"}
+    assert RunConfig(graph_run_mode=0).compile_flags() == {"precision_mode": "force_fp16", "enable_small_channel": 1}
     assert RunConfig(precision_mode_v2="origin").compile_flags() == {"precision_mode_v2": "origin"}
 
 

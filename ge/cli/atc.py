@@ -412,17 +412,19 @@ def block_dims(compiled) -> str:
 
 
 def cache_line(cache: dict) -> str:
-    """What the kernel compile cache did: hits and misses in its folder, or why it was off."""
+    """What the compile cache did: kernel hits and misses in its folder, or why it was off,
+    and whether the whole build came from the model cache."""
     if "off" in cache:
         return f"kernel cache: off ({cache['off']})"
-    return f"kernel cache: {cache['hits']} hits, {cache['misses']} misses ({cache['mode']}, {cache['dir']})"
+    line = f"kernel cache: {cache['hits']} hits, {cache['misses']} misses ({cache['mode']}, {cache['dir']})"
+    return f"{line}; the whole build from the model cache" if cache.get("model_cache") == "hit" else line
 
 
 def report(model: Path, output: Path, compiled, saved: float) -> None:
     """What a compile made: phases with their times, kernels, tasks, streams, the memory plan."""
     from ge.cli import gears
-    from ge.cli.summary import human_bytes
     from ge.om import Region
+    from ge.om.memory import human_bytes
 
     timings: dict[str, float] = {**compiled.build["timings"], "write .om": saved}
     phases = Table(title="phases", title_justify="left")

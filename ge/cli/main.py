@@ -132,7 +132,8 @@ def inspect(
 ) -> None:
     """Show a model as the importer sees it: inputs, outputs, ops by type, weights."""
     import ge
-    from ge.cli.summary import GraphSummary, human_bytes
+    from ge.cli.summary import GraphSummary
+    from ge.om.memory import human_bytes
 
     module, _ = ge.load_onnx(str(model), input_shape=input_shape)
     summary = GraphSummary.of(module)

@@ -195,7 +195,7 @@ def _attr(value: Attribute) -> object:
 
 def show(model: Model, path: str, console: Console) -> None:
     """The key facts of a `.om`: SoC, options, ports, memory, counts, what it was built for."""
-    from ge.cli.summary import human_bytes
+    from ge.om.memory import human_bytes
     from ge.om import Region
     from ge.om.tasks import KernelTask
 

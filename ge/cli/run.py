@@ -33,7 +33,8 @@ that avoid it.
 host's launch and synchronisation paid once, and prints the latency per iteration
 and the total. `--deterministic`, `--op_execute_timeout`, `--op_wait_timeout`,
 `--stream_sync_timeout` and `--event_sync_timeout` are NPURunConfig's; a run past a
-timeout fails naming the task and the limit. The other NPURunConfig options are
+timeout fails naming the task and the limit. `--op_debug_config FILE` adds its `oom`
+bounds checks to the kernels it lists (the model's own, from `ge atc`, stay checked). The other NPURunConfig options are
 Python-only (`ge.RunConfig(name=value)`): the help lists them all, from the table.
 
 `--instances "A.om:4,B.om:4"` runs several models at once on disjoint slices of one
@@ -116,6 +117,7 @@ def run(
     op_wait_timeout: Annotated[int, _run_option("op_wait_timeout", "--op_wait_timeout", "--op-wait-timeout")] = OPTION["op_wait_timeout"].default,  # type: ignore[assignment]
     stream_sync_timeout: Annotated[int, _run_option("stream_sync_timeout", "--stream_sync_timeout", "--stream-sync-timeout")] = OPTION["stream_sync_timeout"].default,  # type: ignore[assignment]
     event_sync_timeout: Annotated[int, _run_option("event_sync_timeout", "--event_sync_timeout", "--event-sync-timeout")] = OPTION["event_sync_timeout"].default,  # type: ignore[assignment]
+    op_debug_config: Annotated[Path | None, _run_option("op_debug_config", "--op_debug_config", "--op-debug-config")] = None,
     instances: Annotated[
         str | None,
         typer.Option(
@@ -140,7 +142,7 @@ def run(
         dump_step=dump_step, dump_mode=dump_mode, dump_layer=dump_layer, enable_dump_debug=enable_dump_debug,
         dump_debug_path=_text(dump_debug_path), dump_debug_mode=dump_debug_mode, iterations_per_loop=iterations_per_loop,
         deterministic=deterministic, op_execute_timeout=op_execute_timeout, op_wait_timeout=op_wait_timeout,
-        stream_sync_timeout=stream_sync_timeout, event_sync_timeout=event_sync_timeout,
+        stream_sync_timeout=stream_sync_timeout, event_sync_timeout=event_sync_timeout, op_debug_config=_text(op_debug_config),
     )  # fmt: skip
     if instances is not None:
         if model is not None or inputs or output is not None or aicore_num is not None:

@@ -83,11 +83,3 @@ def _weight_info(name: str, type: Attribute, stored: bool) -> WeightInfo:
     n = numel(shape)
     nbytes = n * dtypes.to_numpy(type.element_type).itemsize
     return WeightInfo(name, dtypes.name(type.element_type), fmt(shape), n, nbytes, stored)
-
-
-def human_bytes(n: float) -> str:
-    if n < 1024:
-        return f"{n:.0f} B"
-    if n < 1024**2:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024**2:.1f} MiB"

@@ -11,10 +11,12 @@ where the reference puts it.
 
 Modes, as the reference has them: `enable` reads and fills the cache;
 `force` rebuilds every kernel and rewrites its entry; `disable` neither reads nor
-writes and touches no directory. CANN enables the cache by default; here `disable`
-is the default, because parsing an entry's IR text takes longer than building the
-kernel (benchmarks/kernel_cache.py), so an enabled cache only writes to the user's
-home for no gain in a new process. The cache is off whatever the mode when
+writes and touches no directory. The same folder's `model_cache/` keeps whole builds
+(`ge.model_cache`), which is what makes a warm compile fast: parsing a kernel entry's
+IR text takes longer than building the kernel (benchmarks/kernel_cache.py). CANN
+enables the cache by default; here `disable` is the default, because a whole build's
+entry is a copy of its `.om` (200 MB for BERT-base), which a user should choose to
+keep in their home. The cache is off whatever the mode when
 `op_debug_level` is non-zero, or when an `op_debug_config` file has no
 `op_debug_list`; with a list, the listed ops (node names, `OpType::Type`) are rebuilt
 and left out of the cache, the others use it.
@@ -257,12 +259,12 @@ class KernelCache:
             self.discard(path, body.reason)
             return None
         if self.limits.ageing:
-            _touch(path)
+            touch(path)
         return body
 
     def discard(self, path: str, reason: str) -> None:
         log.info("kernel cache: discarding %s: %s", path, reason)
-        _remove(path)
+        remove(path)
 
     def store(self, key: str, body: str) -> None:
         """Write the entry for `key` whole, or not at all (a failure is logged, the compile goes on)."""
@@ -344,9 +346,10 @@ def _checked(data: bytes, key: str) -> str | Reject:
         return Reject("the body is not UTF-8")
 
 
-def age(folder: str, limits: Limits, now: float | None = None) -> list[str]:
+def age(folder: str, limits: Limits, now: float | None = None, suffix: str = SUFFIX) -> list[str]:
     """Remove entries idle for over half an hour, oldest first, while the folder is over
-    max_mb, until it is down to ratio percent of it; the removed paths. Temporary files
+    max_mb, until it is down to ratio percent of it; the removed paths. Entries are the
+    files ending in `suffix` (kernels; the model cache's are `.om`). Temporary files
     as old are removed whatever the size."""
     now = time.time() if now is None else now
     entries = []
@@ -355,10 +358,10 @@ def age(folder: str, limits: Limits, now: float | None = None) -> list[str]:
             st = entry.stat()
         except FileNotFoundError:
             continue
-        if entry.name.endswith(SUFFIX):
+        if entry.name.endswith(suffix):
             entries.append((st.st_mtime, st.st_size, entry.path))
         elif entry.name.endswith(".tmp") and now - st.st_mtime > IDLE_SECONDS:
-            _remove(entry.path)  # left by a writer that was killed: a write takes milliseconds
+            remove(entry.path)  # left by a writer that was killed: a write takes milliseconds
     total = sum(size for _, size, _ in entries)
     if total <= limits.max_mb * 2**20:
         return []
@@ -367,7 +370,7 @@ def age(folder: str, limits: Limits, now: float | None = None) -> list[str]:
     for used, size, path in sorted(entries):
         if total <= goal or now - used <= IDLE_SECONDS:
             break
-        _remove(path)
+        remove(path)
         total -= size
         removed.append(path)
     if removed:
@@ -375,14 +378,16 @@ def age(folder: str, limits: Limits, now: float | None = None) -> list[str]:
     return removed
 
 
-def _touch(path: str) -> None:
+def touch(path: str) -> None:
+    """Record a use of an entry (its modification time, which ageing reads)."""
     try:
         os.utime(path)
     except OSError:
         pass  # aged out by another process, or read-only: the hit stands
 
 
-def _remove(path: str) -> None:
+def remove(path: str) -> None:
+    """Remove an entry, if another process has not already."""
     try:
         os.remove(path)
     except FileNotFoundError:
@@ -401,4 +406,4 @@ def _create(path: str, content: bytes) -> None:
     except OSError as e:
         log.info("kernel cache: cannot write %s: %s", path, e.strerror or e)
     finally:
-        _remove(tmp)
+        remove(tmp)

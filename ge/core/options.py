@@ -168,10 +168,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("op_select_implmode", str, None, "The operators' implementation mode (default high_performance).", choices=OP_SELECT_IMPLMODES, tools=(ATC, RUN), deprecated=(RUN,)),
     Option("optypelist_for_implmode", str, None, "Op types (comma-separated) that op_select_implmode applies to.", tools=(ATC, RUN), deprecated=(RUN,)),
     Option("virtual_type", int, 0, "1 builds for virtual instances (vNPU slices of the chip): every kernel's block_dim a multiple of the least common multiple of the SoC's slice sizes, soft-sync ops on one core, no vector-core attachment; 0 builds for the whole chip.", choices=(0, 1)),
-    Option("buffer_optimize", str, "l2_optimize", "Buffer optimisation: l2_optimize, l1_optimize (L1 fusion) or off_optimize; l1_optimize excludes virtual_type=1.", choices=BUFFER_OPTIMIZE, no_effect="there is no L1 fusion and no L2 model to tune yet", tools=(ATC, RUN)),
+    Option("buffer_optimize", str, "l2_optimize", "Buffer optimisation: l2_optimize, l1_optimize (L1 fusion) or off_optimize; l1_optimize excludes virtual_type=1.", choices=BUFFER_OPTIMIZE, no_effect="l2_optimize and off_optimize differ in how GE lays a graph's data out for L2, and this compile lays out nothing for it (whatever L2 the simulator has, it uses alike); l1_optimize's L1 fusion (a chain of cube ops' intermediate tiles kept in L1) is not built: UB fusion scopes are the only kernel fusion", tools=(ATC, RUN)),
     Option("host_env_os", str, None, "The host's operating system.", no_effect="the model runs on the simulator, whatever the host's operating system"),
     Option("host_env_cpu", str, None, "The host's CPU architecture.", no_effect="the model runs on the simulator, whatever the host's CPU architecture"),
-    Option("op_compiler_cache_mode", str, "disable", "The kernel compile cache: enable reads and fills it, force rebuilds every kernel and rewrites its entry, disable (the default here, unlike CANN: reading an entry costs more than building the kernel) neither reads nor writes.", choices=CACHE_MODES, tools=(ATC, RUN)),
+    Option("op_compiler_cache_mode", str, "disable", "The compile cache (kernels, and whole builds of an ONNX file): enable reads and fills it, force rebuilds everything and rewrites its entries, disable (the default here, unlike CANN: a whole build's entry is a copy of its .om, hundreds of MB for a large model) neither reads nor writes.", choices=CACHE_MODES, tools=(ATC, RUN)),
     Option("op_compiler_cache_dir", str, None, "The kernel compile cache's directory (entries in its kernel_cache/; default $ASCEND_CACHE_PATH, else $HOME/atc_data).", tools=(ATC, RUN)),
     Option("debug_dir", str, None, "Where kernel_meta goes (op_debug_level 1, 2, 4; dump_cce, dump_loc): debug_dir, else $ASCEND_WORK_PATH, else the current directory.", tools=(ATC, RUN)),
     Option("op_debug_level", int, None, "Operator debug (0-4): 1, 2 and 4 write every kernel's program (IR and per-pipe listing) to kernel_meta; 2's -O0 -g and 3's kept .o/.json have no binaries to act on; non-zero turns the kernel compile cache off.", choices=(0, 1, 2, 3, 4), tools=(ATC, RUN), deprecated=(RUN,)),
@@ -206,17 +206,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("external_weight", bool, False, "Session.compile writes each Const's weight once to $ASCEND_WORK_PATH (else .)/tmp_weight_<pid>_<sessionid>/weight_<hash>, shared by the session's models and removed when it closes.", tools=(RUN,)),
     Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="dynamic-shape graphs are not built; in a static graph, AI CPU and AI Core tasks on different streams already run in parallel"),
     Option("compile_dynamic_mode", bool, False, "Generalise every input shape to -1.", tools=(RUN,), no_effect="a model is compiled for its input shapes (input_shape)"),
-    Option("mix_compile_mode", bool, False, "Run some ops in the host framework.", tools=(RUN,), no_effect="every op runs on the device; there is no host framework"),
+    Option("mix_compile_mode", bool, False, "Mixed computing: ops the AI Core cannot run (the AI CPU engine's) run in the host framework instead, timed with the stream sync, PCIe copies out and back and the graph's relaunch.", tools=(RUN,)),
     Option("enable_exception_dump", int, 2, "Dump a failing kernel's arguments (.npy) and tiling (JSON): 1 to the current directory, 2 to extra-info/data-dump/<device id> under $ASCEND_WORK_PATH or the current directory, $NPU_COLLECT_PATH over both; 0 off.", choices=(0, 1, 2), tools=(RUN,)),
     Option("enable_reduce_precision", bool, None, "Not supported by CANN either.", tools=(RUN,), no_effect="CANN documents it as not supported"),
     Option("dump_config", object, None, "A DumpConfig.", tools=(RUN,), no_effect="the dump options are RunConfig's own (enable_dump, dump_path, ...)"),
     Option("quant_dumpable", str, "0", "Dump before AMCT quantisation.", choices=("0", "1"), tools=(RUN,), no_effect="no AMCT-quantised graphs are imported"),
     Option("hcom_parallel", bool, None, "AllReduce in parallel with the backward pass.", tools=(RUN,), no_effect="one device, no collective communication"),
-    Option("enable_scope_fusion_passes", str, None, "TensorFlow scope fusion passes to enable.", tools=(RUN,), no_effect="models come from ONNX, which has no TensorFlow scopes"),
+    Option("enable_scope_fusion_passes", str, None, "Non-general fusion passes to run, names joined by ',': a pass written for specific networks (a plug-in's, general = False) runs only when named; general passes (every built-in one) always run.", tools=(ATC, RUN)),
     Option("is_tailing_optimization", bool, False, "Overlap the last AllReduce with computation.", tools=(RUN,), no_effect="one device, no AllReduce"),
-    Option("enable_small_channel", int, None, "Small-channel convolution optimisation (1 is fixed for graph_run_mode=0).", choices=(0, 1), tools=(RUN,), no_effect="there is no small-channel convolution optimisation"),
+    Option("enable_small_channel", int, None, "Small-channel convolution (C <= 4 input channels, e.g. the RGB first layer): 1 packs kh*kw cells of 4 channels into the cube's K (NC1HWC0_C04) instead of padding each to C0. Default 0; in a session, 1 and fixed for graph_run_mode=0.", choices=(0, 1), tools=(ATC, RUN)),
     Option("variable_placement", str, "Device", "Where variables live (Host needs mix_compile_mode).", choices=("Device", "Host"), tools=(RUN,), no_effect="the models hold no variables; weights stay in device memory"),
-    Option("graph_max_parallel_model_num", int, 1, "Threads running graphs in parallel.", tools=(RUN,), minimum=1, maximum=2147483647, no_effect="a session runs one graph at a time"),
+    Option("graph_max_parallel_model_num", int, 1, "Threads running graphs in parallel: the size of a session's pool (Session.submit, Session.run_all); runs of one model take turns.", tools=(RUN,), minimum=1, maximum=2147483647),
     Option("profiling_config", object, None, "A ProfilingConfig.", tools=(RUN,), no_effect="every run has its profile (Result.profile)"),
     Option("aoe_mode", str, None, "AOE tuning mode.", choices=("1", "2", "4"), tools=(RUN,), no_effect="there is no AOE tuning"),
     Option("work_path", str, None, "AOE's working directory.", tools=(RUN,), no_effect="there is no AOE tuning"),
@@ -225,7 +225,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("local_device_list", str, None, "Devices the main process feeds (needs local_rank_id).", tools=(RUN,), no_effect="one process on one device; no data is distributed"),
     Option("hccl_timeout", int, 1836, "Collective communication timeout, seconds.", tools=(RUN,), minimum=1, maximum=17340, no_effect="one device, no collective communication"),
     Option("experimental_config", object, None, "An ExperimentalConfig.", tools=(RUN,), no_effect="no experimental options are modelled"),
-    Option("jit_compile", str, "auto", "Compile ops online or use prebuilt binaries.", choices=("auto", "true", "false"), tools=(RUN,), no_effect="kernels are always built from the graph; there are no prebuilt binaries"),
+    Option("jit_compile", str, "auto", "Compile ops online or use prebuilt binaries.", choices=("auto", "true", "false"), tools=(RUN,), no_effect="every kernel is built for the graph's static shapes, as true (and auto, for static shapes) does in CANN; false selects the operator package's prebuilt shape-generalised binaries, and there are none here (reusing built kernels is op_compiler_cache_mode's)"),
     Option("enable_data_pre_proc", bool, True, "GetNext offload.", tools=(RUN,), deprecated=(RUN,), no_effect="there is no dataset pipeline; inputs are given to Session.run"),
     Option("variable_format_optimize", bool, None, "Variable format optimisation.", tools=(RUN,), deprecated=(RUN,), no_effect="the models hold no variables"),
     Option("dynamic_input", bool, False, "Dynamic inputs.", tools=(RUN,), deprecated=(RUN,), no_effect="dynamic dims are given with input_shape"),
@@ -318,6 +318,7 @@ class CompileOptions:
     dynamic_dims: str | None = option_field("dynamic_dims")
     input_format: str | None = option_field("input_format")
     fusion_switch_file: str | None = option_field("fusion_switch_file")
+    enable_scope_fusion_passes: str | None = option_field("enable_scope_fusion_passes")
     export_compile_stat: int = option_field("export_compile_stat")
     soc_version: str = option_field("soc_version")
     disable_reuse_memory: int = option_field("disable_reuse_memory")
@@ -332,6 +333,7 @@ class CompileOptions:
     op_select_implmode: str | None = option_field("op_select_implmode")
     optypelist_for_implmode: str | None = option_field("optypelist_for_implmode")
     virtual_type: int = option_field("virtual_type")
+    enable_small_channel: int | None = option_field("enable_small_channel")
     op_compiler_cache_mode: str = option_field("op_compiler_cache_mode")
     op_compiler_cache_dir: str | None = option_field("op_compiler_cache_dir")
     op_debug_level: int | None = option_field("op_debug_level")

@@ -115,3 +115,12 @@ def _placement(data: object, where: str, sizes: dict[Region, int]) -> Placement:
     if offset + size > sizes[region]:
         raise Malformed(f"{where} [{offset}, {offset + size}) lies outside its {sizes[region]}-byte {region.value} region")
     return Placement(text(field(data, "name", where), f"{where}.name"), region, offset, size)
+
+
+def human_bytes(n: float) -> str:
+    """A byte count as B, KiB or MiB, as the command summaries print plans."""
+    if n < 1024:
+        return f"{n:.0f} B"
+    if n < 1024**2:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / 1024**2:.1f} MiB"

@@ -246,16 +246,21 @@ class Model:
 def write(model: Model, path: str | os.PathLike) -> str:
     """Write `model` as a sealed `.om` zip at `path`, whole or not at all (`ge.core.files.published`)."""
     path = os.fspath(path)
-    manifest = {"magic": MAGIC, "format_version": FORMAT_VERSION, "entries": list(ENTRIES)}
     with published(path, "w+b", what="model") as f:
-        with zipfile.ZipFile(f, "w") as z:
-            z.writestr(MANIFEST, json.dumps(manifest, indent=1), zipfile.ZIP_DEFLATED)
-            z.writestr(MODEL, json.dumps(model.description(), separators=(",", ":")), zipfile.ZIP_DEFLATED)
-            z.writestr(KERNELS, model.kernels, zipfile.ZIP_DEFLATED)
-            z.writestr(WEIGHTS, model.weights, zipfile.ZIP_STORED)  # weights barely compress
-            z.comment = SEAL + b"0" * DIGEST_CHARS
-        seal(f)
+        write_to(model, f)
     return path
+
+
+def write_to(model: Model, f: BinaryIO) -> None:
+    """Write `model` as a sealed `.om` zip into `f`, an empty file open for reading and writing."""
+    manifest = {"magic": MAGIC, "format_version": FORMAT_VERSION, "entries": list(ENTRIES)}
+    with zipfile.ZipFile(f, "w") as z:
+        z.writestr(MANIFEST, json.dumps(manifest, indent=1), zipfile.ZIP_DEFLATED)
+        z.writestr(MODEL, json.dumps(model.description(), separators=(",", ":")), zipfile.ZIP_DEFLATED)
+        z.writestr(KERNELS, model.kernels, zipfile.ZIP_DEFLATED)
+        z.writestr(WEIGHTS, model.weights, zipfile.ZIP_STORED)  # weights barely compress
+        z.comment = SEAL + b"0" * DIGEST_CHARS
+    seal(f)
 
 
 def seal(f: BinaryIO) -> None:
@@ -272,19 +277,24 @@ def read(path: str | os.PathLike) -> Model:
     """Load a `.om` file, refusing anything truncated, altered, foreign, newer or out of bounds."""
     path = os.fspath(path)
     with open(path, "rb") as f:
-        if f.read(len(ZIP_START)) != ZIP_START:
-            raise OmError(f"'{path}' is not a .om model file (not a zip container)")
-        try:
-            with zipfile.ZipFile(f) as z:
-                _check_sizes(z, f.seek(0, os.SEEK_END))
-                _check_manifest(z, path)
-                _check_seal(f, z.comment, path)
-                return _model(_json(_entry(z, MODEL, limits.DESCRIPTION_BYTES), MODEL), lambda name, most: _entry(z, name, most))
-        except Malformed as e:
-            raise OmError(f"'{path}': {e}") from e
-        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError, OSError) as e:
-            # damaged headers make zipfile fail in many ways: a bad seek, a bad length, a bad name
-            raise OmError(f"'{path}' is truncated or corrupt: {e}") from e
+        return read_from(f, path)
+
+
+def read_from(f: BinaryIO, path: str) -> Model:
+    """Load the `.om` in `f` (a file or bytes in memory, named `path` in errors), checked as `read` checks."""
+    if f.read(len(ZIP_START)) != ZIP_START:
+        raise OmError(f"'{path}' is not a .om model file (not a zip container)")
+    try:
+        with zipfile.ZipFile(f) as z:
+            _check_sizes(z, f.seek(0, os.SEEK_END))
+            _check_manifest(z, path)
+            _check_seal(f, z.comment, path)
+            return _model(_json(_entry(z, MODEL, limits.DESCRIPTION_BYTES), MODEL), lambda name, most: _entry(z, name, most))
+    except Malformed as e:
+        raise OmError(f"'{path}': {e}") from e
+    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError, OSError) as e:
+        # damaged headers make zipfile fail in many ways: a bad seek, a bad length, a bad name
+        raise OmError(f"'{path}' is truncated or corrupt: {e}") from e
 
 
 def _check_sizes(z: zipfile.ZipFile, file_size: int) -> None:

@@ -133,9 +133,12 @@ class RunConfig:
                 raise OptionError(f"{name} 0 is not allowed; use -1 (no limit) or a number of milliseconds >= 1")
 
     def compile_flags(self) -> dict[str, object]:
-        """The ATC options this config gives Session.compile, with graph_run_mode's precision
-        default (CANN: force_fp16 only for online inference, allow_fp32_to_fp16 for training)."""
+        """The ATC options this config gives Session.compile, with graph_run_mode's defaults
+        (CANN: force_fp16 only for online inference, allow_fp32_to_fp16 for training;
+        enable_small_channel fixed at 1 for online inference)."""
         flags = {name: value for name, value in self.given().items() if name in COMPILE}
+        if self.graph_run_mode == 0:
+            flags["enable_small_channel"] = 1  # online inference fixes it at 1
         if self.precision_mode is None and self.precision_mode_v2 is None:
             flags["precision_mode"] = DEFAULT_PRECISION_MODE if self.graph_run_mode == 0 else TRAINING_PRECISION_MODE
         return flags

@@ -21,7 +21,9 @@
   that (>= 1).
   An AI CPU task (KERNEL_EX) has core_type `AiCpu` (msprof's task type AI_CPU), no
   pipe figures, the bound `aicpu`, and its own time as its roofline: the AI CPU
-  cost model is all the simulator knows of it.
+  cost model is all the simulator knows of it. With mix_compile_mode, such a task
+  runs on the host: core_type `Host`, bound `host`, its time the host's with the
+  copies out and back.
 - `roofline.png` (with matplotlib, the optional extra `plot`; else the log says it
   was skipped): every kernel's intensity and throughput under the chip's roofs
   (`ge.sim.roofline_chart`).
@@ -282,10 +284,11 @@ class Profile:
 
     @staticmethod
     def _aicpu_row(r: TaskRecord) -> OpRow:
-        """An AI CPU task: no pipes, bound by the AI CPU, its time its own bound."""
+        """An AI CPU task (or, mixed, the host's): no pipes, bound by its engine, its time its own bound."""
         ratios = dict.fromkeys(RATIO_COLUMNS.values(), 0.0)
-        roofline = Roofline(0.0, float(r.nbytes), r.duration, "aicpu")
-        return OpRow(r, 1, r.duration, ratios, 0.0, 0.0, 0.0, float(r.nbytes), 0.0, "aicpu", roofline)
+        bound = "host" if r.core_type == timing.HOST else "aicpu"
+        roofline = Roofline(0.0, float(r.nbytes), r.duration, bound)
+        return OpRow(r, 1, r.duration, ratios, 0.0, 0.0, 0.0, float(r.nbytes), 0.0, bound, roofline)
 
     def _row(self, r: TaskRecord) -> OpRow:
         t = r.block_timing
@@ -411,8 +414,8 @@ class Profile:
             elif r.nbytes:
                 args["bytes"] = r.nbytes
             span(1, r.stream, r.name, base + r.start / clock, base + r.end / clock, r.kind, args)
-        pids = {"AiCore": 100, "VectorCore": 1000, "AiCpu": 2000}
-        titles = {"AiCore": "AI Core", "VectorCore": "Vector Core", "AiCpu": "AI CPU"}
+        pids = {"AiCore": 100, "VectorCore": 1000, "AiCpu": 2000, timing.HOST: 3000}
+        titles = {"AiCore": "AI Core", "VectorCore": "Vector Core", "AiCpu": "AI CPU", timing.HOST: "Host CPU"}
         used = {(r.core_type, b.core) for r in self.launches() for b in r.blocks}
         first = first_cores or {}
         for kind, core in sorted(used):

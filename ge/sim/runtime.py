@@ -22,7 +22,10 @@ size, the weight blob at the weight region's base. A run then:
      (`aicpu_cycles`: the SoC's AI CPU launch, then its arguments' bytes and elements
      at one core's rates), of the `aicpu_parallel` the model allows at once (at most
      the run's AI CPU cores: a slice of the chip, with aicore_num or on a virtual
-     instance, has its share of them, as of the vector cores);
+     instance, has its share of them, as of the vector cores). With mix_compile_mode
+     (mixed computing), the host framework runs it instead, one such op at a time
+     (`timing.host_op_us`: the stream synchronised, its inputs copied to the host
+     and its outputs back over PCIe, the device graph launched again);
    - EVENT_RECORD marks its event; EVENT_WAIT holds its stream until the event is
      recorded, and consumes the record. As on the device, an event id is one flag:
      a wait takes whichever record of its id is pending, so a task list that lets
@@ -382,11 +385,17 @@ class Runtime:
         self, task: AicpuTask, index: int, now: float, stream: int, state: _State, cores: timing.Cores,
         records: list[TaskRecord], limits: Timeouts,
     ) -> float:
-        """An AI CPU kernel: on the AI CPU core free first, timed by the SoC's AI CPU cost model."""
+        """An AI CPU kernel: on the AI CPU core free first, timed by the SoC's AI CPU cost
+        model; with mix_compile_mode, on the host instead, its copies out and back charged."""
         header = self.kernels[task.kernel].header
         nbytes = sum(a.size for a in (*task.inputs, *task.outputs))
-        cycles = aicpu_cycles(self.soc, nbytes, header.elements)
-        (placed,) = cores.place(AICPU, now, 1, cycles, 0)
+        if self.config.mix_compile_mode:
+            engine = timing.HOST
+            in_bytes = sum(a.size for a in task.inputs)
+            cycles = timing.host_op_us(in_bytes, nbytes - in_bytes, header.elements) * self.soc.clock_mhz
+        else:
+            engine, cycles = AICPU, aicpu_cycles(self.soc, nbytes, header.elements)
+        (placed,) = cores.place(engine, now, 1, cycles, 0)
         limits.kernel(index, task.name, placed.end - now)
         writes = self._execute(task, index, state.memory, state.shapes)
         if state.memory is not None:
@@ -397,7 +406,7 @@ class Runtime:
         records.append(
             TaskRecord(
                 index, task.KIND, stream, task.name, now, placed.end, op_type=task.op_type, kernel=task.kernel,
-                core_type=AICPU, block_dim=1, blocks=(placed,), nbytes=nbytes,
+                core_type=engine, block_dim=1, blocks=(placed,), nbytes=nbytes,
             )
         )
         return placed.end
@@ -517,7 +526,7 @@ class Execution:
         self.copies = runtime._fused()
         self.copied: set[int] = set()
         self.cores = timing.Cores({k: n for k, n in runtime.cores.items() if n})
-        self.aicpu = timing.Cores({AICPU: runtime.aicpu_parallel})
+        self.aicpu = timing.Cores({AICPU: runtime.aicpu_parallel, timing.HOST: 1})
         self.ended = False
 
     def next_time(self) -> float | None:

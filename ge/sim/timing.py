@@ -102,6 +102,25 @@ MEMCPY_LATENCY_US = 8.0
 """A host <-> device copy's fixed cost (DMA descriptor, PCIe round trip)."""
 PCIE_BYTES_PER_US = 24_000.0
 """Host <-> device bandwidth: PCIe 4.0 x16 at about 24 GB/s in practice (every part here has it)."""
+HOST = "Host"
+"""The core type of an op run by the host framework (mix_compile_mode)."""
+HOST_OP_US = 5.0
+"""The host framework dispatching one op (its executor, the kernel lookup). An
+estimate: the reference gives no figure for mixed computing."""
+HOST_ELEMENTS_PER_US = 2_000.0
+HOST_BYTES_PER_US = 10_000.0
+"""One host core's rates (a 3 GHz server core's vectorised loop, its caches'
+streaming rate): estimates, as the AI CPU's are."""
+
+
+def host_op_us(in_bytes: int, out_bytes: int, elements: int) -> float:
+    """An op the host framework runs in a device graph (mix_compile_mode): the device
+    stream synchronised up to it, its inputs copied out over PCIe, the op on one host
+    core, its outputs copied back, and the rest of the graph launched again."""
+    d2h = MEMCPY_LATENCY_US + in_bytes / PCIE_BYTES_PER_US
+    h2d = MEMCPY_LATENCY_US + out_bytes / PCIE_BYTES_PER_US
+    compute = HOST_OP_US + (in_bytes + out_bytes) / HOST_BYTES_PER_US + elements / HOST_ELEMENTS_PER_US
+    return HOST_SYNC_US + d2h + compute + h2d + MODEL_LAUNCH_US
 
 LATENCY_BOUND = 0.5
 """A kernel whose best utilisation (cube, vector, or GM traffic at peak rate) is below

@@ -66,6 +66,9 @@ class Gemm:
     along H, dilated kernel height); A is then the input's rows, not an NZ matrix."""
     window: int = 1
     """kh * kw of a convolution: its K holds C1 slices of `window` fractal columns."""
+    pixel_channels: int = 0
+    """For a small-channel convolution, the channels of a pixel in L1 (C04): its K is
+    every cell of the window at once, read from whole input rows of that many channels."""
 
     @property
     def in_bytes(self) -> int:
@@ -89,6 +92,8 @@ class Gemm:
             return fractals
         hi, wi, wo, stride, kh = self.conv
         rows_in = min(hi, -(-(rows - 1) // wo) * stride + kh)
+        if self.pixel_channels:
+            return min(fractals, rows_in * wi * self.pixel_channels * self.in_bytes)
         return min(fractals, -(-kfrac // self.window) * rows_in * wi * kc * self.in_bytes)
 
     def a_gm_bytes(self, rows: int, k: int, kc: int) -> int:
@@ -460,6 +465,9 @@ def gemm_of(profile: SocProfile, op: ag.CubeOp) -> tuple[Gemm, int]:
             batch, cin_opt, cout_opt = -(-groups // enlarge), _align(cin_g * enlarge, c0), _align(cout_g * enlarge, FRACTAL)
         strides, pads, dil = op.props.ints("strides"), op.props.ints("pads"), op.props.ints("dilations")
         conv = (h + pads[0] + pads[1], wd + pads[2] + pads[3], out[3], strides[2], (kh - 1) * dil[2] + 1)
+        if formats.SMALL_CHANNEL_ATTR in op.attributes:  # NC1HWC0_C04: the window's cells share K
+            k = _align(formats.C04 * kh * kw, c0)
+            return Gemm(batch, n * out[2] * out[3], k, cout_opt, din, dout, conv=conv, window=kh * kw, pixel_channels=formats.C04), cout
         return Gemm(batch, n * out[2] * out[3], cin_opt * kh * kw, cout_opt, din, dout, conv=conv, window=kh * kw), cout
     if isinstance(op, ag.ConvFamilyOp):
         return _conv_family_gemm(op, c0, din, dout, nd[x], nd[y] and profile.fix_pipe)
