@@ -365,12 +365,7 @@ class Runtime:
         hit = hits / read if read > 0 else 0.0
         placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger, l2.ledger if l2 is not None else None, hit)
         limits.kernel(index, task.name, placed.end - now)
-        writes = self._execute(task, index, state.memory, state.shapes)
-        if state.memory is not None:
-            if state.watch is not None:
-                state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
-            for addr, data in writes:
-                state.write_at(placed.end, addr, data)
+        self._compute(task, index, header, state, placed.end)
         records.append(
             TaskRecord(
                 index, task.KIND, stream, task.name, now, placed.end, op_type="+".join(header.op_types),
@@ -380,6 +375,17 @@ class Runtime:
             )
         )
         return placed.end
+
+    def _compute(self, task: KernelTask | AicpuTask, index: int, header: program.Header, state: _State, end: float) -> None:
+        """Run the kernel's numerics on device memory (with the oom watch, if any); its
+        writes land when it ends."""
+        writes = self._execute(task, index, state.memory, state.shapes)
+        if state.memory is None:
+            return
+        if state.watch is not None:
+            state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
+        for addr, data in writes:
+            state.write_at(end, addr, data)
 
     def _aicpu(
         self, task: AicpuTask, index: int, now: float, stream: int, state: _State, cores: timing.Cores,
@@ -397,12 +403,7 @@ class Runtime:
             engine, cycles = AICPU, aicpu_cycles(self.soc, nbytes, header.elements)
         (placed,) = cores.place(engine, now, 1, cycles, 0)
         limits.kernel(index, task.name, placed.end - now)
-        writes = self._execute(task, index, state.memory, state.shapes)
-        if state.memory is not None:
-            if state.watch is not None:
-                state.watch.kernel(index, task, header, self.numerics, state.memory, writes)
-            for addr, data in writes:
-                state.write_at(placed.end, addr, data)
+        self._compute(task, index, header, state, placed.end)
         records.append(
             TaskRecord(
                 index, task.KIND, stream, task.name, now, placed.end, op_type=task.op_type, kernel=task.kernel,
