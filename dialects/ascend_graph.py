@@ -2079,7 +2079,7 @@ def _scaled(dim: int, times: int, per: int = 1) -> int:
     return DYN if dim == DYN else dim * times // per
 
 
-# ---- importer-upgrade: dynamic shapes
+# ----------------------------------------------------------------------- dynamic shapes
 
 
 @irdl_op_definition
@@ -2122,7 +2122,7 @@ class DynamicReshapeOp(AscendOp):
         return [tensor(dtype_of(operand_types[0]), (DYN,) * dims[0])]
 
 
-# ---- indexing and signal ops (GatherNd, scatters, ReverseSequence, DFT, STFT)
+# -------------------------------------------------------------- indexing and signal ops
 
 
 def _integer_indices(t: Attribute, what: str = "indices") -> None:
@@ -2372,7 +2372,7 @@ class STFTOp(AscendOp):
         return [tensor(dtype_of(operand_types[0]), (x[0], frames, bins, 2))]
 
 
-# ---- losses and normalisations
+# ------------------------------------------------------------ losses and normalisations
 
 _REDUCTIONS = ("none", "sum", "mean")
 
@@ -2577,8 +2577,7 @@ class LRNOp(AscendOp):
         return [operand_types[0]]
 
 
-# ---- spatial ops: transposed and 3-D convolution, 3-D and Lp pooling, unpooling,
-# sampling (GridSampler, AffineGrid, ROIAlign, DeformableOffsets) and Col2im
+# -------------------------------------------------------------------------- spatial ops
 
 
 def _spatial_window(
@@ -2973,7 +2972,7 @@ class ROIAlignOp(AscendOp):
         return [tensor(dtype_of(operand_types[0]), (rois[0], x[1], oh, ow))]
 
 
-# ---- attention, rotary embedding and top-k (ONNX Attention, RotaryEmbedding, TopK)
+# ------------------------------------------------ attention, rotary embedding and top-k
 
 
 @irdl_op_definition
@@ -3158,7 +3157,7 @@ class TopKV2Op(AscendOp):
         return [tensor(dtype_of(operand_types[0]), out), tensor(i64, out)]
 
 
-# ---- elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
+# ------------ elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
 
 
 def _is_integer(dtype: Attribute) -> bool:
@@ -3551,7 +3550,7 @@ class MatrixDeterminantOp(AscendOp):
         return [tensor(dtype_of(operand_types[0]), x[:-2])]
 
 
-# ---- data-dependent shapes (AI CPU engine)
+# ------------------------------------------------ data-dependent shapes (AI CPU engine)
 
 
 class DataDependentOp(AscendOp):
@@ -3755,7 +3754,7 @@ class NonMaxSuppressionOp(DataDependentOp):
         return [(batch * classes * min(boxes, self.props.int("max_output_boxes_per_class")), 3)]
 
 
-# ---- recurrent layers (LSTM, GRU, RNN)
+# ---------------------------------------------------- recurrent layers (LSTM, GRU, RNN)
 
 
 RECURRENT_DIRECTIONS = ("UNIDIRECTIONAL", "REDIRECTIONAL")
@@ -4004,7 +4003,7 @@ class RNNOp(RecurrentOp):
         return [tensor(dtype, (t, b, h)), tensor(dtype, (1, b, h))]
 
 
-# ---- quantization (AscendQuant, AscendDequant, AscendRequant)
+# ----------------------------- quantization (AscendQuant, AscendDequant, AscendRequant)
 
 
 QUANT_INTEGERS = ("i8", "ui8", "i16", "ui16")
@@ -4139,7 +4138,7 @@ class AscendRequantOp(AscendOp):
         return [tensor(dst, shape_of(operand_types[0]))]
 
 
-# ---- control flow
+# ------------------------------------------------------------------------- control flow
 
 
 def _merged(a: Shape, b: Shape, what: str) -> Shape:
@@ -4391,7 +4390,7 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[[SSAValue.get(v) for v in values]])
 
 
-# ---- misc (ops-misc): TfIdfVectorizer
+# ---------------------------------------------------------------------- TfIdfVectorizer
 
 
 @irdl_op_definition

@@ -1705,7 +1705,7 @@ def _roi_corners(image: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarra
     return np.stack(out)
 
 
-# ---- attention, rotary embedding and top-k
+# ------------------------------------------------ attention, rotary embedding and top-k
 
 
 def _attention_bias(op: ag.FusedInferAttentionScoreOp, mask: np.ndarray | None, lengths: np.ndarray | None,
@@ -1790,7 +1790,7 @@ def _top_k_v2(op: ag.TopKV2Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [np.take_along_axis(x, indices, axis=axis), indices.astype(np.int64)]
 
 
-# ---- data-dependent shapes (AI CPU engine)
+# ------------------------------------------------ data-dependent shapes (AI CPU engine)
 
 
 @_kernel(ag.NonZeroOp)
@@ -1893,7 +1893,7 @@ def _launch(op: ak.LaunchOp, args: list[np.ndarray]) -> list[np.ndarray]:
     return run_kernel(kernel, args)
 
 
-# ---- losses and normalisations
+# ------------------------------------------------------------ losses and normalisations
 
 
 def _nll(op: ag.NLLLossOp | ag.SoftmaxCrossEntropyLossOp, log_prob: np.ndarray, args: list[np.ndarray]) -> np.ndarray:
@@ -1985,7 +1985,7 @@ def _lrn(op: ag.LRNOp, args: list[np.ndarray]) -> np.ndarray:
     return x / (bias + alpha / size * window) ** beta
 
 
-# ---- indexing and signal ops (GatherNd, scatters, ReverseSequence, DFT, STFT)
+# -------------------------------------------------------------- indexing and signal ops
 
 
 def _index_tuple(op: Any, indices: np.ndarray, sizes: Sequence[int]) -> tuple[np.ndarray, ...]:
@@ -2115,7 +2115,7 @@ def _stft(op: ag.STFTOp, args: list[np.ndarray]) -> np.ndarray:
     return _dft(framed, n, 2, False, op.props.bool("onesided"))
 
 
-# ---- elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
+# ------------ elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
 
 
 @_kernel(ag.FloorModOp)
@@ -2264,7 +2264,7 @@ def _matrix_determinant(op: ag.MatrixDeterminantOp, args: list[np.ndarray]) -> n
     return np.linalg.det(args[0].astype(np.float64))
 
 
-# ---- recurrent layers (LSTM, GRU, RNN)
+# ---------------------------------------------------- recurrent layers (LSTM, GRU, RNN)
 
 _RECURRENT_ACTIVATIONS: dict[str, Callable[[np.ndarray, Any, Any], np.ndarray]] = {
     "Relu": lambda x, a, b: np.maximum(x, 0),
@@ -2425,7 +2425,7 @@ def _rnn(op: ag.RNNOp, args: list[np.ndarray]) -> list[np.ndarray]:
     return [y, cell.final(h)]
 
 
-# ---- quantization (AscendQuant, AscendDequant, AscendRequant)
+# ----------------------------- quantization (AscendQuant, AscendDequant, AscendRequant)
 
 
 def _quant_param(op: Any, param: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -2553,7 +2553,7 @@ BODY_KERNELS: dict[type[Operation], Callable[[Any, list[np.ndarray], WeightStore
 they run their bodies with the caller's weights."""
 
 
-# ---- misc (ops-misc): TfIdfVectorizer
+# ---------------------------------------------------------------------- TfIdfVectorizer
 
 
 def _pool_ngrams(op: ag.TfIdfVectorizerOp) -> dict[int, tuple[np.ndarray, np.ndarray]]:

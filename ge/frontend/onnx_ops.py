@@ -1109,7 +1109,7 @@ def _constant(n: Node) -> Outputs:
     return [n.const(np.array(value, plain[key]))]
 
 
-# ---- indexing and signal ops (GatherND, scatters, ReverseSequence, DFT, STFT, windows)
+# -------------------------------------------------------------- indexing and signal ops
 
 
 @converts(GatherND=13)
@@ -1256,7 +1256,7 @@ def _mel_weight_matrix(n: Node) -> Outputs:
     return _folded(n, values)
 
 
-# ---- losses and normalisations
+# ------------------------------------------------------------ losses and normalisations
 
 
 def _loss_props(n: Node) -> dict[str, Attribute]:
@@ -1356,7 +1356,7 @@ def _lrn(n: Node) -> Outputs:
     return [n.emit(ag.LRNOp, [n.x(0)], props)]
 
 
-# ---- spatial ops
+# -------------------------------------------------------------------------- spatial ops
 
 
 def _pairs(pads: Sequence[tuple[int, int]]) -> list[int]:
@@ -1663,7 +1663,7 @@ def _roi_align(n: Node) -> Outputs:
     return [n.emit(ag.ROIAlignOp, [n.x(0), n.x(1), n.x(2)], props)]
 
 
-# ---- attention, rotary embedding, einsum and top-k
+# ---------------------------------------- attention, rotary embedding, einsum and top-k
 
 
 def _heads_first(n: Node, x: SSAValue, heads: int, what: str) -> SSAValue:
@@ -1867,7 +1867,7 @@ def _einsum(n: Node) -> Outputs:
     return [n.emit(ag.TransposeOp, [acc], {"perm": ints(perm)})]
 
 
-# ---- elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
+# ------------ elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
 
 _MORE_UNARY: dict[str, tuple[type[ag.AscendOp], int]] = {
     "BitwiseNot": (ag.InvertOp, 18), "IsNaN": (ag.IsNanOp, 20), "Tan": (ag.TanOp, 22), "Asin": (ag.AsinOp, 22),
@@ -2003,9 +2003,7 @@ def _one_hot(n: Node) -> Outputs:
     return [n.emit(ag.OneHotOp, [indices, values], {"depth": int_attr(int(depth)), "axis": int_attr(axis)})]
 
 
-# ---- data-dependent shapes (AI CPU engine)
-# Ops whose result shapes depend on input values: the dims known only when they run are
-# DYN. GE runs them on the AI CPU engine (the op information has no AI Core kernel).
+# ---------------------------------------------------------------- data-dependent shapes
 
 
 @converts(NonZero=13)
@@ -2048,7 +2046,7 @@ def _non_max_suppression(n: Node) -> Outputs:
     return [n.emit(ag.NonMaxSuppressionOp, [n.x(0), n.x(1)], props)]
 
 
-# ---- recurrent layers (LSTM, GRU, RNN)
+# ---------------------------------------------------- recurrent layers (LSTM, GRU, RNN)
 
 _CELLS: dict[str, tuple[type[ag.RecurrentOp], int, tuple[str, ...]]] = {
     "LSTM": (ag.DynamicRNNOp, 4, ("Sigmoid", "Tanh", "Tanh")),
@@ -2230,8 +2228,7 @@ def _recurrent(n: Node) -> Outputs:
     return outputs
 
 
-# ---- quantization (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
-#      ConvInteger, QLinearConv, QLinearMatMul)
+# ------------------------------------------------------------------------- quantization
 
 
 def _declared_type(n: Node, key: str) -> Attribute | None:
@@ -2460,7 +2457,7 @@ def _qlinear_matmul(n: Node) -> Outputs:
     return [_requantized(n, acc, (1, 4, 6), 7, len(shape(acc)) - 1)]
 
 
-# ---- control flow
+# ------------------------------------------------------------------------- control flow
 
 
 @converts(If=25)
@@ -2558,7 +2555,7 @@ def _scan(n: Node) -> Outputs:
     return importer.build(ag.ScanOp(operands, [body], results, props, n.name))
 
 
-# ---- misc (ops-misc): TfIdfVectorizer
+# ---------------------------------------------------------------------- TfIdfVectorizer
 
 
 @converts(TfIdfVectorizer=9)

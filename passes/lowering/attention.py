@@ -189,7 +189,7 @@ def attention_plan(
     return Plan(block_dim, "AiCore", tiling, workspace, program)
 
 
-# ---- fused infer attention score
+# ---------------------------------------------------------- fused infer attention score
 
 
 def fused_attention_plan(

@@ -146,7 +146,7 @@ that copy * sin, summed; interleaved pairs take a gather for the copy instead.""
 RECIPES[ag.TopKV2Op] = [("VBITSORT", BINARY, "in"), ("VMRGSORT", BINARY, "in"), ("VGATHER", "{u}_{u}", "out")]
 """Sort each row's 32-element blocks, merge them, and gather the k first values."""
 RECIPES[ag.ClipByValueOp] = [("VMAXS", BINARY, "out"), ("VMINS", BINARY, "out")]
-# ---- losses and normalisations (ops-norms)
+# ------------------------------------------------------------ losses and normalisations
 RECIPES[ag.GroupNormOp] = RECIPES[ag.LayerNormOp]
 RECIPES[ag.DivNoNanOp] = [("VDIV", BINARY, "out"), ("VCMPVS", BINARY, "out"), ("VSEL", BINARY, "out")]
 RECIPES[ag.RmsNormOp] = [
@@ -159,7 +159,7 @@ RECIPES[ag.MVNV2Op] = [
     ("VADDS", BINARY, "row"), ("VSUB", BINARY, "in"), ("VDIV", BINARY, "in"),
 ]
 
-# ---- elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
+# ------------ elementwise, bitwise, triangular, cumulative, one-hot and determinant ops
 _REMAINDER: Recipe = [
     ("VDIV", BINARY, "out"), ("VCONV", "{d}_INT32", "out"), ("VCONV", "INT32_{d}", "out"), ("VMUL", BINARY, "out"),
     ("VSUB", BINARY, "out"),
