@@ -35,6 +35,12 @@ SETUP_INSTRS = 32
 MMAD_OVERHEAD = 16
 """Cycles of issue and pipeline fill an mmad costs beyond its fractal MACs (tiling cost only)."""
 ACC_BYTES = 4
+CORE_LOAD_SHARE = 5.0
+CORE_STORE_SHARE = 2.0
+"""What one core's MTE2 loads and MTE3 stores reach of GM, in multiples of its even
+share of the chip's rate (`gm_bytes_per_cycle`), at most the chip's rate: about
+what the fitted GM -> L1 and UB -> GM rates of the 310P3, 910A and 910B1 give
+(tiling cost only: a kernel of few blocks cannot draw the whole chip's bandwidth)."""
 
 Ops = list[Operation]
 
