@@ -195,7 +195,8 @@ def tile_gemm(
     A is read once per N tile, B once per M tile unless its whole K stays in L1 across
     the M tiles (`b_resident`). So the split over the cores and the tile shapes follow
     from the data reuse: a kernel whose weights outweigh its activations splits M
-    across N tiles of resident weights, and one whose activations dominate splits N.
+    across N tiles of resident weights, and one whose activations dominate splits N;
+    of equal costs, the split with more blocks.
     `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
     `bias_table`, an n0 tile's float32 bias must fit the bias table."""
     kc = cube_k(profile, gemm.in_dtype)
@@ -214,10 +215,10 @@ def tile_gemm(
     candidates = sorted((lower_bound(per, math.prod(dims)), math.prod(dims), per, dims) for per, dims in block_splits(units, cores, exact).items())
     best: tuple[float, int, tuple[int, ...], _BlockTile] | None = None
     for bound, used, per, dims in candidates:
-        if best is not None and bound >= best[0]:
+        if best is not None and bound > best[0]:
             break
         tile = _tile_block(profile, gemm, per, used, kc, kf, l1, gm, epilogue_ub, bias_table)
-        if tile is not None and (best is None or (tile.cost, used) < best[:2]):
+        if tile is not None and (best is None or (tile.cost, -used) < (best[0], -best[1])):
             best = (tile.cost, used, dims, tile)
     if best is None:
         raise ModelError(f"no cube tile of a {gemm.m}x{gemm.k}x{gemm.n} matmul fits {profile.name}'s buffers")
