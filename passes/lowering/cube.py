@@ -23,6 +23,7 @@ from ge.core.soc import SocProfile
 from passes.lowering.program import (
     ACC_BYTES,
     ACC_FRACTAL_BYTES,
+    COPY_LATENCY,
     CORE_LOAD_SHARE,
     CORE_STORE_SHARE,
     FRACTAL,
@@ -149,6 +150,10 @@ def cube_k(profile: SocProfile, dtype: Attribute) -> int:
         raise ModelError(f"{e}; choose the cube's dtypes first (precision-selection)") from e
 
 
+TIE = 1.05
+"""Tiling costs within this factor of each other count as equal."""
+
+
 def block_splits(units: Sequence[int], cores: int, exact: bool = False) -> dict[tuple[int, ...], tuple[int, ...]]:
     """The splits of `units` into at most `cores` blocks (one wave), by the share of
     the largest block: for each share the split with the fewest blocks (the simulator
@@ -195,8 +200,9 @@ def tile_gemm(
     A is read once per N tile, B once per M tile unless its whole K stays in L1 across
     the M tiles (`b_resident`). So the split over the cores and the tile shapes follow
     from the data reuse: a kernel whose weights outweigh its activations splits M
-    across N tiles of resident weights, and one whose activations dominate splits N;
-    of equal costs, the split with more blocks.
+    across N tiles of resident weights, and one whose activations dominate splits N.
+    Of costs within `TIE` of the least, the split with the most blocks wins (a
+    block's time varies more than the cost says; more blocks share it out).
     `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
     `bias_table`, an n0 tile's float32 bias must fit the bias table."""
     kc = cube_k(profile, gemm.in_dtype)
@@ -213,16 +219,17 @@ def tile_gemm(
         return max(bb * mbf * nbf * kf, gm.cycles(used, loads, bb * mbf * nbf * out_tile))
 
     candidates = sorted((lower_bound(per, math.prod(dims)), math.prod(dims), per, dims) for per, dims in block_splits(units, cores, exact).items())
-    best: tuple[float, int, tuple[int, ...], _BlockTile] | None = None
+    tiled: list[tuple[float, int, tuple[int, ...], _BlockTile]] = []
     for bound, used, per, dims in candidates:
-        if best is not None and bound > best[0]:
+        if tiled and bound > min(t[0] for t in tiled) * TIE:
             break
         tile = _tile_block(profile, gemm, per, used, kc, kf, l1, gm, epilogue_ub, bias_table)
-        if tile is not None and (best is None or (tile.cost, -used) < (best[0], -best[1])):
-            best = (tile.cost, used, dims, tile)
-    if best is None:
+        if tile is not None:
+            tiled.append((tile.cost, used, dims, tile))
+    if not tiled:
         raise ModelError(f"no cube tile of a {gemm.m}x{gemm.k}x{gemm.n} matmul fits {profile.name}'s buffers")
-    (batch_dim, m_dim, n_dim), tile = best[2], best[3]
+    least = min(t[0] for t in tiled)
+    _, _, (batch_dim, m_dim, n_dim), tile = min((t for t in tiled if t[0] <= least * TIE), key=lambda t: (-t[1], t[0]))
     bb, mbf, nbf = -(-gemm.batch // batch_dim), -(-units[1] // m_dim), -(-units[2] // n_dim)
     m0f, n0f, k0f = tile.m0f, tile.n0f, tile.k0f
 
@@ -272,17 +279,23 @@ def _tile_block(
     epilogue_ub: Callable[[int, int], int], bias_table: bool,
 ) -> _BlockTile | None:
     """The cheapest L0 tile of a block of `per` (batches, M and N fractals) in a kernel
-    of `used` blocks, or None if none fits the buffers."""
+    of `used` blocks, or None if none fits the buffers. A block's time is that of its
+    busiest pipe (cube, MTE1, MTE2 loading, MTE3 or FIX storing, V draining L0C where
+    there is no FIX pipe) or of its share of the chip's GM traffic, whichever is
+    longest; a GM copy costs `COPY_LATENCY` on its pipe, so small tiles pay for their
+    number."""
     bb, mbf, nbf = per
     cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
     cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
     cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
     cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else cap_b
     out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
+    drain = 0.0 if profile.fix_pipe else ACC_BYTES / 128 + gemm.out_bytes / 256  # V cycles per result element
     best: _BlockTile | None = None
     for m0f in range(1, min(mbf, cap_a) + 1):
         mt = -(-mbf // m0f)
         a_tile = gemm.a_gm_bytes(m0f * FRACTAL, gemm.k, kc)
+        a_column = gemm.a_l1_bytes(m0f * FRACTAL, gemm.k, kc) / kf  # L1 bytes per fractal column of an A panel
         for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
             k0f = min(kf, cap_a // m0f, cap_b // n0f)
             while k0f > 1 and _panels(profile, gemm, kc, m0f, n0f, k0f, k0f) > l1:  # a convolution's input rows fill L1 fast
@@ -292,12 +305,19 @@ def _tile_block(
             nt = -(-nbf // n0f)
             single = nt == 1
             resident = _panels(profile, gemm, kc, m0f, n0f, k0f, kf, single) <= l1
-            steps = bb * mt * nt * -(-kf // k0f)
+            b_tile = gemm.b_gm_bytes(gemm.k, n0f * FRACTAL, kc)
+            room = l1 - ((1 if single else 2) * b_tile if resident else 0)
+            k1f = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
+            tiles = bb * mt * nt
+            steps = tiles * -(-kf // k0f)
+            panels = tiles * -(-kf // k1f)
             cube = steps * (m0f * n0f * k0f + MMAD_OVERHEAD)
             mte1 = steps * (m0f + n0f) * k0f * FRACTAL_BYTES / 128
-            b_reads = 1 if resident else mt
-            loads = bb * nt * (mt * a_tile + b_reads * gemm.b_gm_bytes(gemm.k, n0f * FRACTAL, kc))
-            cost = max(cube, mte1, gm.cycles(used, loads, out_bytes))
+            a_loads, b_loads = tiles * a_tile, bb * nt * b_tile * (1 if resident else mt)
+            loads = (panels + (bb * nt if resident else panels)) * COPY_LATENCY + (a_loads + b_loads) / gm.load
+            stores = tiles * COPY_LATENCY + out_bytes / gm.store
+            vector = out_bytes / gemm.out_bytes * drain
+            cost = max(cube, mte1, loads, stores, vector, used * (a_loads + b_loads + out_bytes) / gm.chip)
             if best is None or cost < best.cost - 1e-9:
                 best = _BlockTile(cost, m0f, n0f, k0f, resident, single and resident)
     return best

@@ -41,6 +41,9 @@ CORE_STORE_SHARE = 2.0
 share of the chip's rate (`gm_bytes_per_cycle`), at most the chip's rate: about
 what the fitted GM -> L1 and UB -> GM rates of the 310P3, 910A and 910B1 give
 (tiling cost only: a kernel of few blocks cannot draw the whole chip's bandwidth)."""
+COPY_LATENCY = 100
+"""Cycles a GM copy holds its pipe before its first byte (the fitted latencies are
+80 to 140 cycles; tiling cost only)."""
 
 Ops = list[Operation]
 
