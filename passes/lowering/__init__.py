@@ -122,7 +122,8 @@ def plan(profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValu
     cores = virtual or profile.ai_cores
     t = tile_gemm(
         profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=e.bias is not None and profile.fix_pipe,
-        exact=virtual is not None,
+        exact=virtual is not None, epilogue_gm=e.gm_bytes_per_element(gemm.out_bytes),
+        epilogue_vector=e.vector_cycles_per_element(gemm.out_bytes),
     )
     block_dim = t.block_dim if virtual is None else -(-t.block_dim // cores) * cores  # idle blocks where the work is short
     workspace = block_dim * e.workspace(t.m0, t.n0, gemm.out_bytes)

@@ -29,6 +29,10 @@ from passes.lowering.program import (
     FRACTAL,
     FRACTAL_BYTES,
     MMAD_OVERHEAD,
+    ND2NZ_LATENCY,
+    ND2NZ_LOAD_SHARE,
+    REPEAT_BYTES,
+    VECTOR_REPEAT_CYCLES,
     Ops,
     Program,
     aligned,
@@ -44,7 +48,7 @@ from passes.lowering.program import (
     sync,
     vec,
 )
-from passes.lowering.recipes import dtype_name, emit_recipes
+from passes.lowering.recipes import dtype_name, emit_recipes, recipe
 
 # ----------------------------------------------------------------- cube kernels
 
@@ -192,7 +196,7 @@ class _BlockTile:
 
 def tile_gemm(
     profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool = False,
-    exact: bool = False,
+    exact: bool = False, epilogue_gm: float = 0.0, epilogue_vector: float = 0.0,
 ) -> CubeTiling:
     """Blocks, L0 tiles and L1 panels of a Gemm, chosen together by one cost: the time
     of the largest block, the most of its cube cycles, its MTE1 traffic and the GM
@@ -204,7 +208,9 @@ def tile_gemm(
     Of costs within `TIE` of the least, the split with the most blocks wins (a
     block's time varies more than the cost says; more blocks share it out).
     `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
-    `bias_table`, an n0 tile's float32 bias must fit the bias table."""
+    `bias_table`, an n0 tile's float32 bias must fit the bias table; `epilogue_gm` is
+    the GM bytes the epilogue moves per result element besides the result's store,
+    `epilogue_vector` its V cycles per result element."""
     kc = cube_k(profile, gemm.in_dtype)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
     kf = -(-gemm.k // kc)
@@ -215,7 +221,8 @@ def tile_gemm(
     def lower_bound(per: tuple[int, ...], used: int) -> float:
         """No tiling of this block does better: each operand read once, the cube at peak."""
         bb, mbf, nbf = per
-        loads = bb * (gemm.a_gm_bytes(mbf * FRACTAL, gemm.k, kc) + gemm.b_gm_bytes(gemm.k, nbf * FRACTAL, kc))
+        elements = bb * mbf * nbf * FRACTAL * FRACTAL
+        loads = bb * (gemm.a_gm_bytes(mbf * FRACTAL, gemm.k, kc) + gemm.b_gm_bytes(gemm.k, nbf * FRACTAL, kc)) + elements * epilogue_gm
         return max(bb * mbf * nbf * kf, gm.cycles(used, loads, bb * mbf * nbf * out_tile))
 
     candidates = sorted((lower_bound(per, math.prod(dims)), math.prod(dims), per, dims) for per, dims in block_splits(units, cores, exact).items())
@@ -223,7 +230,7 @@ def tile_gemm(
     for bound, used, per, dims in candidates:
         if tiled and bound > min(t[0] for t in tiled) * TIE:
             break
-        tile = _tile_block(profile, gemm, per, used, kc, kf, l1, gm, epilogue_ub, bias_table)
+        tile = _tile_block(profile, gemm, per, used, kc, kf, l1, gm, epilogue_ub, bias_table, epilogue_gm, epilogue_vector)
         if tile is not None:
             tiled.append((tile.cost, used, dims, tile))
     if not tiled:
@@ -261,6 +268,8 @@ class _GmRates:
     chip: float
     load: float
     store: float
+    load_nd: float
+    """An nd2nz load's rate (MTE2 converting to NZ on the way)."""
 
     def __init__(self, profile: SocProfile, cores: int):
         share = max(profile.gm_bytes_per_cycle, 1.0)
@@ -268,6 +277,13 @@ class _GmRates:
         object.__setattr__(self, "chip", chip)
         object.__setattr__(self, "load", min(chip, CORE_LOAD_SHARE * share))
         object.__setattr__(self, "store", min(chip, CORE_STORE_SHARE * share))
+        object.__setattr__(self, "load_nd", min(chip, ND2NZ_LOAD_SHARE * share))
+
+    def load_cycles(self, copies: int, nbytes: float, nd: bool) -> float:
+        """MTE2 cycles of `copies` loads of `nbytes` in all."""
+        if nd:
+            return copies * ND2NZ_LATENCY + nbytes / self.load_nd
+        return copies * COPY_LATENCY + nbytes / self.load
 
     def cycles(self, used: int, loads: float, stores: float) -> float:
         """Cycles of one block's GM traffic in a kernel of `used` such blocks."""
@@ -276,7 +292,7 @@ class _GmRates:
 
 def _tile_block(
     profile: SocProfile, gemm: Gemm, per: tuple[int, ...], used: int, kc: int, kf: int, l1: int, gm: _GmRates,
-    epilogue_ub: Callable[[int, int], int], bias_table: bool,
+    epilogue_ub: Callable[[int, int], int], bias_table: bool, epilogue_gm: float, epilogue_vector: float,
 ) -> _BlockTile | None:
     """The cheapest L0 tile of a block of `per` (batches, M and N fractals) in a kernel
     of `used` blocks, or None if none fits the buffers. A block's time is that of its
@@ -290,7 +306,8 @@ def _tile_block(
     cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
     cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else cap_b
     out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
-    drain = 0.0 if profile.fix_pipe else ACC_BYTES / 128 + gemm.out_bytes / 256  # V cycles per result element
+    epilogue = bb * mbf * nbf * FRACTAL * FRACTAL * epilogue_gm
+    drain = epilogue_vector + (0.0 if profile.fix_pipe else ACC_BYTES / 128)  # V cycles per result element
     best: _BlockTile | None = None
     for m0f in range(1, min(mbf, cap_a) + 1):
         mt = -(-mbf // m0f)
@@ -314,10 +331,11 @@ def _tile_block(
             cube = steps * (m0f * n0f * k0f + MMAD_OVERHEAD)
             mte1 = steps * (m0f + n0f) * k0f * FRACTAL_BYTES / 128
             a_loads, b_loads = tiles * a_tile, bb * nt * b_tile * (1 if resident else mt)
-            loads = (panels + (bb * nt if resident else panels)) * COPY_LATENCY + (a_loads + b_loads) / gm.load
+            b_copies = bb * nt if resident else panels
+            loads = gm.load_cycles(panels, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue / gm.load
             stores = tiles * COPY_LATENCY + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
-            cost = max(cube, mte1, loads, stores, vector, used * (a_loads + b_loads + out_bytes) / gm.chip)
+            cost = max(cube, mte1, loads, stores, vector, used * (a_loads + b_loads + epilogue + out_bytes) / gm.chip)
             if best is None or cost < best.cost - 1e-9:
                 best = _BlockTile(cost, m0f, n0f, k0f, resident, single and resident)
     return best
@@ -375,6 +393,20 @@ class Epilogue:
         if self.kind == "fix":
             return 0
         return sum(aligned(profile, "UB", v.nbytes(m, n)) * (2 if v.double else 1) for v in self.values)
+
+    def gm_bytes_per_element(self, out_bytes: int) -> float:
+        """GM bytes the epilogue moves per result element beyond the result's store: its
+        tile-shaped loads (a residual addend), and a mixed epilogue's workspace round trip."""
+        loads = sum(v.element_bytes for v in self.values if v.kind == "tile" and v.value in self.loads)
+        return loads + (2 * out_bytes if self.kind == "mixed" else 0)
+
+    def vector_cycles_per_element(self, out_bytes: int) -> float:
+        """V cycles per result element of the epilogue's instructions (tiling cost only:
+        `VECTOR_REPEAT_CYCLES` a 256-byte repeat), beside the drain from L0C."""
+        if self.kind == "fix":
+            return 0.0
+        steps = sum(len(recipe(op)) for op in self.tail) + self.scale + (self.bias is not None) + 2 * (self.addend is not None)
+        return steps * VECTOR_REPEAT_CYCLES * out_bytes / REPEAT_BYTES
 
     def workspace(self, m: int, n: int, out_bytes: int) -> int:
         """GM bytes one block needs (two tiles) when FIX hands the tile to V through GM."""
