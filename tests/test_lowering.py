@@ -107,7 +107,8 @@ def fills_the_cores(kernel: KernelOp, cores: int) -> bool:
     """block_dim reaches the core count, or the work is in fewer units than that, or
     (a matmul) no split in at most `cores` blocks gives its largest block less work,
     or every split that does reads more of GM (each block reading its rows of A and
-    columns of B once: fewer blocks, fewer duplicated reads)."""
+    columns of B once, so each N block reads all of A and each M block all of B:
+    fewer blocks, fewer duplicated reads)."""
     p, block_dim = kernel.parameters, kernel.int_prop("block_dim")
     if "m" not in p:
         narrowest = min(formats.element_bits(a.dtype) for a in kernel.args) // 8
@@ -124,8 +125,10 @@ def fills_the_cores(kernel: KernelOp, cores: int) -> bool:
     def share(split: tuple[int, int, int]) -> int:
         return math.prod(-(-u // d) for u, d in zip(dims, split))
 
+    a, b = (kernel.inputs[min(i, len(kernel.inputs) - 1)].nbytes for i in (0, 1))
+
     def reads(split: tuple[int, int, int]) -> int:
-        return p["batch"] * p["k"] * (split[2] * p["m"] + split[1] * p["n"])
+        return split[2] * a + split[1] * b
 
     chosen = (p["batch_dim"], p["m_dim"], p["n_dim"])
     least = min(share(s) for s in splits)

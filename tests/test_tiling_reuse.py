@@ -59,7 +59,7 @@ def matmul_model(batch: tuple[int, ...], m: int, k: int, n: int, seed: int) -> t
     return model, {"x": rng.standard_normal((*batch, m, k)).astype(np.float32)}
 
 
-def simulate(model: onnx.ModelProto, feeds: dict, soc: str, config: RunConfig | None = None):
+def simulate(model: onnx.ModelProto, feeds: dict | None, soc: str, config: RunConfig | None = None):
     """Compile (default precision: float16 on the cube) and run; the session's result."""
     om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
     with ge.Session(config) as session:
@@ -171,7 +171,7 @@ def test_resnet50_gm_bytes_within_a_fifth_of_compulsory(resnet50_onnx):
     compulsory bytes (1.83x); the reuse tilings move at most 1.25x; no kernel is below
     its roofline bound."""
     model = onnx.load(str(resnet50_onnx))
-    profile = simulate(model, {}, "Ascend310P3", RunConfig(timing_only=True)).profile
+    profile = simulate(model, None, "Ascend310P3", RunConfig(timing_only=True)).profile
     rows = profile.rows()
     moved = sum(row.gm_bytes for row in rows)
     compulsory = sum(row.roofline.compulsory_bytes for row in rows)
