@@ -199,8 +199,8 @@ def tile_gemm(
     exact: bool = False, epilogue_gm: float = 0.0, epilogue_vector: float = 0.0,
 ) -> CubeTiling:
     """Blocks, L0 tiles and L1 panels of a Gemm, chosen together by one cost: the time
-    of the largest block, the most of its cube cycles, its MTE1 traffic and the GM
-    traffic of the whole kernel at the chip's rate. GM traffic counts every re-read:
+    of the largest block (its busiest pipe, or its share of the kernel's GM traffic at
+    the chip's rate; see `_tile_block`). GM traffic counts every re-read:
     A is read once per N tile, B once per M tile unless its whole K stays in L1 across
     the M tiles (`b_resident`). So the split over the cores and the tile shapes follow
     from the data reuse: a kernel whose weights outweigh its activations splits M
@@ -214,7 +214,7 @@ def tile_gemm(
     kc = cube_k(profile, gemm.in_dtype)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
     kf = -(-gemm.k // kc)
-    gm = _GmRates(profile, cores)
+    gm = _GmRates.of(profile, cores)
     l1 = profile.l1_bytes - (BIAS_TABLE_BYTES if bias_table else 0)
     out_tile = FRACTAL * FRACTAL * gemm.out_bytes
 
@@ -271,13 +271,11 @@ class _GmRates:
     load_nd: float
     """An nd2nz load's rate (MTE2 converting to NZ on the way)."""
 
-    def __init__(self, profile: SocProfile, cores: int):
+    @classmethod
+    def of(cls, profile: SocProfile, cores: int) -> _GmRates:
         share = max(profile.gm_bytes_per_cycle, 1.0)
         chip = share * max(cores, 1)
-        object.__setattr__(self, "chip", chip)
-        object.__setattr__(self, "load", min(chip, CORE_LOAD_SHARE * share))
-        object.__setattr__(self, "store", min(chip, CORE_STORE_SHARE * share))
-        object.__setattr__(self, "load_nd", min(chip, ND2NZ_LOAD_SHARE * share))
+        return cls(chip, min(chip, CORE_LOAD_SHARE * share), min(chip, CORE_STORE_SHARE * share), min(chip, ND2NZ_LOAD_SHARE * share))
 
     def load_cycles(self, copies: int, nbytes: float, nd: bool) -> float:
         """MTE2 cycles of `copies` loads of `nbytes` in all."""
