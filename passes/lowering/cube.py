@@ -296,8 +296,10 @@ def _tile_block(
     of `used` blocks, or None if none fits the buffers. A block's time is that of its
     busiest pipe (cube, MTE1, MTE2 loading, MTE3 or FIX storing, V draining L0C where
     there is no FIX pipe) or of its share of the chip's GM traffic, whichever is
-    longest, after the first panels' loads that nothing overlaps (a resident B's whole
-    K); a GM copy costs `COPY_LATENCY` on its pipe, so small tiles pay for their number."""
+    longest (the first loads, which nothing overlaps, are left out: charging them
+    favours more blocks and duplicated reads, which cost more where other streams'
+    kernels share the chip's GM); a GM copy costs `COPY_LATENCY` on its pipe, so small
+    tiles pay for their number."""
     bb, mbf, nbf = per
     cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
     cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
@@ -333,8 +335,7 @@ def _tile_block(
             loads = gm.load_cycles(panels, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue / gm.load
             stores = tiles * COPY_LATENCY + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
-            first = gm.load_cycles(1, a_tile * k1f / kf, gemm.a_nd) + gm.load_cycles(1, b_tile if resident else b_tile * k1f / kf, gemm.b_nd)
-            cost = first + max(cube, mte1, loads, stores, vector, used * (a_loads + b_loads + epilogue + out_bytes) / gm.chip)
+            cost = max(cube, mte1, loads, stores, vector, used * (a_loads + b_loads + epilogue + out_bytes) / gm.chip)
             if best is None or cost < best.cost - 1e-9:
                 best = _BlockTile(cost, m0f, n0f, k0f, resident, single and resident)
     return best
