@@ -403,3 +403,11 @@ def test_bundled_models_with_every_input_dim_dynamic(model, dynamic, static, fee
     got, want = ge.reference.run(module, values), ge.reference.run(fixed, values)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name])
+
+
+def test_an_opset_8_scan_is_refused_not_upgraded() -> None:
+    """Scan-8 takes a batch dim Scan-9 drops: upgrading would change the model's inputs."""
+    from ge.testing.conformance import NODE_DIR
+
+    with pytest.raises(ModelError, match=r"node 'Scan_0' \(Scan\): Scan of opset 8 takes a batch dim"):
+        ge.load_onnx(str(NODE_DIR / "test_scan_sum" / "model.onnx"))

@@ -31,6 +31,11 @@ SUPPORTED = sorted(c.name for c in CORE if c.supported)
 # Floors of the pass rates over the core class (measured: see benchmarks/README.md).
 MIN_RATE = {Route.REFERENCE: 0.97, Route.COMPILED: 0.95}
 MIN_SUPPORTED_RATE = 0.97
+WRONG_EXPECTATIONS = {
+    "test_maxunpool_export_with_output_shape": "its expected data reads the indices in the default 4x4 output, "
+    "not the 5x5 output_shape asks for (onnx/onnx#2398); onnxruntime and PyTorch read them as we do",
+}
+"""Cases whose shipped outputs are wrong: they fail (and count as failures in the figures)."""
 REQUIRED_OPS = frozenset(
     "Conv MatMul Gemm Add Sub Mul Div Pow Sqrt Exp Erf Tanh Sigmoid Relu LeakyRelu Clip HardSigmoid "
     "HardSwish Softmax ReduceMean ReduceSum ReduceMax BatchNormalization LayerNormalization MaxPool "
@@ -52,7 +57,10 @@ def test_core_class_is_fixed() -> None:
     assert reasons <= {"domain", "opset", "training", "sequence/optional", "element"}, reasons
 
 
-@pytest.mark.parametrize("name", SUPPORTED)
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=WRONG_EXPECTATIONS[n])) if n in WRONG_EXPECTATIONS else n for n in SUPPORTED],
+)
 def test_node(name: str) -> None:
     result = outcome(name)
     if result.refused:

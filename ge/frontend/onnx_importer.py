@@ -257,10 +257,18 @@ def upgrade(model: onnx.ModelProto, opset: int, where: str) -> onnx.ModelProto:
     spells `coordinate_transformation_mode="asymmetric"` and `nearest_mode="floor"`,
     but the converted Resize gets neither (and so resamples half-pixel).
     A failure names the first node whose adapter fails on it alone: the converter's
-    own message names none.
+    own message names none. Scan before opset 9 is refused: Scan-8 takes a leading
+    batch dim that Scan-9 drops, so the upgraded graph would take other inputs.
     """
     from onnx import version_converter
 
+    if opset < 9:
+        scan = next((i for i, node in enumerate(model.graph.node) if node.op_type == "Scan"), None)
+        if scan is not None:
+            raise ModelError(
+                f"{where}: node '{_node_label(model.graph.node[scan], scan)}' (Scan): Scan of opset {opset} takes a batch dim "
+                "that Scan-9 dropped, so upgrading the model would change its inputs; export it at opset 9 or later"
+            )
     try:
         converted = version_converter.convert_version(_light_copy(model), OPSET_MIN)
     except Exception as e:
