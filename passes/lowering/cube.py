@@ -23,9 +23,16 @@ from ge.core.soc import SocProfile
 from passes.lowering.program import (
     ACC_BYTES,
     ACC_FRACTAL_BYTES,
+    COPY_LATENCY,
+    CORE_LOAD_SHARE,
+    CORE_STORE_SHARE,
     FRACTAL,
     FRACTAL_BYTES,
     MMAD_OVERHEAD,
+    ND2NZ_LATENCY,
+    ND2NZ_LOAD_SHARE,
+    REPEAT_BYTES,
+    VECTOR_REPEAT_CYCLES,
     Ops,
     Program,
     aligned,
@@ -41,7 +48,7 @@ from passes.lowering.program import (
     sync,
     vec,
 )
-from passes.lowering.recipes import dtype_name, emit_recipes
+from passes.lowering.recipes import dtype_name, emit_recipes, recipe
 
 # ----------------------------------------------------------------- cube kernels
 
@@ -129,6 +136,11 @@ class CubeTiling:
     def block_dim(self) -> int:
         return self.batch_dim * self.m_dim * self.n_dim
 
+    @property
+    def b_single(self) -> bool:
+        """B stays in L1 and a block has one N tile: one B buffer, nothing to load ahead."""
+        return self.b_resident and self.nb <= self.n0
+
     def params(self, gemm: Gemm, prefix: str = "") -> dict[str, int]:
         values = {
             "batch": gemm.batch, "m": gemm.m, "k": gemm.k, "n": gemm.n, "batch_dim": self.batch_dim,
@@ -147,89 +159,191 @@ def cube_k(profile: SocProfile, dtype: Attribute) -> int:
         raise ModelError(f"{e}; choose the cube's dtypes first (precision-selection)") from e
 
 
-def block_split(
-    units: Sequence[int], cores: int, cost: Callable[[tuple[int, ...]], float], exact: bool = False
-) -> tuple[int, ...]:
-    """Blocks per dimension, at most `cores` in all (one wave): the split whose
-    largest block has the fewest units, then the least `cost` of the largest
-    block, then the most blocks. It fills the cores whenever some split does
-    without giving a block more work. With `exact`, a split into exactly `cores`
-    blocks comes first, where one exists (a kernel for virtual instances)."""
-    best: tuple[bool, int, float, int, tuple[int, ...]] | None = None
+TIE = 1.05
+"""Tiling costs within this factor of each other count as equal."""
 
-    def visit(prefix: tuple[int, ...]) -> None:
-        nonlocal best
+
+def block_splits(units: Sequence[int], cores: int, exact: bool = False) -> dict[tuple[int, ...], tuple[int, ...]]:
+    """The splits of `units` into at most `cores` blocks (one wave), by the share of
+    the largest block: for each share the split with the fewest blocks (the simulator
+    times every block as the largest, so a block more is traffic more). With `exact`,
+    only the splits into exactly `cores` blocks where one exists (a kernel for
+    virtual instances)."""
+    found: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def visit(prefix: tuple[int, ...], whole: bool) -> None:
         used = math.prod(prefix)
         if len(prefix) == len(units):
             per = tuple(-(-u // d) for u, d in zip(units, prefix))
-            score = (exact and used != cores, math.prod(per), cost(per), -used)
-            if best is None or score < best[:4]:
-                best = (*score, prefix)
+            if (not whole or used == cores) and (per not in found or used < math.prod(found[per])):
+                found[per] = prefix
             return
         for d in range(1, min(units[len(prefix)], cores // used) + 1):
-            visit(prefix + (d,))
+            visit(prefix + (d,), whole)
 
-    visit(())
-    assert best is not None
-    return best[4]
+    visit((), exact)
+    if not found:
+        visit((), False)
+    return found
+
+
+@dataclass(frozen=True)
+class _BlockTile:
+    """The L0 tile of one block and what it costs (cycles)."""
+
+    cost: float
+    m0f: int
+    n0f: int
+    k0f: int
+    b_resident: bool
+    b_single: bool
 
 
 def tile_gemm(
     profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool = False,
-    exact: bool = False,
+    exact: bool = False, epilogue_gm: float = 0.0, epilogue_vector: float = 0.0,
 ) -> CubeTiling:
-    """Blocks, L0 tiles and L1 panels of a Gemm. `epilogue_ub(m0, n0)` is the UB the
-    epilogue of an m0 x n0 tile needs; with `bias_table`, an n0 tile's float32 bias
-    must fit the bias table."""
+    """Blocks, L0 tiles and L1 panels of a Gemm, chosen together by one cost: the time
+    of the largest block (its busiest pipe, or its share of the kernel's GM traffic at
+    the chip's rate; see `_tile_block`). GM traffic counts every re-read:
+    A is read once per N tile, B once per M tile unless its whole K stays in L1 across
+    the M tiles (`b_resident`). So the split over the cores and the tile shapes follow
+    from the data reuse: a kernel whose weights outweigh its activations splits M
+    across N tiles of resident weights, and one whose activations dominate splits N.
+    Of costs within `TIE` of the least, the split with the most blocks wins (a
+    block's time varies more than the cost says; more blocks share it out).
+    `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
+    `bias_table`, an n0 tile's float32 bias must fit the bias table; `epilogue_gm` is
+    the GM bytes the epilogue moves per result element besides the result's store,
+    `epilogue_vector` its V cycles per result element."""
     kc = cube_k(profile, gemm.in_dtype)
-    mf, nf, kf = -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL), -(-gemm.k // kc)
-    gm_rate = max(profile.gm_bytes_per_cycle, 1.0)
-
-    def block_cost(per: tuple[int, ...]) -> float:
-        bb, mb, nb = per
-        compute = bb * mb * nb * kf
-        traffic = bb * ((mb + nb) * kf * FRACTAL_BYTES + mb * nb * FRACTAL * FRACTAL * gemm.out_bytes) / gm_rate
-        return max(compute, traffic) + 100
-
-    batch_dim, m_dim, n_dim = block_split((gemm.batch, mf, nf), cores, block_cost, exact)
-    bb, mbf, nbf = -(-gemm.batch // batch_dim), -(-mf // m_dim), -(-nf // n_dim)
-    cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
-    cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
-    cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
-    cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else cap_b
+    units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
+    kf = -(-gemm.k // kc)
+    gm = _GmRates.of(profile, cores)
     l1 = profile.l1_bytes - (BIAS_TABLE_BYTES if bias_table else 0)
+    out_tile = FRACTAL * FRACTAL * gemm.out_bytes
 
-    def panels(m0f: int, n0f: int, k1f: int, b_k: int) -> int:
-        """L1 for two A panels of k1f fractal columns and two B panels of b_k."""
-        a = aligned(profile, "L1", gemm.a_l1_bytes(m0f * FRACTAL, k1f * kc, kc))
-        return 2 * a + 2 * b_k * n0f * FRACTAL_BYTES
+    def lower_bound(per: tuple[int, ...], used: int) -> float:
+        """No tiling of this block does better: each operand read once, the cube at peak."""
+        bb, mbf, nbf = per
+        elements = bb * mbf * nbf * FRACTAL * FRACTAL
+        loads = bb * (gemm.a_gm_bytes(mbf * FRACTAL, gemm.k, kc) + gemm.b_gm_bytes(gemm.k, nbf * FRACTAL, kc)) + elements * epilogue_gm
+        return max(bb * mbf * nbf * kf, gm.cycles(used, loads, bb * mbf * nbf * out_tile))
 
-    best: tuple[float, int, int, int] | None = None
-    for m0f in range(1, min(mbf, cap_a) + 1):
-        for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
-            k0f = min(kf, cap_a // m0f, cap_b // n0f)
-            while k0f > 1 and panels(m0f, n0f, k0f, k0f) > l1:  # a convolution's input rows fill L1 fast
-                k0f //= 2
-            if k0f < 1 or panels(m0f, n0f, k0f, k0f) > l1 or epilogue_ub(m0f * FRACTAL, n0f * FRACTAL) > profile.ub_bytes:
-                continue
-            steps = -(-mbf // m0f) * -(-nbf // n0f) * -(-kf // k0f)
-            cost = steps * max(m0f * n0f * k0f + MMAD_OVERHEAD, (m0f + n0f) * k0f * FRACTAL_BYTES / 128)
-            if best is None or cost < best[0] - 1e-9:
-                best = (cost, m0f, n0f, k0f)
-    if best is None:
+    candidates = sorted((lower_bound(per, math.prod(dims)), math.prod(dims), per, dims) for per, dims in block_splits(units, cores, exact).items())
+    tiled: list[tuple[float, int, tuple[int, ...], _BlockTile]] = []
+    for bound, used, per, dims in candidates:
+        if tiled and bound > min(t[0] for t in tiled) * TIE:
+            break
+        tile = _tile_block(profile, gemm, per, used, kc, kf, l1, gm, epilogue_ub, bias_table, epilogue_gm, epilogue_vector)
+        if tile is not None:
+            tiled.append((tile.cost, used, dims, tile))
+    if not tiled:
         raise ModelError(f"no cube tile of a {gemm.m}x{gemm.k}x{gemm.n} matmul fits {profile.name}'s buffers")
-    _, m0f, n0f, k0f = best
-    m0, n0 = m0f * FRACTAL, n0f * FRACTAL
-    b_resident = panels(m0f, n0f, k0f, kf) <= l1 // 2  # B's whole K beside A, with room to spare
+    least = min(t[0] for t in tiled)
+    _, _, (batch_dim, m_dim, n_dim), tile = min((t for t in tiled if t[0] <= least * TIE), key=lambda t: (-t[1], t[0]))
+    bb, mbf, nbf = -(-gemm.batch // batch_dim), -(-units[1] // m_dim), -(-units[2] // n_dim)
+    m0f, n0f, k0f = tile.m0f, tile.n0f, tile.k0f
 
     def fits(k1f: int) -> bool:
-        return panels(m0f, n0f, k1f, kf if b_resident else k1f) <= l1
+        return _panels(profile, gemm, kc, m0f, n0f, k1f, kf if tile.b_resident else k1f, tile.b_single) <= l1
 
     k1f = k0f
     while k1f + k0f <= kf and fits(k1f + k0f):
         k1f += k0f
     mb = min(mbf * FRACTAL, gemm.m)
-    return CubeTiling(batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(m0, _align(mb, FRACTAL)), n0, k0f * kc, k1f * kc, b_resident, kc)
+    return CubeTiling(
+        batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(m0f * FRACTAL, _align(mb, FRACTAL)), n0f * FRACTAL, k0f * kc, k1f * kc,
+        tile.b_resident, kc,
+    )
+
+
+def _panels(profile: SocProfile, gemm: Gemm, kc: int, m0f: int, n0f: int, k1f: int, b_k: int, b_single: bool = False) -> int:
+    """L1 for two A panels of k1f fractal columns and two B panels of b_k (one where
+    a block has a single N tile: nothing to load ahead)."""
+    a = aligned(profile, "L1", gemm.a_l1_bytes(m0f * FRACTAL, k1f * kc, kc))
+    return 2 * a + (1 if b_single else 2) * b_k * n0f * FRACTAL_BYTES
+
+
+@dataclass(frozen=True)
+class _GmRates:
+    """GM rates the tiling cost assumes: the chip's, shared by a kernel's blocks, and
+    what one core's loads and stores reach alone (`CORE_LOAD_SHARE`)."""
+
+    chip: float
+    load: float
+    store: float
+    load_nd: float
+    """An nd2nz load's rate (MTE2 converting to NZ on the way)."""
+
+    @classmethod
+    def of(cls, profile: SocProfile, cores: int) -> _GmRates:
+        share = max(profile.gm_bytes_per_cycle, 1.0)
+        chip = share * max(cores, 1)
+        return cls(chip, min(chip, CORE_LOAD_SHARE * share), min(chip, CORE_STORE_SHARE * share), min(chip, ND2NZ_LOAD_SHARE * share))
+
+    def load_cycles(self, copies: int, nbytes: float, nd: bool) -> float:
+        """MTE2 cycles of `copies` loads of `nbytes` in all."""
+        if nd:
+            return copies * ND2NZ_LATENCY + nbytes / self.load_nd
+        return copies * COPY_LATENCY + nbytes / self.load
+
+    def cycles(self, used: int, loads: float, stores: float) -> float:
+        """Cycles of one block's GM traffic in a kernel of `used` such blocks."""
+        return max(used * (loads + stores) / self.chip, loads / self.load, stores / self.store)
+
+
+def _tile_block(
+    profile: SocProfile, gemm: Gemm, per: tuple[int, ...], used: int, kc: int, kf: int, l1: int, gm: _GmRates,
+    epilogue_ub: Callable[[int, int], int], bias_table: bool, epilogue_gm: float, epilogue_vector: float,
+) -> _BlockTile | None:
+    """The cheapest L0 tile of a block of `per` (batches, M and N fractals) in a kernel
+    of `used` blocks, or None if none fits the buffers. A block's time is that of its
+    busiest pipe (cube, MTE1, MTE2 loading, MTE3 or FIX storing, V draining L0C where
+    there is no FIX pipe) or of its share of the chip's GM traffic, whichever is
+    longest (the first loads, which nothing overlaps, are left out: charging them
+    favours more blocks and duplicated reads, which cost more where other streams'
+    kernels share the chip's GM); a GM copy costs `COPY_LATENCY` on its pipe, so small
+    tiles pay for their number."""
+    bb, mbf, nbf = per
+    cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
+    cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
+    cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
+    cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else cap_b
+    out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
+    epilogue = bb * mbf * nbf * FRACTAL * FRACTAL * epilogue_gm
+    drain = epilogue_vector + (0.0 if profile.fix_pipe else ACC_BYTES / 128)  # V cycles per result element
+    best: _BlockTile | None = None
+    for m0f in range(1, min(mbf, cap_a) + 1):
+        mt = -(-mbf // m0f)
+        a_tile = gemm.a_gm_bytes(m0f * FRACTAL, gemm.k, kc)
+        a_column = gemm.a_l1_bytes(m0f * FRACTAL, gemm.k, kc) / kf  # L1 bytes per fractal column of an A panel
+        for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
+            k0f = min(kf, cap_a // m0f, cap_b // n0f)
+            while k0f > 1 and _panels(profile, gemm, kc, m0f, n0f, k0f, k0f) > l1:  # a convolution's input rows fill L1 fast
+                k0f //= 2
+            if k0f < 1 or _panels(profile, gemm, kc, m0f, n0f, k0f, k0f) > l1 or epilogue_ub(m0f * FRACTAL, n0f * FRACTAL) > profile.ub_bytes:
+                continue
+            nt = -(-nbf // n0f)
+            single = nt == 1
+            resident = _panels(profile, gemm, kc, m0f, n0f, k0f, kf, single) <= l1
+            b_tile = gemm.b_gm_bytes(gemm.k, n0f * FRACTAL, kc)
+            room = l1 - ((1 if single else 2) * b_tile if resident else 0)
+            k1f = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
+            tiles = bb * mt * nt
+            steps = tiles * -(-kf // k0f)
+            panels = tiles * -(-kf // k1f)
+            cube = steps * (m0f * n0f * k0f + MMAD_OVERHEAD)
+            mte1 = steps * (m0f + n0f) * k0f * FRACTAL_BYTES / 128
+            a_loads, b_loads = tiles * a_tile, bb * nt * b_tile * (1 if resident else mt)
+            b_copies = bb * nt if resident else panels
+            loads = gm.load_cycles(panels, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue / gm.load
+            stores = tiles * COPY_LATENCY + out_bytes / gm.store
+            vector = out_bytes / gemm.out_bytes * drain
+            cost = max(cube, mte1, loads, stores, vector, used * (a_loads + b_loads + epilogue + out_bytes) / gm.chip)
+            if best is None or cost < best.cost - 1e-9:
+                best = _BlockTile(cost, m0f, n0f, k0f, resident, single and resident)
+    return best
 
 
 def _align(x: int, unit: int) -> int:
@@ -285,6 +399,20 @@ class Epilogue:
             return 0
         return sum(aligned(profile, "UB", v.nbytes(m, n)) * (2 if v.double else 1) for v in self.values)
 
+    def gm_bytes_per_element(self, out_bytes: int) -> float:
+        """GM bytes the epilogue moves per result element beyond the result's store: its
+        tile-shaped loads (a residual addend), and a mixed epilogue's workspace round trip."""
+        loads = sum(v.element_bytes for v in self.values if v.kind == "tile" and v.value in self.loads)
+        return loads + (2 * out_bytes if self.kind == "mixed" else 0)
+
+    def vector_cycles_per_element(self, out_bytes: int) -> float:
+        """V cycles per result element of the epilogue's instructions (tiling cost only:
+        `VECTOR_REPEAT_CYCLES` a 256-byte repeat), beside the drain from L0C."""
+        if self.kind == "fix":
+            return 0.0
+        steps = sum(len(recipe(op)) for op in self.tail) + self.scale + (self.bias is not None) + 2 * (self.addend is not None)
+        return steps * VECTOR_REPEAT_CYCLES * out_bytes / REPEAT_BYTES
+
     def workspace(self, m: int, n: int, out_bytes: int) -> int:
         """GM bytes one block needs (two tiles) when FIX hands the tile to V through GM."""
         return 2 * m * n * out_bytes if self.kind == "mixed" else 0
@@ -298,7 +426,8 @@ def cube_program(
     `a` and `b` are the GM buffers of the operands."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
     l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, t.k1, kc))
-    l1_b = prog.pair("L1", (_align(gemm.k, kc) if t.b_resident else t.k1) * t.n0 * in_b)
+    l1_b_bytes = (_align(gemm.k, kc) if t.b_resident else t.k1) * t.n0 * in_b
+    l1_b = (prog.alloc("L1", l1_b_bytes),) * 2 if t.b_single else prog.pair("L1", l1_b_bytes)
     l0a = prog.pair("L0A", t.m0 * t.k0 * in_b)
     l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
     l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES)
