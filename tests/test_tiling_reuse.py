@@ -209,8 +209,10 @@ def overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float
 def test_the_trace_shows_mte2_loading_while_the_cube_computes():
     """A 1x1 convolution of many M tiles: in its pipe trace, MTE2 (GM -> L1) loads the
     next tile's panel while the cube computes (ping-pong L1 and L0 buffers), so the
-    block takes less than the two pipes' busy time end to end."""
-    model, feeds = conv_model(1, 256, 56, 56, 64, 1, 1, 1, 11)
+    block takes less than the two pipes' busy time end to end. At 224 x 224 its input
+    and output (32 MB) exceed the part's 16 MB L2, so the re-read cost tiles it (at
+    56 x 56 L2 holds them and the L2 tiling gives each block one M tile)."""
+    model, feeds = conv_model(1, 256, 224, 224, 64, 1, 1, 1, 11)
     profile = simulate(model, feeds, "Ascend310P3", RunConfig(timing_only=True, profile_level="pipe")).profile
     (conv,) = [r for r in profile.records if r.op_type.startswith("Conv2D")]
     spans = conv.block_timing.spans
