@@ -13,7 +13,9 @@ wave over the cores, the split and the tiles chosen together by the least time o
 the largest block (its busiest pipe, or its share of the chip's GM traffic with
 every re-read counted; see `cube.tile_gemm`), so that a kernel whose weights
 outweigh its activations splits M and one whose activations dominate splits N, on
-fewer blocks than cores where more would only duplicate reads; a vector kernel
+fewer blocks than cores where more would only duplicate reads; where the chip's L2
+holds the kernel's working set (its re-reads then cost little), over every core
+with the L0 tile of the fewest cube cycles, unless that cost is far lower; a vector kernel
 splits its rows evenly (a row is what a reduction or normalisation needs whole;
 for elementwise work, 32 bytes).
 

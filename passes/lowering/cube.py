@@ -318,6 +318,10 @@ def tile_gemm(
     across N tiles of resident weights, and one whose activations dominate splits N.
     Of costs within `TIE` of the least, the split with the most blocks wins (a
     block's time varies more than the cost says; more blocks share it out).
+    Where the Gemm's inputs and outputs fit the chip's L2 together, its re-reads are
+    L2 hits (`ge.sim.l2`), which this cost does not see: there the L2 tiling
+    (`_l2_tiling`, every core busy) stays unless this cost is `L2_MARGIN` times below
+    the L2 tiling's chip traffic with L2 (`_l2_cycles`).
     `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
     `bias_table`, an n0 tile's float32 bias must fit the bias table; `epilogue_gm` is
     the GM bytes the epilogue moves per result element besides the result's store,
