@@ -105,21 +105,36 @@ def allocs(ops):
 
 def fills_the_cores(kernel: KernelOp, cores: int) -> bool:
     """block_dim reaches the core count, or the work is in fewer units than that, or
-    (a matmul) no split in at most `cores` blocks gives its largest block less work."""
+    (a matmul) no split in at most `cores` blocks gives its largest block less work,
+    or none of those reads a tenth less of GM (each block reading its rows of A and
+    columns of B once, so each N block reads all of A and each M block all of B:
+    fewer blocks, fewer duplicated reads; the tiling's cost weighs latencies and
+    pipes too, hence the tenth)."""
     p, block_dim = kernel.parameters, kernel.int_prop("block_dim")
     if "m" not in p:
         narrowest = min(formats.element_bits(a.dtype) for a in kernel.args) // 8
         units = math.ceil(p["rows"] / (32 // max(narrowest, 1))) if p["row"] == 1 else p["rows"]
         return block_dim >= min(cores, units)
     dims = (p["batch"], math.ceil(p["m"] / FRACTAL), math.ceil(p["n"] / FRACTAL))
-    share = math.prod(-(-u // d) for u, d in zip(dims, (p["batch_dim"], p["m_dim"], p["n_dim"])))
-    least = min(
-        math.ceil(dims[0] / b) * math.ceil(dims[1] / m) * math.ceil(dims[2] / n)
+    splits = [
+        (b, m, n)
         for b in range(1, min(dims[0], cores) + 1)
         for m in range(1, min(dims[1], cores // b) + 1)
         for n in range(1, min(dims[2], cores // (b * m)) + 1)
-    )
-    return block_dim >= min(cores, math.prod(dims)) or share == least
+    ]
+
+    def share(split: tuple[int, int, int]) -> int:
+        return math.prod(-(-u // d) for u, d in zip(dims, split))
+
+    a, b = (kernel.inputs[min(i, len(kernel.inputs) - 1)].nbytes for i in (0, 1))
+
+    def reads(split: tuple[int, int, int]) -> int:
+        return split[2] * a + split[1] * b
+
+    chosen = (p["batch_dim"], p["m_dim"], p["n_dim"])
+    least = min(share(s) for s in splits)
+    balanced = [s for s in splits if share(s) == least]
+    return block_dim >= min(cores, math.prod(dims)) or share(chosen) == least or reads(chosen) <= 1.1 * min(reads(s) for s in balanced)
 
 
 def check_kernel(kernel: KernelOp) -> None:

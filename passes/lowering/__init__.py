@@ -9,8 +9,13 @@ unit per split dimension). When the work has at least as many units as the kerne
 cores (AI cores, or vector cores for a vector kernel on a part with split cores),
 block_dim is the core count where that gives no block more work than a smaller
 split would: a cube kernel splits its batch, M and N fractals (16 rows each) in one
-wave over the cores so that the largest block has the fewest fractals, then by the
-least cost of the largest block (cube cycles against GM traffic); a vector kernel
+wave over the cores, the split and the tiles chosen together by the least time of
+the largest block (its busiest pipe, or its share of the chip's GM traffic with
+every re-read counted; see `cube.tile_gemm`), so that a kernel whose weights
+outweigh its activations splits M and one whose activations dominate splits N, on
+fewer blocks than cores where more would only duplicate reads; where the chip's L2
+holds the kernel's working set (its re-reads then cost little), over every core
+with the L0 tile of the fewest cube cycles, unless that cost is far lower; a vector kernel
 splits its rows evenly (a row is what a reduction or normalisation needs whole;
 for elementwise work, 32 bytes).
 
@@ -25,9 +30,11 @@ lcm(Cout/g, 16) / (Cout/g), g)), so a depthwise one runs ceil(C / 16) fractal
 matmuls. Every L0A/L0B fractal is 512 bytes (16 rows of 32 bytes), an L0C one 1 KB
 (float32 or int32 accumulators). A block's M x N is cut into L0 tiles m0 x n0 and K
 into k0 steps that fit L0A, L0B and L0C twice (ping and pong), chosen by a cost of
-cube cycles against MTE1 traffic; K is loaded into L1 in panels of k1 (a multiple of
-k0), A and B panels twice, and when B's whole K fits beside A it stays in L1
-across the M loop. The loop nest is batch > N tiles > M tiles (L0C ping-pong) > K1
+cube cycles, MTE1 traffic, GM loads and stores (A read once per N tile, B once per
+M tile unless resident; each copy paying a latency) and the epilogue's vector
+work; K is loaded into L1 in panels of k1 (a multiple of k0), A and B panels
+twice, and when B's whole K fits beside A it stays in L1 across the M loop (the
+weights read once per block), in one buffer where the block has one N tile. The loop nest is batch > N tiles > M tiles (L0C ping-pong) > K1
 panels (L1 ping-pong) > K0 steps (L0A/L0B ping-pong): MTE2 loads GM -> L1 (a
 convolution loads the input rows its output rows need, img2col happens on the
 L1 -> L0A move), MTE1 moves L1 -> L0A/L0B, M runs mmad. The result leaves L0C:
@@ -122,7 +129,8 @@ def plan(profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValu
     cores = virtual or profile.ai_cores
     t = tile_gemm(
         profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=e.bias is not None and profile.fix_pipe,
-        exact=virtual is not None,
+        exact=virtual is not None, epilogue_gm=e.gm_bytes_per_element(gemm.out_bytes),
+        epilogue_vector=e.vector_cycles_per_element(gemm.out_bytes),
     )
     block_dim = t.block_dim if virtual is None else -(-t.block_dim // cores) * cores  # idle blocks where the work is short
     workspace = block_dim * e.workspace(t.m0, t.n0, gemm.out_bytes)

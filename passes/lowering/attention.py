@@ -149,7 +149,7 @@ def attention_plan(
 
     epilogues = [epilogue(name, bias, g.n, g.out_bytes) for name, bias, g in zip(names, [*biases, None, None], gemms)]
     tilings = [
-        tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), ep.bias is not None and profile.fix_pipe)
+        tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), ep.bias is not None and profile.fix_pipe, exact=True)
         for g, ep in zip(gemms, epilogues)
     ]
     rows = b * heads * sq
@@ -222,7 +222,7 @@ def fused_attention_plan(
         return Epilogue("vector", stored, (), [EpiValue(stored, "tile", out_b, True)], [], [stored], None)
 
     epilogues = [epilogue(name, g.out_bytes) for name, g in zip(names, gemms)]
-    tilings = [tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), False) for g, ep in zip(gemms, epilogues)]
+    tilings = [tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), False, exact=True) for g, ep in zip(gemms, epilogues)]
     rows = b * heads * sq
     block_rows = -(-rows // min(block_dim, rows))
     mask = op.atten_mask

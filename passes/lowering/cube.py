@@ -23,9 +23,16 @@ from ge.core.soc import SocProfile
 from passes.lowering.program import (
     ACC_BYTES,
     ACC_FRACTAL_BYTES,
+    COPY_LATENCY,
+    CORE_LOAD_SHARE,
+    CORE_STORE_SHARE,
     FRACTAL,
     FRACTAL_BYTES,
     MMAD_OVERHEAD,
+    ND2NZ_LATENCY,
+    ND2NZ_LOAD_SHARE,
+    REPEAT_BYTES,
+    VECTOR_REPEAT_CYCLES,
     Ops,
     Program,
     aligned,
@@ -41,7 +48,7 @@ from passes.lowering.program import (
     sync,
     vec,
 )
-from passes.lowering.recipes import dtype_name, emit_recipes
+from passes.lowering.recipes import dtype_name, emit_recipes, recipe
 
 # ----------------------------------------------------------------- cube kernels
 
@@ -129,6 +136,11 @@ class CubeTiling:
     def block_dim(self) -> int:
         return self.batch_dim * self.m_dim * self.n_dim
 
+    @property
+    def b_single(self) -> bool:
+        """B stays in L1 and a block has one N tile: one B buffer, nothing to load ahead."""
+        return self.b_resident and self.nb <= self.n0
+
     def params(self, gemm: Gemm, prefix: str = "") -> dict[str, int]:
         values = {
             "batch": gemm.batch, "m": gemm.m, "k": gemm.k, "n": gemm.n, "batch_dim": self.batch_dim,
@@ -145,6 +157,42 @@ def cube_k(profile: SocProfile, dtype: Attribute) -> int:
         return profile.cube_shape(dtypes.name(dtype)).k
     except OptionError as e:
         raise ModelError(f"{e}; choose the cube's dtypes first (precision-selection)") from e
+
+
+TIE = 1.05
+"""Tiling costs within this factor of each other count as equal."""
+L2_MARGIN = 2.0
+"""Where L2 holds a Gemm's working set, the re-read cost's tiling replaces the L2
+tiling (`_l2_tiling`) only when its cost is this many times below the L2 tiling's
+chip traffic with L2 (`_l2_cycles`). That traffic is a lower bound of the L2
+tiling's time, and the re-read cost's own blocks run slower than it says where
+they are few, so the factor is wide: 2 is the least with which no row of
+benchmarks/kernels.py runs slower with L2 than with the L2 tilings alone (1.5
+made MobileNetV2 at batch 4 on Ascend310P3 3% slower)."""
+
+
+def block_splits(units: Sequence[int], cores: int, exact: bool = False) -> dict[tuple[int, ...], tuple[int, ...]]:
+    """The splits of `units` into at most `cores` blocks (one wave), by the share of
+    the largest block: for each share the split with the fewest blocks (the simulator
+    times every block as the largest, so a block more is traffic more). With `exact`,
+    only the splits into exactly `cores` blocks where one exists (a kernel for
+    virtual instances)."""
+    found: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def visit(prefix: tuple[int, ...], whole: bool) -> None:
+        used = math.prod(prefix)
+        if len(prefix) == len(units):
+            per = tuple(-(-u // d) for u, d in zip(units, prefix))
+            if (not whole or used == cores) and (per not in found or used < math.prod(found[per])):
+                found[per] = prefix
+            return
+        for d in range(1, min(units[len(prefix)], cores // used) + 1):
+            visit(prefix + (d,), whole)
+
+    visit((), exact)
+    if not found:
+        visit((), False)
+    return found
 
 
 def block_split(
@@ -174,13 +222,14 @@ def block_split(
     return best[4]
 
 
-def tile_gemm(
-    profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool = False,
-    exact: bool = False,
+def _l2_tiling(
+    profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool, exact: bool,
 ) -> CubeTiling:
-    """Blocks, L0 tiles and L1 panels of a Gemm. `epilogue_ub(m0, n0)` is the UB the
-    epilogue of an m0 x n0 tile needs; with `bias_table`, an n0 tile's float32 bias
-    must fit the bias table."""
+    """The tiling of a Gemm whose working set fits L2: the split that gives the largest
+    block the fewest units over all the cores, and the L0 tile of the fewest cube and
+    MTE1 cycles. Its re-reads are L2 hits, so counting them (as `_tile_block` does)
+    trades blocks for bytes L2 serves cheaply: in the simulator that made ResNet-50
+    and BERT-base 21-28% slower with L2 than this rule."""
     kc = cube_k(profile, gemm.in_dtype)
     mf, nf, kf = -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL), -(-gemm.k // kc)
     gm_rate = max(profile.gm_bytes_per_cycle, 1.0)
@@ -230,6 +279,191 @@ def tile_gemm(
         k1f += k0f
     mb = min(mbf * FRACTAL, gemm.m)
     return CubeTiling(batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(m0, _align(mb, FRACTAL)), n0, k0f * kc, k1f * kc, b_resident, kc)
+
+
+def _l2_cycles(profile: SocProfile, gemm: Gemm, t: CubeTiling, cores: int, working_set: float, epilogue_gm: float) -> float:
+    """The chip-traffic cycles of tiling `t` where L2 holds the working set: the
+    compulsory bytes through GM, every re-read through L2 at its rate."""
+    mt, nt = -(-t.mb // t.m0), -(-t.nb // t.n0)
+    a = t.bb * mt * nt * gemm.a_gm_bytes(t.m0, gemm.k, t.kc)
+    b = t.bb * nt * gemm.b_gm_bytes(gemm.k, t.n0, t.kc) * (1 if t.b_resident else mt)
+    reads = t.block_dim * (a + b + t.bb * t.mb * t.nb * epilogue_gm)
+    share = max(profile.gm_bytes_per_cycle, 1.0) * max(cores, 1)
+    l2 = max(profile.l2_bytes_per_cycle, 1.0) * max(cores, 1)
+    return working_set / share + max(0.0, reads - working_set) / l2
+
+
+@dataclass(frozen=True)
+class _BlockTile:
+    """The L0 tile of one block and what it costs (cycles)."""
+
+    cost: float
+    m0f: int
+    n0f: int
+    k0f: int
+    b_resident: bool
+    b_single: bool
+
+
+def tile_gemm(
+    profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool = False,
+    exact: bool = False, epilogue_gm: float = 0.0, epilogue_vector: float = 0.0,
+) -> CubeTiling:
+    """Blocks, L0 tiles and L1 panels of a Gemm, chosen together by one cost: the time
+    of the largest block (its busiest pipe, or its share of the kernel's GM traffic at
+    the chip's rate; see `_tile_block`). GM traffic counts every re-read:
+    A is read once per N tile, B once per M tile unless its whole K stays in L1 across
+    the M tiles (`b_resident`). So the split over the cores and the tile shapes follow
+    from the data reuse: a kernel whose weights outweigh its activations splits M
+    across N tiles of resident weights, and one whose activations dominate splits N.
+    Of costs within `TIE` of the least, the split with the most blocks wins (a
+    block's time varies more than the cost says; more blocks share it out).
+    Where the Gemm's inputs and outputs fit the chip's L2 together, its re-reads are
+    L2 hits (`ge.sim.l2`), which this cost does not see: there the L2 tiling
+    (`_l2_tiling`, every core busy) stays unless this cost is `L2_MARGIN` times below
+    the L2 tiling's chip traffic with L2 (`_l2_cycles`).
+    `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
+    `bias_table`, an n0 tile's float32 bias must fit the bias table; `epilogue_gm` is
+    the GM bytes the epilogue moves per result element besides the result's store,
+    `epilogue_vector` its V cycles per result element."""
+    kc = cube_k(profile, gemm.in_dtype)
+    units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
+    kf = -(-gemm.k // kc)
+    gm = _GmRates.of(profile, cores)
+    l1 = profile.l1_bytes - (BIAS_TABLE_BYTES if bias_table else 0)
+    out_tile = FRACTAL * FRACTAL * gemm.out_bytes
+    if gemm.conv is None:
+        a_whole = gemm.a_gm_bytes(gemm.m, gemm.k, kc)
+    else:  # one image's input rows per image
+        hi, _, wo, stride, kh = gemm.conv
+        pixels = ((hi - kh) // stride + 1) * wo
+        a_whole = -(-gemm.m // pixels) * gemm.a_gm_bytes(pixels, gemm.k, kc)
+    working_set = gemm.batch * (a_whole + gemm.b_gm_bytes(gemm.k, gemm.n, kc) + gemm.m * gemm.n * (epilogue_gm + gemm.out_bytes))
+    cached = _l2_tiling(profile, gemm, cores, epilogue_ub, bias_table, exact) if working_set <= profile.l2_bytes else None
+
+    def lower_bound(per: tuple[int, ...], used: int) -> float:
+        """No tiling of this block does better: each operand read once, the cube at peak."""
+        bb, mbf, nbf = per
+        elements = bb * mbf * nbf * FRACTAL * FRACTAL
+        loads = bb * (gemm.a_gm_bytes(mbf * FRACTAL, gemm.k, kc) + gemm.b_gm_bytes(gemm.k, nbf * FRACTAL, kc)) + elements * epilogue_gm
+        return max(bb * mbf * nbf * kf, gm.cycles(used, loads, bb * mbf * nbf * out_tile))
+
+    candidates = sorted((lower_bound(per, math.prod(dims)), math.prod(dims), per, dims) for per, dims in block_splits(units, cores, exact).items())
+    tiled: list[tuple[float, int, tuple[int, ...], _BlockTile]] = []
+    for bound, used, per, dims in candidates:
+        if tiled and bound > min(t[0] for t in tiled) * TIE:
+            break
+        tile = _tile_block(profile, gemm, per, used, kc, kf, l1, gm, epilogue_ub, bias_table, epilogue_gm, epilogue_vector)
+        if tile is not None:
+            tiled.append((tile.cost, used, dims, tile))
+    if cached is not None and (not tiled or min(t[0] for t in tiled) * L2_MARGIN >= _l2_cycles(profile, gemm, cached, cores, working_set, epilogue_gm)):
+        return cached
+    if not tiled:
+        raise ModelError(f"no cube tile of a {gemm.m}x{gemm.k}x{gemm.n} matmul fits {profile.name}'s buffers")
+    least = min(t[0] for t in tiled)
+    _, _, (batch_dim, m_dim, n_dim), tile = min((t for t in tiled if t[0] <= least * TIE), key=lambda t: (-t[1], t[0]))
+    bb, mbf, nbf = -(-gemm.batch // batch_dim), -(-units[1] // m_dim), -(-units[2] // n_dim)
+    m0f, n0f, k0f = tile.m0f, tile.n0f, tile.k0f
+
+    def fits(k1f: int) -> bool:
+        return _panels(profile, gemm, kc, m0f, n0f, k1f, kf if tile.b_resident else k1f, tile.b_single) <= l1
+
+    k1f = k0f
+    while k1f + k0f <= kf and fits(k1f + k0f):
+        k1f += k0f
+    mb = min(mbf * FRACTAL, gemm.m)
+    return CubeTiling(
+        batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(m0f * FRACTAL, _align(mb, FRACTAL)), n0f * FRACTAL, k0f * kc, k1f * kc,
+        tile.b_resident, kc,
+    )
+
+
+def _panels(profile: SocProfile, gemm: Gemm, kc: int, m0f: int, n0f: int, k1f: int, b_k: int, b_single: bool = False) -> int:
+    """L1 for two A panels of k1f fractal columns and two B panels of b_k (one where
+    a block has a single N tile: nothing to load ahead)."""
+    a = aligned(profile, "L1", gemm.a_l1_bytes(m0f * FRACTAL, k1f * kc, kc))
+    return 2 * a + (1 if b_single else 2) * b_k * n0f * FRACTAL_BYTES
+
+
+@dataclass(frozen=True)
+class _GmRates:
+    """GM rates the tiling cost assumes: the chip's, shared by a kernel's blocks, and
+    what one core's loads and stores reach alone (`CORE_LOAD_SHARE`)."""
+
+    chip: float
+    load: float
+    store: float
+    load_nd: float
+    """An nd2nz load's rate (MTE2 converting to NZ on the way)."""
+
+    @classmethod
+    def of(cls, profile: SocProfile, cores: int) -> _GmRates:
+        share = max(profile.gm_bytes_per_cycle, 1.0)
+        chip = share * max(cores, 1)
+        return cls(chip, min(chip, CORE_LOAD_SHARE * share), min(chip, CORE_STORE_SHARE * share), min(chip, ND2NZ_LOAD_SHARE * share))
+
+    def load_cycles(self, copies: int, nbytes: float, nd: bool) -> float:
+        """MTE2 cycles of `copies` loads of `nbytes` in all."""
+        if nd:
+            return copies * ND2NZ_LATENCY + nbytes / self.load_nd
+        return copies * COPY_LATENCY + nbytes / self.load
+
+    def cycles(self, used: int, loads: float, stores: float) -> float:
+        """Cycles of one block's GM traffic in a kernel of `used` such blocks."""
+        return max(used * (loads + stores) / self.chip, loads / self.load, stores / self.store)
+
+
+def _tile_block(
+    profile: SocProfile, gemm: Gemm, per: tuple[int, ...], used: int, kc: int, kf: int, l1: int, gm: _GmRates,
+    epilogue_ub: Callable[[int, int], int], bias_table: bool, epilogue_gm: float, epilogue_vector: float,
+) -> _BlockTile | None:
+    """The cheapest L0 tile of a block of `per` (batches, M and N fractals) in a kernel
+    of `used` blocks, or None if none fits the buffers. A block's time is that of its
+    busiest pipe (cube, MTE1, MTE2 loading, MTE3 or FIX storing, V draining L0C where
+    there is no FIX pipe) or of its share of the chip's GM traffic, whichever is
+    longest (the first loads, which nothing overlaps, are left out: charging them
+    favours more blocks and duplicated reads, which cost more where other streams'
+    kernels share the chip's GM); a GM copy costs `COPY_LATENCY` on its pipe, so small
+    tiles pay for their number."""
+    bb, mbf, nbf = per
+    cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
+    cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
+    cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
+    cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else cap_b
+    out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
+    epilogue = bb * mbf * nbf * FRACTAL * FRACTAL * epilogue_gm
+    drain = epilogue_vector + (0.0 if profile.fix_pipe else ACC_BYTES / 128)  # V cycles per result element
+    best: _BlockTile | None = None
+    for m0f in range(1, min(mbf, cap_a) + 1):
+        mt = -(-mbf // m0f)
+        a_tile = gemm.a_gm_bytes(m0f * FRACTAL, gemm.k, kc)
+        a_column = gemm.a_l1_bytes(m0f * FRACTAL, gemm.k, kc) / kf  # L1 bytes per fractal column of an A panel
+        for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
+            k0f = min(kf, cap_a // m0f, cap_b // n0f)
+            while k0f > 1 and _panels(profile, gemm, kc, m0f, n0f, k0f, k0f) > l1:  # a convolution's input rows fill L1 fast
+                k0f //= 2
+            if k0f < 1 or _panels(profile, gemm, kc, m0f, n0f, k0f, k0f) > l1 or epilogue_ub(m0f * FRACTAL, n0f * FRACTAL) > profile.ub_bytes:
+                continue
+            nt = -(-nbf // n0f)
+            single = nt == 1
+            resident = _panels(profile, gemm, kc, m0f, n0f, k0f, kf, single) <= l1
+            b_tile = gemm.b_gm_bytes(gemm.k, n0f * FRACTAL, kc)
+            room = l1 - ((1 if single else 2) * b_tile if resident else 0)
+            k1f = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
+            tiles = bb * mt * nt
+            steps = tiles * -(-kf // k0f)
+            panels = tiles * -(-kf // k1f)
+            cube = steps * (m0f * n0f * k0f + MMAD_OVERHEAD)
+            mte1 = steps * (m0f + n0f) * k0f * FRACTAL_BYTES / 128
+            a_loads, b_loads = tiles * a_tile, bb * nt * b_tile * (1 if resident else mt)
+            b_copies = bb * nt if resident else panels
+            loads = gm.load_cycles(panels, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue / gm.load
+            stores = tiles * COPY_LATENCY + out_bytes / gm.store
+            vector = out_bytes / gemm.out_bytes * drain
+            cost = max(cube, mte1, loads, stores, vector, used * (a_loads + b_loads + epilogue + out_bytes) / gm.chip)
+            if best is None or cost < best.cost - 1e-9:
+                best = _BlockTile(cost, m0f, n0f, k0f, resident, single and resident)
+    return best
 
 
 def _align(x: int, unit: int) -> int:
@@ -285,6 +519,20 @@ class Epilogue:
             return 0
         return sum(aligned(profile, "UB", v.nbytes(m, n)) * (2 if v.double else 1) for v in self.values)
 
+    def gm_bytes_per_element(self, out_bytes: int) -> float:
+        """GM bytes the epilogue moves per result element beyond the result's store: its
+        tile-shaped loads (a residual addend), and a mixed epilogue's workspace round trip."""
+        loads = sum(v.element_bytes for v in self.values if v.kind == "tile" and v.value in self.loads)
+        return loads + (2 * out_bytes if self.kind == "mixed" else 0)
+
+    def vector_cycles_per_element(self, out_bytes: int) -> float:
+        """V cycles per result element of the epilogue's instructions (tiling cost only:
+        `VECTOR_REPEAT_CYCLES` a 256-byte repeat), beside the drain from L0C."""
+        if self.kind == "fix":
+            return 0.0
+        steps = sum(len(recipe(op)) for op in self.tail) + self.scale + (self.bias is not None) + 2 * (self.addend is not None)
+        return steps * VECTOR_REPEAT_CYCLES * out_bytes / REPEAT_BYTES
+
     def workspace(self, m: int, n: int, out_bytes: int) -> int:
         """GM bytes one block needs (two tiles) when FIX hands the tile to V through GM."""
         return 2 * m * n * out_bytes if self.kind == "mixed" else 0
@@ -298,7 +546,8 @@ def cube_program(
     `a` and `b` are the GM buffers of the operands."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
     l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, t.k1, kc))
-    l1_b = prog.pair("L1", (_align(gemm.k, kc) if t.b_resident else t.k1) * t.n0 * in_b)
+    l1_b_bytes = (_align(gemm.k, kc) if t.b_resident else t.k1) * t.n0 * in_b
+    l1_b = (prog.alloc("L1", l1_b_bytes),) * 2 if t.b_single else prog.pair("L1", l1_b_bytes)
     l0a = prog.pair("L0A", t.m0 * t.k0 * in_b)
     l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
     l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES)

@@ -35,6 +35,22 @@ SETUP_INSTRS = 32
 MMAD_OVERHEAD = 16
 """Cycles of issue and pipeline fill an mmad costs beyond its fractal MACs (tiling cost only)."""
 ACC_BYTES = 4
+CORE_LOAD_SHARE = 5.0
+CORE_STORE_SHARE = 2.0
+"""What one core's MTE2 loads and MTE3 stores reach of GM, in multiples of its even
+share of the chip's rate (`gm_bytes_per_cycle`), at most the chip's rate: about
+what the fitted GM -> L1 and UB -> GM rates of the 310P3, 910A and 910B1 give
+(tiling cost only: a kernel of few blocks cannot draw the whole chip's bandwidth)."""
+COPY_LATENCY = 100
+ND2NZ_LATENCY = 500
+ND2NZ_LOAD_SHARE = 3.5
+"""An nd2nz GM -> L1 copy: its latency (the fits give 430 to 790 cycles) and its rate
+in shares of the chip's GM rate (3.5 to 4.5 in the fits; tiling cost only)."""
+VECTOR_REPEAT_CYCLES = 2.0
+"""Cycles of one 256-byte vector repeat, on average over the instructions an epilogue
+runs (1 for a VRELU, 2 for a VADD in the fitted tables; tiling cost only)."""
+"""Cycles a GM copy holds its pipe before its first byte (the fitted latencies are
+80 to 140 cycles; tiling cost only)."""
 
 Ops = list[Operation]
 
