@@ -133,7 +133,8 @@ def test_the_stream_sync_timeout_counts_every_iteration(resnet: ge.Model) -> Non
 
 
 def test_a_kernel_longer_than_op_execute_timeout_fails(tmp_path: Path) -> None:
-    """A 16384^3 fp16 matmul on one AI core of an Ascend310P3 takes about 2 s."""
+    """A 16384^3 fp16 matmul on one AI core of an Ascend310P3 takes between 1 and 3 s
+    (about 1.7 s with the tiling of today: the exact figure is the tiling's business)."""
     n = 16384
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["a", "b"], ["y"])], "mm",
@@ -143,7 +144,7 @@ def test_a_kernel_longer_than_op_execute_timeout_fails(tmp_path: Path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "mm.onnx")
     model = ge.compile(str(tmp_path / "mm.onnx"), {"soc_version": "Ascend310P3"})
     Session(RunConfig(timing_only=True, aicore_num=1, op_execute_timeout=3)).run(model)
-    with pytest.raises(RunTimeout, match=r"task \d+ \('MatMul_0.*'\): the kernel ran 1.9\d s, longer than op_execute_timeout=1 s"):
+    with pytest.raises(RunTimeout, match=r"task \d+ \('MatMul_0.*'\): the kernel ran [12]\.\d\d s, longer than op_execute_timeout=1 s"):
         Session(RunConfig(timing_only=True, aicore_num=1, op_execute_timeout=1)).run(model)
 
 
