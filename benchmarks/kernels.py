@@ -30,14 +30,12 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-import onnx
-
 import ge
 from ge.om import Model
 from ge.session import Session
 from ge.sim.config import RunConfig
 from ge.sim.profile import Profile
-from ge.testing.real_models import CACHE_DIR, model_path
+from ge.testing.real_models import CACHE_DIR, batched_path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "benchmarks" / "README.md"
@@ -59,19 +57,8 @@ CASES = (Case("resnet50_b1", "resnet50", 1), Case("mobilenet_v2_b4", "mobilenet_
 
 
 def onnx_file(case: Case) -> Path:
-    """The model's ONNX file, with its batch set to the case's (the vision models have no
-    batch-dependent constant)."""
-    path = model_path(case.model)
-    if case.batch == 1:
-        return path
-    out = CACHE / f"{path.stem}-b{case.batch}.onnx"
-    if not out.exists():
-        model = onnx.load(str(path))
-        for value in (*model.graph.input, *model.graph.output):
-            value.type.tensor_type.shape.dim[0].dim_value = case.batch
-        CACHE.mkdir(parents=True, exist_ok=True)
-        onnx.save(model, str(out))
-    return out
+    """The model's ONNX file, with its batch set to the case's."""
+    return batched_path(case.model, case.batch)
 
 
 def compiled(case: Case, soc: str) -> Model:

@@ -35,12 +35,11 @@ from datetime import date
 from pathlib import Path
 
 import numpy as np
-import onnx
 
 import ge
 from ge.session import Session
 from ge.sim.config import RunConfig
-from ge.testing.real_models import CACHE_DIR, model_inputs, model_path
+from ge.testing.real_models import CACHE_DIR, batched_path, model_inputs, model_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,17 +66,7 @@ CASES = (Case("resnet50_b1", "resnet50", 1), Case("resnet50_b8", "resnet50", 8),
 
 def onnx_file(case: Case) -> Path:
     """The model's ONNX file, with its batch set to the case's."""
-    path = model_path(case.model)
-    if case.batch == 1:
-        return path
-    out = CACHE / f"{path.stem}-b{case.batch}.onnx"
-    if not out.exists():
-        model = onnx.load(str(path))
-        for value in (*model.graph.input, *model.graph.output):
-            value.type.tensor_type.shape.dim[0].dim_value = case.batch
-        CACHE.mkdir(parents=True, exist_ok=True)
-        onnx.save(model, str(out))
-    return out
+    return batched_path(case.model, case.batch)
 
 
 def inputs(case: Case) -> dict[str, np.ndarray]:

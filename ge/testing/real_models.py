@@ -228,6 +228,25 @@ def _export(spec: ModelSpec, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def batched_path(name: str, batch: int) -> Path:
+    """The model's export with its inputs' and outputs' batch set to `batch` (made once,
+    beside the export; right for models without a batch-dependent constant, as the
+    vision models are)."""
+    path = model_path(name)
+    if batch == 1:
+        return path
+    out = path.with_name(f"{path.stem}-b{batch}.onnx")
+    with _locked(out.with_suffix(".lock")):
+        if not out.exists():
+            import onnx
+
+            model = onnx.load(str(path))
+            for value in (*model.graph.input, *model.graph.output):
+                value.type.tensor_type.shape.dim[0].dim_value = batch
+            onnx.save(model, str(out))
+    return out
+
+
 def model_inputs(path: str | os.PathLike, seed: int = SEED) -> dict[str, np.ndarray]:
     """Seeded inputs for every graph input of the ONNX model at `path`.
 
