@@ -183,12 +183,17 @@ def _compare(
 
 
 def _errors(got: np.ndarray | None, want: np.ndarray | None) -> tuple[float | None, float | None]:
-    """max |got - want| and that over max |want|; None where the layers do not compare."""
+    """max |got - want| and that over max finite |want|; None where the layers do not
+    compare. Equal values (the same infinity, NaN against NaN) differ by 0, as the
+    float32 baseline may overflow too; any other non-finite difference is inf."""
     if got is None or want is None or got.shape != want.shape or want.dtype.kind not in "fc":
         return None, None
     a, b = got.astype(np.float64), want.astype(np.float64)
-    err = float(np.max(np.abs(a - b), initial=0.0))
-    scale = float(np.max(np.abs(b), initial=0.0))
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(a - b))
+    err = float(np.max(np.where(np.isnan(diff), np.inf, diff), initial=0.0))
+    scale = float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0))
     return err, (err / scale if scale > 0 else (0.0 if err == 0 else float("inf")))
 
 

@@ -238,3 +238,17 @@ def test_masked_attention_matches_onnxruntime_under_the_default_precision(tmp_pa
         warnings.simplefilter("error", NonFiniteWarning)
         got = ge.Session().run(compiled, {"x": x, "mask": mask}).outputs["y"]
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=5e-3)
+
+
+def test_layer_errors_treat_equal_non_finite_values_as_equal() -> None:
+    """The float32 baseline may overflow too: the same infinity (or NaN) in both is no
+    error and no RuntimeWarning; a finite value against an infinity is an infinite one."""
+    from ge.precision_report import _errors
+
+    want = np.array([np.inf, -np.inf, np.nan, 2.0], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _errors(want.copy(), want) == (0.0, 0.0)
+        err, rel = _errors(np.array([np.inf, 1.0, np.nan, 3.0], dtype=np.float16), want)
+    assert err == np.inf and rel == np.inf
+    assert _errors(np.array([np.inf, -np.inf, np.nan, 1.0]), want) == (1.0, 0.5)
