@@ -23,10 +23,10 @@ import ge
 from dialects import ascend_graph as ag
 from ge.cli.main import main as ge_main
 from ge.core import ir, limits
-from ge.core.errors import GEError, ModelError
 from ge.core.limits import LimitError
 from ge.core.weights import WeightStore, attach
 from ge.frontend import load_onnx
+from ge.testing.refusals import refused
 from passes.constant_folding import ConstantFoldingPass
 
 F = TensorProto.FLOAT
@@ -48,16 +48,6 @@ def make(nodes, inputs, outputs, inits=(), ir_version: int = 8, functions=()) ->
     model.ir_version = ir_version
     return model
 
-
-def refused(model, *fragments: str, error: type[GEError] = ModelError, input_shape=None) -> str:
-    """The import fails with one line of `error` holding every fragment."""
-    with pytest.raises(error) as info:
-        load_onnx(model, input_shape)
-    message = str(info.value)
-    assert "\n" not in message
-    for fragment in fragments:
-        assert fragment in message, message
-    return message
 
 
 # ----------------------------------------------------------------- invalid models

@@ -13,8 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from dialects import ascend_graph as ag
-from ge.core.errors import ModelError
 from ge.core.ir import graph_of
+from ge.testing.refusals import refused
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(7)
@@ -65,12 +65,6 @@ def op_types(module) -> list[str]:
     structural = (ag.DataOp, ag.ConstOp, ag.NetOutputOp)
     return [op.OP_TYPE for op in graph_of(module).body.block.ops if isinstance(op, ag.AscendOp) and not isinstance(op, structural)]
 
-
-def refused(m: onnx.ModelProto, *fragments: str) -> None:
-    with pytest.raises(ModelError) as info:
-        ge.load_onnx(m)
-    for fragment in fragments:
-        assert fragment in str(info.value), str(info.value)
 
 
 # ------------------------------------------------------------------ ConvTranspose
