@@ -54,6 +54,7 @@ from xdsl.rewriter import Rewriter
 
 from dialects import ascend_graph as ag
 from dialects.shapes import DYN, Shape, ShapeError
+from dialects.shapes import fmt as shapes_fmt
 from ge import backend, pipeline
 from ge.core import dtypes, ir, shape_ranges
 from ge.core.errors import ModelError, OptionError
@@ -138,6 +139,9 @@ def compile(model: str | os.PathLike | ModuleOp, options: CompileOptions, import
     timings = {"import": imported_s + time.perf_counter() - started}
     compilation = pipeline.optimize(module, options)
     timings.update(compilation.timings)
+    probed = time.perf_counter()
+    infer_shapes(module.clone(), {n: tuple(lo for lo, _ in dims) for n, dims in ranges.items()})  # refuse now what no shape could run
+    timings["shape check"] = time.perf_counter() - probed
     compilation.finish()
     graph, blob = _graph(module, ranges)
     return _model(options, graph, blob, timings)
@@ -174,7 +178,8 @@ def _model(options: CompileOptions, graph: DynamicGraph, blob: bytes, timings: d
     """A fully dynamic model: the dynamic section, the weight region, and no task list."""
     sizes = {r: 0 for r in REGION_ORDER} | {Region.WEIGHT: len(blob)}
     memory = MemoryPlan(STRATEGY, (), {r: 0 for r in REGION_ORDER}, sizes, 0, 0, {})
-    build = {"timings": timings, "kernels": 0, "tasks": 0, "dynamic": _summary(graph, STRATEGY)}
+    cache = {"mode": options.op_compiler_cache_mode, "off": "a dynamic model's kernels are tiled at run time, per input shape"}
+    build = {"timings": timings, "kernels": 0, "aicpu_kernels": 0, "tasks": 0, "kernel_cache": cache, "dynamic": _summary(graph, STRATEGY)}
     return Model(options.soc_version, options.given(), (), (), memory, 1, 0, "", (), memoryview(blob).toreadonly(), build, dynamic=graph)
 
 
@@ -242,6 +247,16 @@ def specialise(graph: DynamicGraph, weights: bytes | memoryview, shapes: Mapping
     except Exception as e:  # noqa: BLE001 - a tampered graph fails in the parser or verifier in many ways
         raise OmError(f"the model's dynamic graph does not parse: {e}") from None
     attach(module, _store(graph, weights, key))
+    names = [d.label for d in ir.graph_of(module).inputs]
+    if names != [p.name for p in graph.inputs]:
+        raise OmError(f"the model's dynamic graph has inputs {names[:8]}, its section lists {[p.name for p in graph.inputs][:8]}")
+    infer_shapes(module, shapes)
+    return module
+
+
+def infer_shapes(module: ModuleOp, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """Give every tensor of `module` its shape for the input `shapes`, in place (the host's
+    InferShape); a result whose shape depends on values, not shapes, is refused."""
     body = ir.graph_of(module)
     for op in list(body.body.block.ops):
         if isinstance(op, ag.DataOp):
@@ -255,11 +270,16 @@ def specialise(graph: DynamicGraph, weights: bytes | memoryview, shapes: Mapping
             except (ShapeError, NotImplementedError) as e:
                 raise ModelError(f"{op.OP_TYPE} '{op.label}': its shape for inputs {dict(shapes)} cannot be inferred: {e}") from None
             for r, t in zip(list(op.results), inferred):
+                if DYN in ag.shape_of(t):
+                    raise ModelError(
+                        f"{op.OP_TYPE} '{op.label}': its result shape {shapes_fmt(ag.shape_of(t))} depends on values computed from the "
+                        f"input shapes (a shape computation), which the fully dynamic build does not resolve; fix those dims with "
+                        f"--input_shape or build gears"
+                    )
                 typed = _retyped(r.type, ag.shape_of(t))
                 if r.type != typed:
                     Rewriter.replace_value_with_new_type(r, typed)
     module.verify()
-    return module
 
 
 def _retyped(old: Attribute, shape: Shape) -> TensorType:

@@ -262,7 +262,7 @@ def test_option_errors(flags: dict[str, str], message: str) -> None:
         ({"input_shape": "input:-1,3,32,32", "dynamic_image_size": "32,32;64,64"}, r"sets H and W \(dims 2 and 3 of a 4-D NCHW input\) only, but -1 marks 'input' dim 0"),
         ({"input_shape": "input:1,3,-1,-1", "dynamic_image_size": "32,32;64,64", "input_format": "NHWC"}, r"dims 1 and 2 of a 4-D NHWC input"),
         ({"input_shape": "input:1,3,-1,-1", "dynamic_dims": "32;64"}, r"--dynamic_dims gives 1 values per gear, but there are 2 dims marked -1 \('input' dim 2, 'input' dim 3\)"),
-        ({"input_shape": "input:1~4,3,32,32", "dynamic_batch_size": "1,2"}, r"a range lo~hi is for fully dynamic shapes \(not built yet\); with --dynamic_batch_size mark the gear dims -1"),
+        ({"input_shape": "input:1~4,3,32,32", "dynamic_batch_size": "1,2"}, r"a range lo~hi bounds a fully dynamic graph; with --dynamic_batch_size mark the gear dims -1"),
         ({"input_shape": "image:-1,3,32,32", "dynamic_batch_size": "1,2"}, r"the model has no input 'image'"),
     ],
 )
