@@ -227,9 +227,14 @@ class Model:
         return write(self, path)
 
     def kernel_module(self) -> ModuleOp:
-        """The kernels parsed back into IR."""
+        """The kernels parsed back into IR (none for a fully dynamic model: its kernels are
+        tiled at run time)."""
         from ge.core import ir
 
+        if not self.kernels:
+            from xdsl.dialects.builtin import ModuleOp
+
+            return ModuleOp([])
         return ir.parse(self.kernels, KERNELS)
 
     def description(self) -> dict[str, object]:
