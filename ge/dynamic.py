@@ -57,7 +57,7 @@ from dialects.shapes import DYN, Shape, ShapeError
 from dialects.shapes import fmt as shapes_fmt
 from ge import backend, pipeline
 from ge.core import dtypes, ir, shape_ranges
-from ge.core.errors import ModelError, OptionError
+from ge.core.errors import InputError, ModelError, OptionError
 from ge.core.options import CompileOptions
 from ge.core.shape_ranges import UNBOUNDED, Ranges
 from ge.core.weights import WeightStore, attach, digest, store_of
@@ -140,7 +140,7 @@ def compile(model: str | os.PathLike | ModuleOp, options: CompileOptions, import
     compilation = pipeline.optimize(module, options)
     timings.update(compilation.timings)
     probed = time.perf_counter()
-    infer_shapes(module.clone(), {n: tuple(lo for lo, _ in dims) for n, dims in ranges.items()})  # refuse now what no shape could run
+    infer_shapes(module.clone(), _probe(ranges), probe=True)  # refuse now what no shape could run
     timings["shape check"] = time.perf_counter() - probed
     compilation.finish()
     graph, blob = _graph(module, ranges)
@@ -210,7 +210,7 @@ def hybrid(model: str | os.PathLike, options: CompileOptions) -> Model:
     for index, gear in enumerate(geared.gears):
         try:
             shape_ranges.check(dynamic.dynamic.ranges, gear.shapes)
-        except ModelError as e:
+        except InputError as e:
             raise OptionError(f"gear {index} lies outside --input_shape's ranges: {e.args[0]}") from None
     return with_dynamic(geared, dynamic, options)
 
@@ -254,9 +254,19 @@ def specialise(graph: DynamicGraph, weights: bytes | memoryview, shapes: Mapping
     return module
 
 
-def infer_shapes(module: ModuleOp, shapes: Mapping[str, tuple[int, ...]]) -> None:
+PROBE_DIM = 64
+"""A dynamic dim's size in the compile's shape check (within its range): large enough
+for the convolutions and pools of an image model, as a run's sizes are."""
+
+
+def _probe(ranges: Ranges) -> dict[str, tuple[int, ...]]:
+    return {n: tuple(max(lo, PROBE_DIM) if hi == UNBOUNDED else min(max(lo, PROBE_DIM), hi) for lo, hi in dims) for n, dims in ranges.items()}
+
+
+def infer_shapes(module: ModuleOp, shapes: Mapping[str, tuple[int, ...]], probe: bool = False) -> None:
     """Give every tensor of `module` its shape for the input `shapes`, in place (the host's
-    InferShape); a result whose shape depends on values, not shapes, is refused."""
+    InferShape); a result whose shape depends on values, not shapes, is refused. A `probe`
+    stops quietly at a shape rule that refuses the shapes (other sizes may fit it)."""
     body = ir.graph_of(module)
     for op in list(body.body.block.ops):
         if isinstance(op, ag.DataOp):
@@ -268,6 +278,8 @@ def infer_shapes(module: ModuleOp, shapes: Mapping[str, tuple[int, ...]]) -> Non
             try:
                 inferred = type(op).infer_result_types([v.type for v in op.operands], op.props)
             except (ShapeError, NotImplementedError) as e:
+                if probe:
+                    return
                 raise ModelError(f"{op.OP_TYPE} '{op.label}': its shape for inputs {dict(shapes)} cannot be inferred: {e}") from None
             for r, t in zip(list(op.results), inferred):
                 if DYN in ag.shape_of(t):
