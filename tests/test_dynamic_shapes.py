@@ -307,7 +307,9 @@ def test_resnet50_dynamic_batch_equals_onnxruntime(tmp_path: Path) -> None:
         got = session.run(model, {"input": x}).outputs
         (name, want), = zip(got, onnxruntime(path, {"input": x}))
         assert got[name].shape == want.shape == (batch, 1000)
-        np.testing.assert_allclose(got[name], want, rtol=5e-2, atol=5e-2)
+        for ours, theirs in zip(got[name].astype(np.float64), want.astype(np.float64)):  # float16 compute: as tests/test_sim_models.py measures it
+            assert ours @ theirs / (np.linalg.norm(ours) * np.linalg.norm(theirs)) > 0.999
+        np.testing.assert_array_equal(got[name].argmax(-1), want.argmax(-1))
     with pytest.raises(InputError, match="outside the model's shape ranges input:1~4,3,224,224"):
         session.run(model, {"input": np.zeros((5, 3, 224, 224), np.float32)})
 
