@@ -304,6 +304,9 @@ class Session:
         models = [m if isinstance(m, Model) else read(m) for m, _ in instances]
         names = [f"model {i}" if isinstance(m, Model) else os.path.basename(os.fspath(m)) for i, (m, _) in enumerate(instances)]
         feeds = [_by_name(m, x) for m, x in zip(models, inputs)] if inputs is not None else [None] * len(models)
+        for name, m in zip(names, models):
+            if m.dynamic is not None:
+                raise OptionError(f"{name} is a dynamic-shape model, built per input shape from the host; run_instances runs static and multi-gear models")
         models = [m.gear(pick(m.gears, {k: tuple(np.shape(v)) for k, v in f.items()})) if m.gears and f else m for m, f in zip(models, feeds)]
         return run_tenants(models, [n for _, n in instances], feeds, self.config, names)
 
