@@ -312,10 +312,11 @@ def test_atc_shows_the_gears(tmp_path: Path) -> None:
     assert shapes["gears"][1]["outputs"] == {"logits": [2, 10]}
 
 
-def test_dynamic_model_without_gears_names_the_gear_options(tmp_path: Path) -> None:
+def test_dynamic_model_without_gears_compiles_fully_dynamic(tmp_path: Path) -> None:
+    """Without a gear option the model's dynamic batch makes a fully dynamic build (`ge.dynamic`)."""
     path = with_dynamic_dims(RESNET, tmp_path / "resnet_n.onnx", {0: "N"})
-    with pytest.raises(OptionError, match=r'--input_shape="input:<N>,3,32,32".*--dynamic_batch_size, --dynamic_image_size or --dynamic_dims'):
-        ge.compile(path)
+    model = ge.compile(path)
+    assert not model.gears and model.dynamic is not None and model.build["dynamic"]["ranges"] == "input:-1,3,32,32"
 
 
 @pytest.mark.slow
