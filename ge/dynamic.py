@@ -13,13 +13,20 @@ unbounded, as in GE: nothing compiled here depends on the upper bound (see below
 
 Compile time (once): import with the dynamic dims `?`, then every optimisation phase
 of `ge.pipeline` (constant folding, graph fusion, precision and format selection, UB
-fusion, Split no-task). None of them needs the concrete shape: the graph fusion
-patterns match op types and static attributes, format selection reads channel dims
-(the batch, H, W and sequence dims do not change a format), and UB fusion sizes a
-scope by the footprint of one tile, whose dims the lowering picks per shape (a
-dynamic dim counts as one fractal, `passes.ub_fusion.scopes`), so no upper bound is
-needed. The `.om` keeps the optimised graph as IR text, the ranges and the weights
-(`ge.om.dynamic`); it holds no task list and no kernel.
+fusion, Split no-task) on the dynamic graph. Their decisions do not depend on the
+size of a dynamic dim: graph fusion patterns match op types and static attributes,
+format selection reads channel dims (batch, H, W and sequence do not change a
+format), and UB fusion sizes a scope by the footprint of one tile, a cube fractal (a
+dynamic dim counted as a whole 16, `passes.ub_fusion.scopes`) or a 32-byte block, so no
+upper bound is needed. Where a pass needs a static shape to decide, it leaves the
+dynamic graph as it is, so the graph can have more kernels than a static build of a
+shape: MultiHeadAttention fusion (it traces the head split on index arrays of static
+shape) leaves attention over a dynamic sequence as its matmuls and softmax, and UB
+fusion does not fuse a row-cut scope whose reduced dims are dynamic. The `.om` keeps the
+optimised graph as IR text, the ranges and the weights (`ge.om.dynamic`); it holds no
+task list and no kernel. The compile also infers the graph's shapes at a probe size
+(`PROBE_DIM` per dynamic dim) to refuse a graph whose shapes depend on values (a
+Shape -> Reshape chain), which no run could build.
 
 Run time (per input shape, `ShapeBuilds`): the shapes are checked against the ranges
 (an `InputError` listing them), every tensor's shape is inferred on the host by each
@@ -29,8 +36,9 @@ shape are built; all of it is cached per shape, so a shape seen again costs only
 run. The simulator then runs that task list with every task launched from the host
 (no sink scheduling): `timing.HOST_TILING_US` per kernel op and `timing.HOST_LAUNCH_US`
 per task on the host's timeline, a task starting no earlier than its launch; the
-profile's `host_us` column shows it per op. The kernels are those a static compile of
-the shape would build, so the outputs equal the static build's.
+profile's `host_us` column shows it per op. Where the dynamic graph was optimised as a
+static one would be (ResNet-style CNNs), the kernels are those a static compile of the
+shape builds, and the outputs equal the static build's.
 
 Hybrid (`dynamic_fallback=1` with a gear option): the gears (`ge.gears`) and the
 dynamic graph in one model; a run takes the gear its inputs match, else the dynamic
