@@ -69,6 +69,8 @@ from ge.core.errors import InputError, ModelError, OptionError
 from ge.core.options import CompileOptions
 from ge.core.shape_ranges import UNBOUNDED, Ranges
 from ge.core.weights import WeightStore, attach, digest, store_of
+from ge.frontend.input_shape import parse_input_shape
+from ge.frontend.onnx_importer import _input_shapes, _utf8, prepare
 from ge.om import Model, OmError
 from ge.om.dynamic import DynamicGraph, Port, WeightEntry
 from ge.om.memory import REGION_ORDER, MemoryPlan, Region, align
@@ -134,12 +136,8 @@ def compile(model: str | os.PathLike | ModuleOp, options: CompileOptions, import
         ranges = ranges_of(options, declared)
         _check_module(module, ranges)
     else:
-        from ge.frontend.onnx_importer import _input_shapes, _utf8, prepare
-
         importer, _, where = prepare(os.fspath(model))
         ranges = ranges_of(options, _input_shapes(importer.model))
-        from ge.frontend.input_shape import parse_input_shape
-
         with _utf8(where):
             module = importer.run(parse_input_shape(_import_shapes(ranges), _input_shapes(importer.model)))
     if not shape_ranges.is_dynamic(ranges):
