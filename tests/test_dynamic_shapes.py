@@ -70,6 +70,7 @@ def test_a_dynamic_build_holds_no_task_list_and_round_trips(resnet_dynamic: ge.M
     assert again.dynamic == model.dynamic and bytes(again.weights) == bytes(model.weights)
 
 
+@pytest.mark.slow
 def test_every_batch_in_the_range_equals_onnxruntime_and_the_static_build(resnet_dynamic: ge.Model, resnet_n: Path) -> None:
     session = Session()
     for batch in (1, 3, 8):
