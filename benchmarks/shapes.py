@@ -17,7 +17,17 @@ and the bundled tiny ResNet.
 
     .venv/bin/python benchmarks/shapes.py [--only resnet50 bert_like tiny_resnet] [--readme]
 
-Fully dynamic builds (host tiling at run time) are not built yet.
+The fully dynamic build (`ge.dynamic`: the -1 input_shape, compiled once, built and
+tiled on the host per input shape at run time, every task launched from the host) gets
+its own table: its compile time against the static compile of the reference shape, and
+at each of `DYNAMIC_SHAPES` values the static and the dynamic latency (timing only),
+the dynamic graph's build of that shape run as a sunk task list (what its kernels
+alone cost: the difference from the static latency is fusion the dynamic graph lacks),
+their difference, the host tiling and launch time the simulator charged
+(`ge.sim.timing.HOST_TILING_US` per kernel op, `HOST_LAUNCH_US` per task) and the
+first run's host build (shape inference, tiling, build) in wall-clock seconds. The
+gap is the part of the host's serial tiling and launches the device did not hide
+behind earlier kernels. `--strategies dynamic` measures it alone.
 """
 
 from __future__ import annotations
@@ -34,9 +44,11 @@ from rich.console import Console
 from rich.table import Table
 
 import ge
+from ge.dynamic import ShapeBuilds
 from ge.models import DEMO_MODELS
 from ge.om import Region
 from ge.session import Session
+from ge.sim import timing
 from ge.sim.config import RunConfig
 from ge.sim.runtime import input_specs
 from ge.testing.gear_models import bert_like
@@ -45,6 +57,8 @@ from ge.testing.real_models import model_path
 console = Console(width=160)
 GEARS = (2, 4, 8)
 BERT_HIDDEN, BERT_LAYERS = 256, 4
+DYNAMIC_SHAPES = 4
+"""The first values of a model's gear values at which the dynamic build is measured."""
 COMPILE_GOAL = 0.6
 """The issue's goal: an 8-gear compile under 0.6 x 8 static compiles."""
 LATENCY_GOAL = 1.02
@@ -88,11 +102,50 @@ def compiled(path: str, flags: dict[str, str]) -> tuple[ge.Model, float]:
     return model, time.perf_counter() - started
 
 
+def feeds_of(model: ge.Model, shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """Zeros of `shapes` in the model's input dtypes (a dynamic model's from its graph)."""
+    dtypes = {p.name: np.dtype(p.dtype) for p in model.dynamic.inputs} if model.dynamic is not None else {n: d for n, d, _ in input_specs(model)}
+    return {name: np.zeros(shape, dtypes[name]) for name, shape in shapes.items()}
+
+
 def latency_us(session: Session, model: ge.Model, shapes: dict[str, tuple[int, ...]]) -> float:
     """Simulated latency (timing only) on inputs of `shapes`, which pick the gear."""
-    specs_ = {name: dtype for name, dtype, _ in input_specs(model)}
-    feeds = {name: np.zeros(shape, specs_[name]) for name, shape in shapes.items()}
-    return session.run(model, feeds).latency_us
+    return session.run(model, feeds_of(model, shapes)).latency_us
+
+
+def bench_dynamic(name: str, spec: Spec, rows: list[list[str]], notes: list[str]) -> None:
+    """The fully dynamic build against static builds of the same shapes."""
+    session = Session(RunConfig(timing_only=True))
+    compiled(spec.path, {"input_shape": spec.input_shape(spec.values[0])})  # warm-up
+    _, reference = compiled(spec.path, {"input_shape": spec.input_shape(spec.values[0])})
+    model, seconds = compiled(spec.path, {"input_shape": spec.input_shape(-1)})
+    console.print(f"[dim]{name}: dynamic {spec.input_shape(-1)} compiled in {seconds:.1f} s[/]")
+    gaps = []
+    same = True
+    for value in spec.values[:DYNAMIC_SHAPES]:
+        static, _ = compiled(spec.path, {"input_shape": spec.input_shape(value)})
+        shapes = {d.name: d.origin_shape for d in static.inputs}
+        ran = session.run(static, feeds_of(static, shapes))
+        fixed, static_kernels = ran.latency_us, len(ran.profile.kernels() + ran.profile.aicpu_kernels())
+        started = time.perf_counter()
+        result = session.run(model, feeds_of(model, shapes))
+        built = time.perf_counter() - started
+        kernels = result.profile.kernels() + result.profile.aicpu_kernels()
+        sunk = session.run(ShapeBuilds(model, session.config).build(shapes), feeds_of(static, shapes)).latency_us
+        charged = len(result.profile.records) * timing.HOST_LAUNCH_US + len(kernels) * timing.HOST_TILING_US
+        gaps.append((result.latency_us - fixed) / len(kernels))
+        same = same and [r.name for r in kernels] == [r.name for r in ran.profile.kernels() + ran.profile.aicpu_kernels()]
+        rows.append([
+            name, spec.input_shape(value), f"{seconds:.2f}", f"{seconds / reference:.2f}", f"{fixed:,.1f}", f"{sunk:,.1f}", f"{result.latency_us:,.1f}",
+            f"{result.latency_us / fixed:.3f}", f"{result.latency_us - fixed:,.1f}", f"{charged:,.0f}", f"{static_kernels} / {len(kernels)}",
+            f"{(result.latency_us - fixed) / len(kernels):.1f}", f"{built:.2f}",
+        ])  # fmt: skip
+    notes.append(
+        f"{name}, fully dynamic: one compile of {seconds:.2f} s ({seconds / reference:.2f} x the static compile) for every shape; "
+        f"per kernel op the host charges {timing.HOST_TILING_US:g} us tiling + {timing.HOST_LAUNCH_US:g} us launch, and the latency "
+        f"grows by {min(gaps):.1f} to {max(gaps):.1f} us per kernel op over the static build's"
+        + (" (the same kernels and task list)" if same else " (the dynamic graph has other kernels: see 'kernel ops')")
+    )
 
 
 def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str]) -> None:
@@ -132,28 +185,40 @@ def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str]) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=["resnet50", "bert_like"], choices=["resnet50", "bert_like", "tiny_resnet"])
+    parser.add_argument("--strategies", nargs="*", default=["gears", "dynamic"], choices=["gears", "dynamic"])
     parser.add_argument("--readme", action="store_true", help="print the table as Markdown for benchmarks/README.md")
     args = parser.parse_args()
     rows: list[list[str]] = []
+    dynamic_rows: list[list[str]] = []
     notes: list[str] = []
     with tempfile.TemporaryDirectory() as folder:
         every = specs(Path(folder))
         for name in args.only:
-            bench(name, every[name](), rows, notes)
+            spec = every[name]()
+            if "gears" in args.strategies:
+                bench(name, spec, rows, notes)
+            if "dynamic" in args.strategies:
+                bench_dynamic(name, spec, dynamic_rows, notes)
     columns = ["model", "gears", "gear values", "compile s", "/ (N x static)", "/ sum of statics", "gear / static latency (worst)", "feature map B", "sum over gears B"]
-    table = Table(title="static and multi-gear builds", title_justify="left")
-    for c in columns:
-        table.add_column(c, justify="left" if c in ("model", "gear values") else "right")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    dynamic_columns = ["model", "shape", "dynamic compile s", "/ static compile", "static us", "dynamic graph sunk us", "dynamic us", "dynamic / static",
+                       "+ us", "host us charged", "kernel ops static / dynamic", "+ us per op", "first-run host build s"]  # fmt: skip
+    tables = [(t, c, r) for t, c, r in (("static and multi-gear builds", columns, rows), ("fully dynamic builds", dynamic_columns, dynamic_rows)) if r]
+    for title, cols, body in tables:
+        table = Table(title=title, title_justify="left")
+        for c in cols:
+            table.add_column(c, justify="left" if c in ("model", "gear values", "shape") else "right")
+        for row in body:
+            table.add_row(*row)
+        console.print(table)
     for note in notes:
         console.print(note)
     if args.readme:
-        print("| " + " | ".join(columns) + " |")
-        print("|" + "---|" * len(columns))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
+        for _, cols, body in tables:
+            print("| " + " | ".join(cols) + " |")
+            print("|" + "---|" * len(cols))
+            for row in body:
+                print("| " + " | ".join(row) + " |")
+            print()
         for note in notes:
             print(f"- {note}")
 

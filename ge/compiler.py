@@ -21,7 +21,10 @@ counts as a hit, and the only timing is the lookup's.
 
 With a gear option (dynamic_batch_size, dynamic_image_size, dynamic_dims) the
 compile is `ge.gears.compile`: each gear is compiled here as a static graph, and
-the builds are merged into one multi-gear model.
+the builds are merged into one multi-gear model (with dynamic_fallback=1, plus a
+dynamic graph: `ge.dynamic.hybrid`). Without one, a graph input with a dynamic dim
+(-1 or lo~hi in input_shape, or the model's own) makes a fully dynamic model
+(`ge.dynamic.compile`).
 
 op_debug_level 1, 2 and 4, and op_debug_config's dump_cce and dump_loc, write the
 kernels' programs to kernel_meta (`ge.sim.debug`) once the build is done; its `oom`
@@ -90,7 +93,15 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
             raise OptionError("a multi-gear compile (dynamic_batch_size, dynamic_image_size, dynamic_dims) imports each gear from the ONNX model; give its path, not a module")
         from ge import gears
 
+        if options.dynamic_fallback:
+            from ge import dynamic
+
+            return dynamic.hybrid(model, options)
         return gears.compile(model, options)
+    from ge import dynamic
+
+    if dynamic.requested(options) and not isinstance(model, ModuleOp):
+        return dynamic.compile(model, options)
     cache, off = kernel_cache.for_compile(
         options.op_compiler_cache_mode, options.op_compiler_cache_dir, options.op_debug_level, options.op_debug_config
     )
@@ -111,7 +122,8 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
         from ge.frontend import load_onnx
 
         module, _ = load_onnx(os.fspath(model), input_shape=options.input_shape)
-    require_static(module, None if isinstance(model, ModuleOp) else model)
+    if dynamic.requested(options) or not _static_inputs(module):  # the model's own dynamic dims: -1
+        return dynamic.compile(module, options, time.perf_counter() - started)
     timings["import"] = time.perf_counter() - started
     compilation = pipeline.optimize(module, options)
     if not isinstance(model, ModuleOp) and log.isEnabledFor(logging.INFO):
@@ -157,6 +169,14 @@ def _from_cache(hit: model_cache.Hit, models: model_cache.ModelCache, options: C
     report = {**models.cache.report(), "hits": kernels, "model_cache": "hit"}
     build = {**hit.model.build, "timings": {"model cache": seconds}, "kernel_cache": report}
     return dataclasses.replace(hit.model, build=build)
+
+
+def _static_inputs(module: ModuleOp) -> bool:
+    from dialects.ascend_graph import shape_of
+    from dialects.shapes import is_static
+    from ge.core.ir import graph_of
+
+    return all(is_static(shape_of(d.out.type)) for d in graph_of(module).inputs)
 
 
 def require_static(module: ModuleOp, model: str | os.PathLike | None = None) -> None:

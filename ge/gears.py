@@ -24,7 +24,8 @@ a MapIndex; here the runtime picks the gear's task list from the input shapes
 (`ge.om.gears.pick`) and the simulator charges that pick as one fixed
 `ge.sim.timing.GEAR_SELECT_US`, without label tasks.
 
-Fully dynamic shapes (ranges `lo~hi`, host tiling at run time) are not built yet.
+Fully dynamic shapes are `ge.dynamic`'s; with dynamic_fallback=1 a dynamic graph is
+compiled beside the gears (`ge.dynamic.hybrid`) and runs the inputs no gear matches.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def gear_shapes(options: CompileOptions, declared: Mapping[str, Shape | None]) -
     gears = parse_gears(name, text)
     if options.input_shape is not None and "~" in options.input_shape:
         raise OptionError(
-            f"--input_shape='{options.input_shape}': a range lo~hi is for fully dynamic shapes (not built yet); "
-            f"with --{name} mark the gear dims -1"
+            f"--input_shape='{options.input_shape}': a range lo~hi bounds a fully dynamic graph; "
+            f"with --{name} mark the gear dims -1 (or add dynamic_fallback=1 for gears with a dynamic fallback over the ranges)"
         )
     parsed = parse_input_shape(options.input_shape, declared) if options.input_shape is not None else {}
     shapes: dict[str, Shape] = {}

@@ -66,7 +66,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 
@@ -83,6 +83,9 @@ from ge.sim.dump import NonFiniteWarning, Overflow
 from ge.sim.profile import Profile
 from ge.sim import timing
 from ge.sim.runtime import Runtime, Timeouts
+
+if TYPE_CHECKING:
+    from ge.dynamic import ShapeBuilds
 
 Inputs = Mapping[str, np.ndarray] | Sequence[np.ndarray]
 """A model's inputs: by input name, or a list in the model's input order."""
@@ -159,6 +162,8 @@ class Session:
         if self.config.external_weight:
             self._check_weight_dir()
         compiled = compile_model(model, {**flags, "session_id": self.session_id, **given})  # type: ignore[arg-type]
+        if self.config.external_weight and compiled.dynamic is not None:
+            raise OptionError("external_weight keeps the weights of a static build's plan outside the model; a dynamic model's graph keeps its own: turn external_weight off")
         return self._externalized(compiled) if self.config.external_weight else compiled
 
     def _check_weight_dir(self) -> None:
@@ -247,19 +252,40 @@ class Session:
     ) -> tuple[Runtime, threading.Lock, float]:
         """The runtime of the gear `feeds` match (loaded once per session, with the lock
         its runs take turns on), and the pick's cost; a static model's own runtime and no
-        cost. Without inputs (timing only) the model's own tasks, its largest gear's, run."""
-        gears = runtime.model.gears
-        if not gears:
+        cost. Without inputs (timing only) the model's own tasks, its largest gear's, run.
+        A dynamic model's inputs that match no gear run the build of their shapes (`ge.dynamic`)."""
+        gears, dynamic = runtime.model.gears, runtime.model.dynamic
+        if not gears and dynamic is None:
             return runtime, turn, 0.0
         if feeds is None:
+            if not gears:
+                raise InputError("a fully dynamic model needs its inputs: their shapes choose the build that runs (timing_only too)")
             return runtime, turn, timing.GEAR_SELECT_US
-        index = pick(gears, {name: tuple(np.shape(value)) for name, value in feeds.items()})
+        shapes = {name: tuple(np.shape(value)) for name, value in feeds.items()}
+        try:
+            index = pick(gears, shapes) if gears else -1
+        except InputError:
+            if dynamic is None:
+                raise
+            index = -1
+        if index < 0:
+            return (*self._shape_builds(model, runtime.model).runtime(shapes), timing.GEAR_SELECT_US if gears else 0.0)
         key = (_key(model), "gear", index)
         with self._loading:
             if key not in self._loaded:
                 self._loaded[key] = (runtime.model, Runtime(runtime.model.gear(index), self.config), threading.Lock())
             _, gear, gear_turn = self._loaded[key]
         return gear, gear_turn, timing.GEAR_SELECT_US
+
+    def _shape_builds(self, model: Model | str | os.PathLike, loaded: Model) -> ShapeBuilds:
+        """The per-shape builds of a dynamic model (made once per session)."""
+        from ge.dynamic import ShapeBuilds
+
+        key = (_key(model), "shapes")
+        with self._loading:
+            if key not in self._loaded:
+                self._loaded[key] = (loaded, ShapeBuilds(loaded, self.config), threading.Lock())  # type: ignore[arg-type]
+            return self._loaded[key][1]  # type: ignore[return-value]
 
     def run_instances(
         self, instances: Sequence[tuple[Model | str | os.PathLike, int]], inputs: Sequence[Inputs | None] | None = None
@@ -278,6 +304,9 @@ class Session:
         models = [m if isinstance(m, Model) else read(m) for m, _ in instances]
         names = [f"model {i}" if isinstance(m, Model) else os.path.basename(os.fspath(m)) for i, (m, _) in enumerate(instances)]
         feeds = [_by_name(m, x) for m, x in zip(models, inputs)] if inputs is not None else [None] * len(models)
+        for name, m in zip(names, models):
+            if m.dynamic is not None:
+                raise OptionError(f"{name} is a dynamic-shape model, built per input shape from the host; run_instances runs static and multi-gear models")
         models = [m.gear(pick(m.gears, {k: tuple(np.shape(v)) for k, v in f.items()})) if m.gears and f else m for m, f in zip(models, feeds)]
         return run_tenants(models, [n for _, n in instances], feeds, self.config, names)
 

@@ -262,7 +262,7 @@ def test_option_errors(flags: dict[str, str], message: str) -> None:
         ({"input_shape": "input:-1,3,32,32", "dynamic_image_size": "32,32;64,64"}, r"sets H and W \(dims 2 and 3 of a 4-D NCHW input\) only, but -1 marks 'input' dim 0"),
         ({"input_shape": "input:1,3,-1,-1", "dynamic_image_size": "32,32;64,64", "input_format": "NHWC"}, r"dims 1 and 2 of a 4-D NHWC input"),
         ({"input_shape": "input:1,3,-1,-1", "dynamic_dims": "32;64"}, r"--dynamic_dims gives 1 values per gear, but there are 2 dims marked -1 \('input' dim 2, 'input' dim 3\)"),
-        ({"input_shape": "input:1~4,3,32,32", "dynamic_batch_size": "1,2"}, r"a range lo~hi is for fully dynamic shapes \(not built yet\); with --dynamic_batch_size mark the gear dims -1"),
+        ({"input_shape": "input:1~4,3,32,32", "dynamic_batch_size": "1,2"}, r"a range lo~hi bounds a fully dynamic graph; with --dynamic_batch_size mark the gear dims -1"),
         ({"input_shape": "image:-1,3,32,32", "dynamic_batch_size": "1,2"}, r"the model has no input 'image'"),
     ],
 )
@@ -312,10 +312,11 @@ def test_atc_shows_the_gears(tmp_path: Path) -> None:
     assert shapes["gears"][1]["outputs"] == {"logits": [2, 10]}
 
 
-def test_dynamic_model_without_gears_names_the_gear_options(tmp_path: Path) -> None:
+def test_dynamic_model_without_gears_compiles_fully_dynamic(tmp_path: Path) -> None:
+    """Without a gear option the model's dynamic batch makes a fully dynamic build (`ge.dynamic`)."""
     path = with_dynamic_dims(RESNET, tmp_path / "resnet_n.onnx", {0: "N"})
-    with pytest.raises(OptionError, match=r'--input_shape="input:<N>,3,32,32".*--dynamic_batch_size, --dynamic_image_size or --dynamic_dims'):
-        ge.compile(path)
+    model = ge.compile(path)
+    assert not model.gears and model.dynamic is not None and model.build["dynamic"]["ranges"] == "input:-1,3,32,32"
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""How `ge atc` (its compile summary, `--mode=6` and `--mode=1`) shows a model's gears."""
+"""How `ge atc` (its compile summary, `--mode=6` and `--mode=1`) shows a model's gears
+and, for a fully dynamic or hybrid model (`ge.dynamic`), its shape ranges."""
 
 from __future__ import annotations
 
@@ -14,21 +15,28 @@ from ge.om import Model, Region
 from ge.om.gears import describe
 
 STATIC = "none (static shapes)"
-NOT_BUILT = "fully dynamic shapes (host tiling at run time) are not built yet"
 
 
 def strategy(model: Model) -> str:
-    """The shape strategy in words: static, or how many gears by which option."""
+    """The shape strategy in words: static, fully dynamic, or how many gears by which
+    option (with a dynamic fallback: hybrid)."""
+    if model.dynamic is not None and not model.gears:
+        return "none (fully dynamic shapes: tiled on the host at run time)"
     if not model.gears:
         return STATIC
+    if model.dynamic is not None:
+        name = _option(model)
+        return f"{len(model.gears)}, hybrid: multi-gear (--{name}) with a fully dynamic fallback"
     name = _option(model)
     return f"{len(model.gears)}, multi-gear (--{name})" if isinstance(name, str) else f"{len(model.gears)}, multi-gear"
 
 
 def gears_json(model: Model) -> dict[str, object]:
     """`--mode=1`'s entry: the strategy and each gear's shapes, tasks and feature map."""
+    kind = "hybrid" if model.gears and model.dynamic is not None else "dynamic" if model.dynamic is not None else "multi-gear" if model.gears else "static"
     return {
-        "strategy": "multi-gear" if model.gears else "static",
+        "strategy": kind,
+        "ranges": model.build.get("dynamic", {}).get("ranges") if model.dynamic is not None else None,  # type: ignore[union-attr]
         "gear_option": _option(model),
         "gears": [
             {"input_shape": describe(g.shapes), "outputs": {t.name: list(t.origin_shape) for t in g.outputs}, "tasks": len(g.tasks), "build": g.build}
@@ -46,7 +54,16 @@ def _option(model: Model) -> str | None:
 
 def show(model: Model, console: Console) -> None:
     """The strategy, then a table of the gears and what they share."""
-    console.print(f"gears: {strategy(model)}; {NOT_BUILT}", soft_wrap=True)
+    console.print(f"gears: {strategy(model)}", soft_wrap=True)
+    if model.dynamic is not None:
+        from ge.core.shape_ranges import shown
+
+        console.print(
+            f"shape ranges: {shown(model.dynamic.ranges)} (-1: unbounded); every kernel tiled on the host per input shape "
+            f"({model.build.get('dynamic', {}).get('host_tiling_us_per_op')} us per op) and each task launched from the host "  # type: ignore[union-attr]
+            f"({model.build.get('dynamic', {}).get('host_launch_us_per_task')} us per task): no sink scheduling",  # type: ignore[union-attr]
+            soft_wrap=True,
+        )
     if not model.gears:
         return
     table = Table(title="gears (the run picks the one whose input shapes match)", title_justify="left")

@@ -170,7 +170,12 @@ def run(
             check_output_directory(directory, flag)
     session = Session(config)
     runtime = session.runtime(model)
-    names = [d.name for d in runtime.model.inputs]
+    dynamic = runtime.model.dynamic
+    names = [p.name for p in dynamic.inputs] if dynamic is not None else [d.name for d in runtime.model.inputs]
+    if dynamic is not None and not runtime.model.gears and not inputs:
+        from ge.core.shape_ranges import shown
+
+        raise OptionError(f"'{model}' is a fully dynamic model: give its inputs with --input name=FILE.npy, shapes within {shown(dynamic.ranges)}")
     if inputs:
         if seed is not None:
             raise OptionError("--seed makes inputs for a run without --input; give one or the other")
@@ -189,13 +194,21 @@ def run(
     written = write_outputs(result.outputs, output) if output is not None else []
     files = result.profile.write(profile) if profile is not None else []
     report(model, result, wall, written, files, timing_only)
-    if runtime.model.gears:
+    shapes = {d.name: tuple(d.origin_shape) for d in runtime.model.inputs} if feeds is None else {k: tuple(v.shape) for k, v in feeds.items()}
+    if runtime.model.gears and not (dynamic is not None and not any(g.shapes == shapes for g in runtime.model.gears)):
         from ge.om.gears import describe, pick
         from ge.sim.timing import GEAR_SELECT_US
 
-        shapes = {d.name: tuple(d.origin_shape) for d in runtime.model.inputs} if feeds is None else {k: tuple(v.shape) for k, v in feeds.items()}
         index = pick(runtime.model.gears, shapes)
         console.print(f"gear {index} of {len(runtime.model.gears)} ran: {describe(runtime.model.gears[index].shapes)} (its pick: {GEAR_SELECT_US:g} us)")
+    elif dynamic is not None:
+        kernels = result.profile.kernels() + result.profile.aicpu_kernels()
+        console.print(
+            f"the dynamic graph ran for {'; '.join(f'{k}{list(v)}' for k, v in shapes.items())}: built and tiled on the host for these shapes; "
+            f"{len(kernels)} kernel ops tiled and launched from the host, {sum(r.host_us for r in kernels):.1f} us "
+            f"(per op: op_summary.csv's host_us), every other task launched from the host too",
+            soft_wrap=True,
+        )
     report_dumps(config, result)
 
 

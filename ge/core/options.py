@@ -149,10 +149,11 @@ DUMP_STEP_RANGES = 100
 OPTIONS: tuple[Option, ...] = (
     # ---- compile (ATC)
     Option("soc_version", str, "Ascend310P3", "The SoC to compile for (a profile in ge/core/soc/).", choices=soc.names()),
-    Option("input_shape", str, None, "Input shapes 'name:1,3,224,224;name2:...' (-1 or lo~hi: a dynamic dim)."),
+    Option("input_shape", str, None, "Input shapes 'name:1,3,224,224;name2:...' (-1 or lo~hi: a dynamic dim); without a gear option, a dynamic dim makes a fully dynamic build (tiled on the host at run time, shapes checked against the ranges)."),
     Option("dynamic_batch_size", str, None, "Multi-gear batch sizes '1,8,16' (2 to 100): one static build per batch, dim 0 the only -1 of input_shape (or of the model's inputs); excludes dynamic_image_size and dynamic_dims."),
     Option("dynamic_image_size", str, None, "Multi-gear image sizes 'H,W;H,W' (2 to 100): one static build per size, H and W the only -1 dims of input_shape (or of the model's inputs); excludes dynamic_batch_size and dynamic_dims."),
     Option("dynamic_dims", str, None, "Multi-gear ND dims 'd,d;d,d' (2 to 100 gears, one value per -1 of input_shape in its order, else of the model's dynamic dims); needs input_format ND; excludes dynamic_batch_size and dynamic_image_size."),
+    Option("dynamic_fallback", int, 0, "Hybrid build (not a CANN option): 1 with a gear option also compiles a fully dynamic graph, run when the inputs match no gear, its ranges those of input_shape (-1 or lo~hi on the gear dims).", choices=(0, 1)),
     Option("input_format", str, None, "The layout of the model's inputs (default NCHW for 4-D inputs, else ND): where dynamic_image_size finds H and W.", choices=INPUT_FORMATS),
     Option("fusion_switch_file", str, None, "A GE fusion switch file (JSON or 'Pass:off' lines) closing or opening fusion passes.", tools=(ATC, RUN)),
     Option("export_compile_stat", int, 1, "fusion_result.json: 0 never, 1 at the normal end of the compile, 2 right after the graph is optimised.", choices=(0, 1, 2), tools=(ATC, RUN)),
@@ -204,8 +205,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("distribute", object, None, "A ParameterServerStrategy.", tools=(RUN,), no_effect="one simulated device, no parameter servers"),
     Option("memory_config", object, None, "A MemoryConfig.", tools=(RUN,), no_effect="device memory is the model's plan, laid out at load"),
     Option("external_weight", bool, False, "Session.compile writes each Const's weight once to $ASCEND_WORK_PATH (else .)/tmp_weight_<pid>_<sessionid>/weight_<hash>, shared by the session's models and removed when it closes.", tools=(RUN,)),
-    Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="dynamic-shape graphs are not built; in a static graph, AI CPU and AI Core tasks on different streams already run in parallel"),
-    Option("compile_dynamic_mode", bool, False, "Generalise every input shape to -1.", tools=(RUN,), no_effect="a model is compiled for its input shapes (input_shape)"),
+    Option("ac_parallel_enable", str, "0", "AI CPU and AI Core ops in parallel in dynamic-shape graphs.", choices=("0", "1"), tools=(RUN,), no_effect="a dynamic-shape run takes the streams of the build of its shapes, on which AI CPU and AI Core tasks on different streams already run in parallel (as with 1)"),
+    Option("compile_dynamic_mode", bool, False, "Generalise every input dim to -1: a fully dynamic build, unbounded ranges.", tools=(RUN,)),
     Option("mix_compile_mode", bool, False, "Mixed computing: ops the AI Core cannot run (the AI CPU engine's) run in the host framework instead, timed with the stream sync, PCIe copies out and back and the graph's relaunch.", tools=(RUN,)),
     Option("enable_exception_dump", int, 2, "Dump a failing kernel's arguments (.npy) and tiling (JSON): 1 to the current directory, 2 to extra-info/data-dump/<device id> under $ASCEND_WORK_PATH or the current directory, $NPU_COLLECT_PATH over both; 0 off.", choices=(0, 1, 2), tools=(RUN,)),
     Option("enable_reduce_precision", bool, None, "Not supported by CANN either.", tools=(RUN,), no_effect="CANN documents it as not supported"),
@@ -228,9 +229,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("jit_compile", str, "auto", "Compile ops online or use prebuilt binaries.", choices=("auto", "true", "false"), tools=(RUN,), no_effect="every kernel is built for the graph's static shapes, as true (and auto, for static shapes) does in CANN; false selects the operator package's prebuilt shape-generalised binaries, and there are none here (reusing built kernels is op_compiler_cache_mode's)"),
     Option("enable_data_pre_proc", bool, True, "GetNext offload.", tools=(RUN,), deprecated=(RUN,), no_effect="there is no dataset pipeline; inputs are given to Session.run"),
     Option("variable_format_optimize", bool, None, "Variable format optimisation.", tools=(RUN,), deprecated=(RUN,), no_effect="the models hold no variables"),
-    Option("dynamic_input", bool, False, "Dynamic inputs.", tools=(RUN,), deprecated=(RUN,), no_effect="dynamic dims are given with input_shape"),
-    Option("dynamic_graph_execute_mode", str, None, "How dynamic inputs run (needs dynamic_input).", choices=("dynamic_execute",), tools=(RUN,), deprecated=(RUN,), no_effect="dynamic dims are given with input_shape"),
-    Option("dynamic_inputs_shape_range", str, None, "Shape ranges of dynamic inputs (needs dynamic_input).", tools=(RUN,), deprecated=(RUN,), no_effect="dynamic dims are given with input_shape"),
+    Option("dynamic_input", bool, False, "Dynamic inputs: a fully dynamic build, its ranges dynamic_inputs_shape_range's (else the model's dynamic dims, unbounded).", tools=(RUN,), deprecated=(RUN,)),
+    Option("dynamic_graph_execute_mode", str, None, "How dynamic inputs run (needs dynamic_input): dynamic_execute, a graph compiled for the shape ranges.", choices=("dynamic_execute",), tools=(RUN,), deprecated=(RUN,)),
+    Option("dynamic_inputs_shape_range", str, None, "Shape ranges of the graph inputs in order, 'data:[1~8,128],[1~8]' (needs dynamic_input).", tools=(RUN,), deprecated=(RUN,)),
     Option("graph_memory_max_size", str, None, "Static and dynamic memory sizes.", tools=(RUN,), deprecated=(RUN,), no_effect="CANN ignores it too: memory follows the network's needs"),
     Option("variable_memory_max_size", str, None, "Variable memory size.", tools=(RUN,), deprecated=(RUN,), no_effect="CANN ignores it too: memory follows the network's needs"),
 )
@@ -317,6 +318,11 @@ class CompileOptions:
     dynamic_image_size: str | None = option_field("dynamic_image_size")
     dynamic_dims: str | None = option_field("dynamic_dims")
     input_format: str | None = option_field("input_format")
+    dynamic_fallback: int = option_field("dynamic_fallback")
+    shape_range: str | None = None
+    """NPURunConfig's dynamic_inputs_shape_range (not an ATC flag): the ranges of a fully dynamic build."""
+    generalise_inputs: bool = False
+    """NPURunConfig's compile_dynamic_mode (not an ATC flag): every input dim -1, a fully dynamic build."""
     fusion_switch_file: str | None = option_field("fusion_switch_file")
     enable_scope_fusion_passes: str | None = option_field("enable_scope_fusion_passes")
     export_compile_stat: int = option_field("export_compile_stat")
@@ -347,6 +353,11 @@ class CompileOptions:
     def __post_init__(self) -> None:
         check_fields(self)
         gear_options.check(dataclasses.asdict(self))
+        if self.dynamic_fallback and gear_options.gear_option(dataclasses.asdict(self)) is None:
+            raise OptionError(
+                "dynamic_fallback=1 adds a fully dynamic graph to a multi-gear build; give a gear option too "
+                "(" + ", ".join(f"--{n}" for n in gear_options.GEAR_OPTIONS) + "), or leave it 0"
+            )
         if self.fusion_switch_file is not None and not os.path.isfile(self.fusion_switch_file):
             raise OptionError(f"fusion_switch_file '{self.fusion_switch_file}' does not exist or is not a file")
         if self.stream_max_parallel_num is not None:

@@ -4,7 +4,7 @@ The text form is `name:d0,d1,...;name:...`, as ATC spells it. A name may itself
 hold colons (TensorFlow-style `input:0`), so the dims start after the last colon. A
 dim is a positive size, `-1` (dynamic) or a range `lo~hi` (dynamic, `hi` may be -1
 for unbounded). The importer has no use for a range beyond knowing the dim is
-dynamic, so both become `?`. An empty dim list gives a scalar (rank-0) input.
+dynamic, so both become `?` (the ranges are `ge.core.shape_ranges`'). An empty dim list gives a scalar (rank-0) input.
 
 `input_shape_needed` is the other direction: the `--input_shape` a compile needs
 for a model whose inputs have dynamic dims (which only the import keeps dynamic).
@@ -115,8 +115,8 @@ def _int_dim(value: object, name: str, inputs: Mapping[str, Shape | None]) -> in
 def input_shape_needed(dynamic: Mapping[str, Shape], dim_names: Mapping[str, Sequence[str]] | None = None) -> OptionError:
     """The error for inputs (name -> shape) with dynamic dims.
 
-    Until dynamic-shape compile exists a compile needs every dim, or gears for the
-    dynamic ones (`ge.gears`): the one message names
+    A command that works on one static graph (`ge precision-report`) needs every dim
+    (`ge atc` and `ge.compile` build dynamic dims fully dynamic or as gears): the one message names
     each dynamic input and gives the `--input_shape` to pass, its static dims filled in
     and each dynamic one a placeholder, named after the ONNX dim (`dim_names`: input
     name -> its dims' `dim_param`, "" for an unnamed dim) when it has a name."""
@@ -129,7 +129,6 @@ def input_shape_needed(dynamic: Mapping[str, Shape], dim_names: Mapping[str, Seq
     listed = ", ".join(f"'{n}' [{', '.join(dims(n, s, '{}', '?'))}]" for n, s in dynamic.items())
     spec = ";".join(f"{n}:{','.join(dims(n, s, '<{}>', '<size>'))}" for n, s in dynamic.items())
     return OptionError(
-        f"the model's inputs {listed} have dynamic dims, and compile needs static shapes (dynamic-shape compile "
-        f'is not built yet); pass --input_shape="{spec}" with a size for each <...>, or -1 for each and the '
-        f"sizes to build as gears with --dynamic_batch_size, --dynamic_image_size or --dynamic_dims"
+        f"the model's inputs {listed} have dynamic dims, and this command needs static shapes (ge atc and ge.compile "
+        f'build them fully dynamic or as gears); pass --input_shape="{spec}" with a size for each <...>'
     )

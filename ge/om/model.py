@@ -15,6 +15,10 @@ The file is our own container, not CANN's: a zip holding
 A multi-gear model (format version 3) adds to model.json a gear table, `gears`:
 each gear's input shapes, ports, placements, streams, events and tasks in the
 model's one memory layout (`ge.om.gears`), checked on read as the model's own are.
+A fully dynamic or hybrid model (format version 4) adds `dynamic` (`ge.om.dynamic`):
+the shape ranges, the optimised graph with its dynamic dims, and its weights' places
+in weights.bin; a fully dynamic model has no task list of its own (ports, tasks and
+placements empty, the plan its weight region only).
 
 and sealed: the zip's comment, the file's last bytes, is `ge-om sha256:` and the
 SHA-256 of every byte before the digest. The seal covers the zip's own headers
@@ -57,6 +61,7 @@ from ge.core import soc as socs
 from ge.core.errors import ModelError
 from ge.core.files import published
 from ge.om import limits
+from ge.om.dynamic import DynamicGraph
 from ge.om.gears import Gear
 from ge.om.limits import Malformed, integer, items, mapping, text
 from ge.om.memory import REGION_ORDER, MemoryPlan, Region
@@ -78,8 +83,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 MAGIC = "ascend-ge-om"
-FORMAT_VERSION = 3
-"""2: `external_weights`; 3: `gears` (older files, without them, are read as before)."""
+FORMAT_VERSION = 4
+"""2: `external_weights`; 3: `gears`; 4: `dynamic` (older files, without them, are read as before)."""
 MANIFEST = "manifest.json"
 MODEL = "model.json"
 KERNELS = "kernels.mlir"
@@ -192,6 +197,8 @@ class Model:
     weight_dir: str | None = None
     gears: tuple[Gear, ...] = ()
     """A multi-gear model's gears (`ge.om.gears`); empty for a static model."""
+    dynamic: DynamicGraph | None = None
+    """A fully dynamic or hybrid model's graph and ranges (`ge.om.dynamic`)."""
 
     def gear(self, index: int) -> Model:
         """Gear `index` as a static model of its own: its ports, placements and tasks
@@ -199,7 +206,7 @@ class Model:
         g = self.gears[index]
         return dataclasses.replace(
             self, inputs=g.inputs, outputs=g.outputs, memory=g.memory, streams=g.streams, events=g.events,
-            tasks=g.tasks, gears=(), build={**self.build, "gear": index},
+            tasks=g.tasks, gears=(), dynamic=None, build={**self.build, "gear": index},
         )
 
     def weight_bytes(self) -> bytes | memoryview:
@@ -220,9 +227,14 @@ class Model:
         return write(self, path)
 
     def kernel_module(self) -> ModuleOp:
-        """The kernels parsed back into IR."""
+        """The kernels parsed back into IR (none for a fully dynamic model: its kernels are
+        tiled at run time)."""
         from ge.core import ir
 
+        if not self.kernels:
+            from xdsl.dialects.builtin import ModuleOp
+
+            return ModuleOp([])
         return ir.parse(self.kernels, KERNELS)
 
     def description(self) -> dict[str, object]:
@@ -240,7 +252,7 @@ class Model:
             "build": self.build,
         } | ({"external_weights": external} if self.external else {}) | (
             {"gears": [g.to_json() for g in self.gears]} if self.gears else {}
-        )
+        ) | ({"dynamic": self.dynamic.to_json()} if self.dynamic is not None else {})
 
 
 def write(model: Model, path: str | os.PathLike) -> str:
@@ -414,7 +426,10 @@ def _model(d: object, entry: Callable[[str, int], bytes]) -> Model:
         weight_dir=weight_dir or None,
     )
     _check_tasks(model)
-    return dataclasses.replace(model, gears=_gears(d.get("gears"), model, soc))
+    dynamic = DynamicGraph.from_json(d["dynamic"], memory.sizes[Region.WEIGHT]) if d.get("dynamic") is not None else None
+    if dynamic is not None and external:
+        raise Malformed("a dynamic model keeps its weights in weights.bin; it has external_weights")
+    return dataclasses.replace(model, gears=_gears(d.get("gears"), model, soc), dynamic=dynamic)
 
 
 def _gears(data: object, model: Model, soc: socs.SocProfile) -> tuple[Gear, ...]:

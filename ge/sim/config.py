@@ -128,6 +128,8 @@ class RunConfig:
         for name in ("dynamic_graph_execute_mode", "dynamic_inputs_shape_range"):
             if getattr(self, name) is not None and not self.dynamic_input:
                 raise OptionError(f"{name} needs dynamic_input=True")
+        if self.compile_dynamic_mode and self.dynamic_inputs_shape_range is not None:
+            raise OptionError("compile_dynamic_mode generalises every input dim to -1 (unbounded); it cannot be used with dynamic_inputs_shape_range, which bounds them: keep one")
         for name in ("stream_sync_timeout", "event_sync_timeout"):
             if getattr(self, name) == 0:
                 raise OptionError(f"{name} 0 is not allowed; use -1 (no limit) or a number of milliseconds >= 1")
@@ -141,6 +143,10 @@ class RunConfig:
             flags["enable_small_channel"] = 1  # online inference fixes it at 1
         if self.precision_mode is None and self.precision_mode_v2 is None:
             flags["precision_mode"] = DEFAULT_PRECISION_MODE if self.graph_run_mode == 0 else TRAINING_PRECISION_MODE
+        if self.dynamic_input and self.dynamic_inputs_shape_range is not None:
+            flags["shape_range"] = self.dynamic_inputs_shape_range
+        if self.compile_dynamic_mode:
+            flags["generalise_inputs"] = True
         return flags
 
     def _check_dump(self) -> None:

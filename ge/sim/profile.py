@@ -18,7 +18,8 @@
   `compulsory_l2_bytes` (those of them in L2 when it started), `roofline_us` and
   `roofline_unit` (the time the busiest of cube, vector, GM bandwidth (`memory`)
   and L2 bandwidth (`l2`) needs at the chip's peak), and `x_bound`, its time over
-  that (>= 1).
+  that (>= 1); `host_us`, in a dynamic-shape run (`ge.dynamic`), the host's tiling and
+  launch of the op before it could start (0 when the task list is sunk to the device).
   An AI CPU task (KERNEL_EX) has core_type `AiCpu` (msprof's task type AI_CPU), no
   pipe figures, the bound `aicpu`, and its own time as its roofline: the AI CPU
   cost model is all the simulator knows of it. With mix_compile_mode, such a task
@@ -72,7 +73,7 @@ CSV_COLUMNS = (
     "op_name", "op_type", "kernel", "task_index", "stream", "core_type", "block_dim", "waves",
     "start_cycles", "duration_cycles", "start_us", "duration_us", "block_cycles",
     *RATIO_COLUMNS.values(), "cube_utilization", "vector_utilization", "memory_utilization", "gm_bytes", "l2_bytes",
-    "bound", "flops", "compulsory_bytes", "compulsory_l2_bytes", "roofline_us", "roofline_unit", "x_bound",
+    "bound", "flops", "compulsory_bytes", "compulsory_l2_bytes", "roofline_us", "roofline_unit", "x_bound", "host_us",
 )  # fmt: skip
 
 
@@ -98,6 +99,9 @@ class TaskRecord:
     """Its GM reads the L2 cache served (`ge.sim.l2`)."""
     l2_resident: float = 0.0
     """The bytes of its inputs in L2 when it started."""
+    host_us: float = 0.0
+    """A dynamic-shape run's host time for this task before its launch: tiling and launch
+    (`timing.HOST_TILING_US`, `timing.HOST_LAUNCH_US`); 0 for a task list sunk to the device."""
 
     @property
     def duration(self) -> float:
@@ -375,7 +379,7 @@ class Profile:
                 _ratio(row.cube), _ratio(row.vector), _ratio(row.memory), int(row.gm_bytes), int(row.l2_bytes), row.bound,
                 int(row.roofline.flops), int(row.roofline.compulsory_bytes), int(row.roofline.compulsory_l2_bytes),
                 _num(row.roofline.cycles / clock),
-                row.roofline.unit, _num(row.roofline.ratio(r.duration)),
+                row.roofline.unit, _num(row.roofline.ratio(r.duration)), _num(r.host_us),
             ])  # fmt: skip
         return rows
 

@@ -171,10 +171,19 @@ class _State:
 class Runtime:
     """A model loaded on a simulated device of its SoC."""
 
-    def __init__(self, model: Model, config: RunConfig | None = None):
+    def __init__(self, model: Model, config: RunConfig | None = None, host_us: tuple[float, ...] = ()):
         self.model = model
         self.config = config if config is not None else RunConfig()
         self.soc = socs.load(model.soc_version)
+        self.host_us = host_us
+        """A dynamic-shape run's host time before each task's launch (`ge.dynamic`), in list
+        order; empty for a task list sunk to the device (static and multi-gear models)."""
+        clock, at = self.soc.clock_mhz, 0.0
+        self.launched: list[float] = []
+        """The cycle at which the host has launched each task (all 0 when sunk)."""
+        for us in host_us:
+            at += us * clock
+            self.launched.append(at)
         if model.memory.total > self.soc.device_memory_bytes:
             raise ModelError(
                 f"the model needs {model.memory.total:,} bytes of device memory, more than the "
@@ -372,6 +381,7 @@ class Runtime:
                 kernel=task.kernel, core_type=kind, block_dim=task.block_dim, blocks=placed.blocks,
                 block_timing=self.block_timing(task.kernel, True) if trace else block, stretch=placed.stretch,
                 nbytes=sum(a.size for a in (*task.inputs, *task.outputs)), l2_hits=hits, l2_resident=resident,
+                host_us=self.host_us[index] if self.host_us else 0.0,
             )
         )
         return placed.end
@@ -532,13 +542,19 @@ class Execution:
 
     def next_time(self) -> float | None:
         """When the next task can start (None: no stream can go on)."""
-        return min((self.ready[s] for s, q in self.queues.items() if q and s not in self.waiting), default=None)
+        return min((self._ready(s) for s, q in self.queues.items() if q and s not in self.waiting), default=None)
+
+    def _ready(self, stream: int) -> float:
+        """When the stream's next task can start: its stream free and, in a dynamic-shape
+        run, the task launched by the host."""
+        launched = self.runtime.launched
+        return max(self.ready[stream], launched[self.queues[stream][0]]) if launched else self.ready[stream]
 
     def step(self) -> None:
         """Run the task that can start first."""
         runtime, state, records = self.runtime, self.state, self.records
         clock = runtime.soc.clock_mhz  # cycles per microsecond
-        now, s = min((self.ready[s], s) for s, q in self.queues.items() if q and s not in self.waiting)
+        now, s = min((self._ready(s), s) for s, q in self.queues.items() if q and s not in self.waiting)
         index = self.queues[s][0]
         task = runtime.model.tasks[index]
         self.limits.by(now, self._waits())

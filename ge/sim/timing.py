@@ -83,6 +83,15 @@ GEAR_SELECT_US = 3.0
 """A multi-gear model's pick of its gear, per run: GE's MapIndex (the input shapes to a
 gear index) and the Case's LABEL_SWITCH_BY_INDEX jumping to the gear's tasks, taken
 as one fixed cost (about a small kernel launch and a task) before the gear's first task."""
+HOST_TILING_US = 6.0
+"""A dynamic-shape run's host work per kernel op before its launch: InferShape, the op's
+tiling function on the actual shape, and the tiling data's copy into the launch
+arguments. An estimate (CANN's tiling functions of conv, matmul and elementwise ops take
+a few microseconds on a server CPU); the simulator charges it on the host's timeline."""
+HOST_LAUNCH_US = 4.0
+"""A dynamic-shape run launches every task from the host (no sink scheduling: the task
+list is not on the device beforehand), as rtKernelLaunch or rtMemcpyAsync: its host
+time per task. An estimate, of the order of CANN's single-op launch cost."""
 KERNEL_LAUNCH_US = 2.0
 """The task scheduler reading a KERNEL task and starting its blocks on the cores."""
 EVENT_RECORD_US = 0.5
