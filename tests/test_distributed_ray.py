@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
+import ge
+from ge import zoo
 from ge.core.errors import OptionError
-from ge.distributed import Backend, backend
+from ge.distributed import Backend, InProcess, backend
 from ge.distributed.cluster import MISSING, RayBackend
+from ge.models import MODELS_DIR
+from ge.zoo import Entry
 
 pytestmark = pytest.mark.slow
 
@@ -102,3 +106,12 @@ def test_bad_addresses_are_refused() -> None:
         backend("ray", address="head-node")
     with pytest.raises(OptionError, match="is for the ray backend"):
         backend("local", address="auto")
+
+
+def test_a_zoo_on_ray_compiles_as_this_process_does(ray_backend: Backend, tmp_path: Path) -> None:
+    entries = [Entry("tiny_resnet", str(MODELS_DIR / "tiny_resnet.onnx"), soc, "default", {}) for soc in ("Ascend310P3", "Ascend910B1")]
+    on_ray = zoo.run(entries, tmp_path / "ray", ray_backend)
+    here = zoo.run(entries, tmp_path / "here", InProcess())
+    assert all(c.outcome.ok for c in on_ray)
+    assert [(c.outcome.kernels, c.outcome.latency_us) for c in on_ray] == [(c.outcome.kernels, c.outcome.latency_us) for c in here]
+    assert [ge.load_model(c.written).soc_version for c in on_ray if c.written is not None] == ["Ascend310P3", "Ascend910B1"]

@@ -9,7 +9,8 @@ every backend, so that a job that runs here also runs on a cluster. `Backend.map
 keeps the order of its items whatever order the jobs finish in, and calls `on_done`
 in the caller's process as each one finishes (a progress bar). A worker that dies
 takes its job with it: the job is run again, up to `RETRIES` times, and the run goes
-on. `close()` releases what the backend started (a Ray instance), nothing else.
+on. `close()` releases what the backend started (its worker processes, a Ray
+instance), nothing else.
 """
 
 from __future__ import annotations
@@ -105,12 +106,14 @@ class InProcess:
 
 
 class LocalPool:
-    """A pool of `workers` forked processes on this machine."""
+    """A pool of `workers` forked processes on this machine, kept from one map to the
+    next (a worker's first compile loads what later ones reuse) until `close()`."""
 
     def __init__(self, workers: int) -> None:
         if workers < 1:
             raise OptionError(f"workers must be at least 1, got {workers}")
         self._workers = workers
+        self._pool: ProcessPoolExecutor | None = None
 
     @property
     def workers(self) -> int:
@@ -121,28 +124,49 @@ class LocalPool:
         results: dict[int, R] = {}
         tries = dict.fromkeys(range(len(items)), 0)
         while len(results) < len(items):
-            pending = [i for i in range(len(items)) if i not in results]
-            with ProcessPoolExecutor(self._workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                running: dict[Future[R], int] = {pool.submit(fn, items[i]): i for i in pending}
-                broken = False
-                while running and not broken:
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        i = running.pop(future)
-                        try:
-                            results[i] = future.result()
-                        except BrokenProcessPool:
-                            broken = True
-                            tries[i] += 1
-                            if tries[i] > RETRIES:
-                                raise DistributedError(f"job {i} lost its worker {tries[i]} times; giving up") from None
-                            continue
-                        if on_done is not None:
-                            on_done(i, results[i])
+            pool = self._executor()
+            running: dict[Future[R], int] = {pool.submit(fn, items[i]): i for i in range(len(items)) if i not in results}
+            try:
+                broken = self._collect(running, results, tries, on_done)
+            except BaseException:
+                self.close()  # the jobs still queued would otherwise run on into the next map
+                raise
+            if broken:
+                self.close()  # a dead worker breaks the whole pool: the next round starts a new one
         return [results[i] for i in range(len(items))]
 
     def close(self) -> None:
-        """Nothing to release: each map's pool ends with the map."""
+        """Stop the workers (the next map starts new ones)."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self._workers, mp_context=multiprocessing.get_context("fork"))
+        return self._pool
+
+    @staticmethod
+    def _collect(
+        running: dict[Future[R], int], results: dict[int, R], tries: dict[int, int], on_done: Callable[[int, R], None] | None
+    ) -> bool:
+        """Take the results as they come; True when a worker died (its job counted a try)."""
+        broken = False
+        while running and not broken:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                i = running.pop(future)
+                try:
+                    results[i] = future.result()
+                except BrokenProcessPool:
+                    broken = True
+                    tries[i] += 1
+                    if tries[i] > RETRIES:
+                        raise DistributedError(f"job {i} lost its worker {tries[i]} times; giving up") from None
+                    continue
+                if on_done is not None:
+                    on_done(i, results[i])
+        return broken
 
 
 def backend(kind: str = "local", workers: int | None = None, address: str | None = None) -> Backend:
