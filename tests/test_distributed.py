@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ge.core.errors import OptionError
-from ge.distributed import InProcess, LocalPool, backend, check_job
+from ge.core.errors import DistributedError, OptionError
+from ge.distributed import RETRIES, InProcess, LocalPool, backend, check_job
 
 
 def square(x: int) -> int:
@@ -22,6 +22,15 @@ def die_once(arg: tuple[str, int]) -> int:
         Path(marker).touch()
         os._exit(1)
     return x
+
+
+def die_always(x: int) -> int:
+    os._exit(1)
+
+
+def test_a_worker_that_keeps_dying_ends_the_run() -> None:
+    with pytest.raises(DistributedError, match=f"job 0 lost its worker {RETRIES + 1} times; giving up"):
+        LocalPool(1).map(die_always, [0])
 
 
 def test_backends_agree_and_keep_order() -> None:

@@ -4,11 +4,12 @@ once: `--backend`, `--workers`, `--ray_address` (which implies `--backend=ray`).
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ge.distributed import Backend, backend
+if TYPE_CHECKING:
+    from ge.distributed import Backend
 
 
 class BackendKind(str, Enum):
@@ -35,6 +36,8 @@ RayAddressOption = Annotated[
 
 
 def runner(kind: BackendKind | None, workers: int | None, ray_address: str | None) -> Backend:
-    """The backend the three options name."""
+    """The backend the three options name (`ge.distributed` loads here, not for `ge --help`)."""
+    from ge.distributed import backend
+
     chosen = kind.value if kind is not None else ("ray" if ray_address is not None else "local")
     return backend(chosen, workers=workers, address=ray_address)
