@@ -209,6 +209,13 @@ from ge.cli.compare import compare  # noqa: E402  (its heavy imports happen insi
 app.command(name="compare")(compare)
 
 
+# ------------------------------------------------------------------------------- zoo
+
+from ge.cli.zoo import zoo  # its heavy imports happen inside
+
+app.command(name="zoo")(zoo)
+
+
 # ------------------------------------------------------------------------------ main
 
 

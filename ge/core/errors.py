@@ -44,3 +44,8 @@ class RunTimeout(GEError):
 class CalibrationError(GEError):
     """A calibration table is missing or malformed (names the file and line), or the
     cost model is asked for a path or instruction it cannot price."""
+
+
+class DistributedError(GEError):
+    """Distributed jobs could not run: the Ray cluster is unreachable, or a job's worker
+    died more often than the retries allow (names the jobs)."""
