@@ -248,14 +248,15 @@ def pipelined_tile(
     fill and drain while each pays its copies' latency and its instructions' issue.
     The estimate is the first tile's loads, vector work and stores, then each further
     tile at its busiest pipe (MTE2, V, MTE3, or the scalar unit issuing them), or the
-    block's share of the chip's GM bandwidth if that is longer."""
+    block's share of the chip's GM bandwidth if that is longer; between tiles that
+    share of GM bounds alike, the shorter pipeline (L2 may serve the reads faster)."""
     share = max(profile.gm_bytes_per_cycle, 1.0)
     chip = share * max(used, 1)
     load_rate, store_rate = min(chip, VECTOR_LOAD_SHARE * share), min(chip, VECTOR_STORE_SHARE * share)
     by_value = {v.value: v for v in values}
     with_buffer = set(by_value)
 
-    def cycles(tile: int) -> float:
+    def cycles(tile: int) -> tuple[float, float]:
         tiles = -(-block_rows // tile)
         steps = recipe_steps(ops, lambda v: by_value[v].elements(tile), tile, with_buffer)
         held = [v for v in inputs if by_value[v].held(tile)]
@@ -266,7 +267,8 @@ def pipelined_tile(
         scalar = 4 + 2 * (len(inputs) + len(outputs)) + len(steps)
         moved = tiles * sum(by_value[v].nbytes(tile) for v in (*inputs, *outputs) if v not in held)
         gm = used * (moved + sum(by_value[v].nbytes(tile) for v in held)) / chip
-        return max(once + load + vector + store + (tiles - 1) * max(load, vector, store, scalar), gm)
+        pipes = once + load + vector + store + (tiles - 1) * max(load, vector, store, scalar)
+        return max(pipes, gm), pipes
 
     units = -(-min(largest, block_rows) // unit)
     candidates = {-(-units // n) * unit for n in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if n <= units}
