@@ -271,8 +271,8 @@ def pipelined_tile(
         return max(pipes, gm), pipes
 
     units = -(-min(largest, block_rows) // unit)
-    candidates = {-(-units // n) * unit for n in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if n <= units}
-    return min(min(sorted(candidates, reverse=True), key=cycles), block_rows)
+    candidates = {min(-(-units // n) * unit, block_rows) for n in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if n <= units}
+    return min(sorted(candidates, reverse=True), key=cycles)
 
 
 def lookups(ops: Sequence[Operation], share: float) -> int:
