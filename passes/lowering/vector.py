@@ -149,14 +149,15 @@ def vector_values(
         if v in found:
             continue
         n = numel(tables.get(v, v))
+        broadcast = False
         if v in tables or n == space.total or v in partitioned:
             per = n / space.rows  # streamed with the rows
         elif n == rows and space.total > rows:
             per = n / space.rows  # one per row: a reduction's result
         else:
             per = float(space.row)  # broadcast along the rows: whole, up to a tile's worth
-        streamed = per != space.row or v in tables or n == space.total or v in partitioned
-        found[v] = UbValue(v, per, n, element_bytes(v), v in crossing, padding(v), not streamed and v in inputs)
+            broadcast = v in inputs
+        found[v] = UbValue(v, per, n, element_bytes(v), v in crossing, padding(v), broadcast)
     return list(found.values())
 
 
