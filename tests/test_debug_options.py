@@ -34,12 +34,15 @@ def tiny(tmp_path_factory) -> Path:
 
 
 def overwrite(model: Path, path: Path) -> Path:
-    """`model` with its first kernel's first GM write four times as large, resealed."""
+    """`model` with its first kernel's first GM write made twice as large as the whole
+    output (a vector kernel, which writes it in block_dim x tiles copies), resealed."""
     contents = entries(model)
     text = contents[om.KERNELS].decode()
+    tiling = re.search(r"block_dim = (\d+) : i64.*?tiles = (\d+) : i64", text)
     write = re.search(r'ascend_kernel\.copy "MTE3" %\w+ -> %\w+, (\d+) bytes', text)
-    assert write is not None
-    contents[om.KERNELS] = (text[: write.start(1)] + str(4 * int(write.group(1))) + text[write.end(1) :]).encode()
+    assert tiling is not None and write is not None
+    copies = int(tiling.group(1)) * int(tiling.group(2))
+    contents[om.KERNELS] = (text[: write.start(1)] + str(2 * copies * int(write.group(1))) + text[write.end(1) :]).encode()
     return sealed(path, contents)
 
 

@@ -46,7 +46,7 @@ from ge.core.ir import parse, to_text
 from ge.models import DEMO_MODELS
 from ge.testing import GraphBuilder, assert_equivalent, count_ops, graphs, run_pass
 from passes.lowering.cube import cube_k
-from passes.lowering.program import FRACTAL
+from passes.lowering.program import FRACTAL, vec
 from dialects.kernel_boundary import SCOPE_ATTR, kernel_scopes, makes_kernel
 
 SOCS = ["Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1"]
@@ -349,11 +349,15 @@ def test_vector_kernels_use_the_vector_cores_of_split_parts() -> None:
 
 def test_long_vector_work_is_a_loop_of_full_instructions() -> None:
     b = GraphBuilder(dtype=f32)
-    b.op(ag.CastOp, [b.input([512, 1024])], dst_type=f16)  # 12 bytes of UB per element: tiles of 330 float32 repeats
+    b.op(ag.CastOp, [b.input([512, 1024])], dst_type=f16)
     (kernel,) = kernels_of(lowered(b.finish(), "Ascend310")).values()
     casts = [op for op in kernel.program.walk() if isinstance(op, VecOp)]
     assert all(op.repeat(4) <= 255 for op in casts)
-    assert any(isinstance(op.parent_op(), LoopOp) and op.repeat(4) == 255 for op in casts)
+    buffer = AllocOp("UB", 0, 32).buffer  # 600 float32 repeats: a loop of two full instructions, then the rest
+    loop, rest = vec("VCONV", "FP32_FP16", 600 * 64, [buffer], 4)
+    (full,) = [op for op in loop.walk() if isinstance(op, VecOp)]
+    assert isinstance(loop, LoopOp) and loop.int_prop("trips") == 2
+    assert (full.repeat(4), rest.repeat(4)) == (255, 600 - 2 * 255)
 
 
 @pytest.mark.parametrize("soc", SOCS)

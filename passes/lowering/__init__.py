@@ -49,9 +49,15 @@ reach) is converted to NZ on its way into L1 (an MTE2 copy in nd2nz mode).
 
 Vector kernels tile the Unified Buffer: a tile is a number of whole rows; every
 value of the scope gets a UB buffer of its tile (inputs and outputs twice, for
-ping-pong), and the tile is the largest whose buffers fit the UB. Per tile: MTE2
-loads the inputs, V runs each op's instruction sequence (`RECIPES`), MTE3 stores
-the outputs. A vector instruction covers at most 255 repeats of 256 bytes; longer
+ping-pong; a broadcast input that a tile holds whole once, loaded once per block
+before the tiles). Per tile: MTE2 loads the inputs, V runs each op's instruction
+sequence (`RECIPES`; a reduction within rows first combines each row's repeats
+with the elementwise instruction, then reduces within one repeat per row), MTE3
+stores the outputs. The tile is not simply the largest that fits: one tile per
+block runs MTE2, V and MTE3 one after the other, so the block's rows are cut into
+the tiles of least estimated time (`vector.pipelined_tile`: the first tile's
+pipes in series, then each further one at its busiest pipe, each copy paying its
+latency). A vector instruction covers at most 255 repeats of 256 bytes; longer
 work is a loop of such instructions.
 
 A recurrent layer (DynamicRNN, DynamicGRUV2, RNN) is one kernel whose program is

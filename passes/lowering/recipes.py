@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass
 
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -10,7 +11,7 @@ from dialects import ascend_graph as ag
 from dialects import formats, shapes
 from ge.core import dtypes
 from ge.core.errors import ModelError
-from passes.lowering.program import Ops, vec
+from passes.lowering.program import REPEAT_BYTES, Ops, vec
 
 # =========================================================== vector instructions
 
@@ -349,12 +350,27 @@ def dtype_name(dtype: Attribute) -> str:
     return _DTYPE_NAMES.get(name, name.upper())
 
 
-def emit_recipes(
-    ops: Sequence[Operation], buffers: dict[SSAValue, SSAValue], elements_of: Callable[[SSAValue], int], rows: int
-) -> Ops:
-    """The vector instructions of `ops` over one tile: `buffers` holds each value's UB
-    buffer, `elements_of` its elements in the tile, `rows` the tile's rows."""
-    out: Ops = []
+@dataclass(frozen=True)
+class Step:
+    """One vector instruction of a tile before it is placed: over `elements` of
+    `element_bytes` each, reading and writing `values` (its result first)."""
+
+    instr: str
+    dtypes: str
+    elements: int
+    element_bytes: int
+    values: tuple[SSAValue, ...]
+
+    @property
+    def repeats(self) -> int:
+        """Its 256-byte repeats."""
+        return -(-max(self.elements, 1) * self.element_bytes // REPEAT_BYTES)
+
+
+def recipe_steps(ops: Sequence[Operation], elements_of: Callable[[SSAValue], int], rows: int, values: Container[SSAValue]) -> list[Step]:
+    """The vector instructions of `ops` over one tile: `elements_of` gives each value's
+    elements in the tile, `rows` the tile's rows; `values` are those with a buffer."""
+    out: list[Step] = []
     for op in ops:
         steps = recipe(op)
         if not steps:
@@ -373,14 +389,50 @@ def emit_recipes(
             "window": elements_of(result) * _window(op),
             "updates": elements_of(op.operands[_UPDATES.get(type(op), 0)]),
         }
-        buffers_ = [buffers[result], *(buffers[v] for v in op.operands if v in buffers)]
+        used = (result, *(v for v in op.operands if v in values))
         if widen:
-            out += vec("VCONV", "BF16_FP32", basis["in"], buffers_, 4)
+            out.append(Step("VCONV", "BF16_FP32", basis["in"], 4, used))
         for instr, template, base in steps:
             names = template.format(d=compute, i=dtype_name(din), o=dtype_name(dout), u=f"UINT{max(width, 16)}")
-            out += vec(instr, names, basis[base], buffers_, size)
+            if instr in _TREES and base == "in" and not isinstance(op, ag.ArgOp):
+                out += _row_reduction(instr, compute, basis["in"], max(rows, 1), size, used)
+            else:
+                out.append(Step(instr, names, basis[base], size, used))
         if widen and dtype_name(dout) == "BF16":
-            out += vec("VCONV", "FP32_BF16", basis["out"], buffers_[:1], 4)
+            out.append(Step("VCONV", "FP32_BF16", basis["out"], 4, used[:1]))
+    return out
+
+
+_TREES = {"VCADD": "VADD", "VCMAX": "VMAX", "VCMIN": "VMIN"}
+"""The in-repeat reductions, with the elementwise instruction that combines two repeats."""
+
+
+def _row_reduction(instr: str, compute: str, elements: int, rows: int, size: int, used: tuple[SSAValue, ...]) -> list[Step]:
+    """Each of `rows` rows of `elements` in all reduced to one value: while a row spans
+    more than one repeat, its upper repeats are combined onto its lower ones by the
+    elementwise instruction (one instruction for every row, by its repeat strides),
+    then the in-repeat reduction runs once per row. A row of n repeats thus costs
+    n - 1 elementwise repeats and one reduction repeat, not n reduction repeats (each
+    several times an elementwise one's cost)."""
+    per_row = -(-elements // rows)
+    reps = -(-per_row * size // REPEAT_BYTES)
+    steps: list[Step] = []
+    while reps > 1:
+        half = reps // 2
+        steps.append(Step(_TREES[instr], BINARY.format(d=compute), rows * half * REPEAT_BYTES // size, size, used))
+        reps -= half
+    steps.append(Step(instr, UNARY.format(d=compute), rows * min(per_row, REPEAT_BYTES // size), size, used))
+    return steps
+
+
+def emit_recipes(
+    ops: Sequence[Operation], buffers: dict[SSAValue, SSAValue], elements_of: Callable[[SSAValue], int], rows: int
+) -> Ops:
+    """The vector instructions of `ops` over one tile: `buffers` holds each value's UB
+    buffer, `elements_of` its elements in the tile, `rows` the tile's rows."""
+    out: Ops = []
+    for step in recipe_steps(ops, elements_of, rows, buffers):
+        out += vec(step.instr, step.dtypes, step.elements, [buffers[v] for v in step.values], step.element_bytes)
     return out
 
 

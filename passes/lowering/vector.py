@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
@@ -19,6 +19,7 @@ from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
 from passes.lowering.program import (
     SETUP_INSTRS,
+    VECTOR_REPEAT_CYCLES,
     Ops,
     Plan,
     Program,
@@ -33,7 +34,7 @@ from passes.lowering.program import (
     split,
     sync,
 )
-from passes.lowering.recipes import PROPORTIONAL, emit_recipes, recipe
+from passes.lowering.recipes import PROPORTIONAL, emit_recipes, recipe, recipe_steps
 
 # --------------------------------------------------------------- vector kernels
 
@@ -51,7 +52,9 @@ class Space:
 class UbValue:
     """A value of a vector scope with its UB buffer: elements per row of the space,
     at most `cap` (a broadcast operand is read whole, once per tile), as laid out
-    (`padding`: physical over logical elements), and whether GM reads or writes it."""
+    (`padding`: physical over logical elements), and whether GM reads or writes it.
+    A `broadcast` input that a tile holds whole is `held`: loaded once per block,
+    before the tiles, into one buffer."""
 
     value: SSAValue
     per_row: float
@@ -59,6 +62,10 @@ class UbValue:
     element_bytes: int
     crosses_gm: bool
     padding: float
+    broadcast: bool = False
+
+    def held(self, rows: float) -> bool:
+        return self.broadcast and self.per_row * rows >= self.cap
 
     def elements(self, rows: float) -> int:
         return max(1, math.ceil(min(self.cap, self.per_row * rows) * self.padding))
@@ -68,8 +75,9 @@ class UbValue:
 
 
 def ub_bytes(profile: SocProfile, values: Iterable[UbValue], rows: float) -> int:
-    """UB for a tile of `rows`: every value its buffer, two for those GM reads or writes."""
-    return sum(aligned(profile, "UB", v.nbytes(rows)) * (2 if v.crosses_gm else 1) for v in values)
+    """UB for a tile of `rows`: every value its buffer, two for those GM reads or writes
+    tile by tile."""
+    return sum(aligned(profile, "UB", v.nbytes(rows)) * (2 if v.crosses_gm and not v.held(rows) else 1) for v in values)
 
 
 def row_length(op: Operation) -> int:
@@ -128,9 +136,12 @@ def vector_space(ops: Sequence[Operation]) -> Space:
     return Space(max(1, total // row), row, total)
 
 
-def vector_values(ops: Sequence[Operation], crossing: set[SSAValue], space: Space, rows: int) -> list[UbValue]:
+def vector_values(
+    ops: Sequence[Operation], crossing: set[SSAValue], space: Space, rows: int, inputs: Container[SSAValue] = (),
+) -> list[UbValue]:
     """Every value of the scope, with its share of a tile of `space`'s rows (pieces
-    of the scope's `rows` when a whole row does not fit)."""
+    of the scope's `rows` when a whole row does not fit); those of `inputs` read
+    whole by every tile are broadcast inputs."""
     partitioned = {v for op in ops if isinstance(op, PROPORTIONAL) for v in (*op.operands, *op.results)}
     tables = _gathered(ops)
     found: dict[SSAValue, UbValue] = {}
@@ -138,13 +149,15 @@ def vector_values(ops: Sequence[Operation], crossing: set[SSAValue], space: Spac
         if v in found:
             continue
         n = numel(tables.get(v, v))
+        broadcast = False
         if v in tables or n == space.total or v in partitioned:
             per = n / space.rows  # streamed with the rows
         elif n == rows and space.total > rows:
             per = n / space.rows  # one per row: a reduction's result
         else:
             per = float(space.row)  # broadcast along the rows: whole, up to a tile's worth
-        found[v] = UbValue(v, per, n, element_bytes(v), v in crossing, padding(v))
+            broadcast = v in inputs
+        found[v] = UbValue(v, per, n, element_bytes(v), v in crossing, padding(v), broadcast)
     return list(found.values())
 
 
@@ -158,7 +171,7 @@ def vector_plan(
     for the row's statistics and once to normalise."""
     space = vector_space(ops)
     crossing = set(inputs) | set(outputs)
-    values = vector_values(ops, crossing, space, space.rows)
+    values = vector_values(ops, crossing, space, space.rows, inputs)
     narrowest = min(v.element_bytes for v in values)
     unit = 32 // narrowest if space.row == 1 else 1  # rows of a 32-byte block of the narrowest value
     units = -(-space.rows // unit)
@@ -172,7 +185,7 @@ def vector_plan(
     while lo < hi:  # the largest tile, in units, that fits
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if ub_bytes(profile, values, mid * unit) <= profile.ub_bytes else (lo, mid - 1)
-    tile = min(lo * unit, block_rows)
+    tile = pipelined_tile(profile, ops, inputs, outputs, values, block_rows, unit, lo * unit, block_dim)
     computes = any(recipe(op) for op in ops)
     tiling = {
         "rows": space.rows, "row": space.row, "elements": space.total, "block_rows": block_rows,
@@ -181,13 +194,18 @@ def vector_plan(
 
     def program(gm: dict[SSAValue, SSAValue], workspace: SSAValue | None) -> Ops:
         prog = Program(profile)
-        ub = {v.value: prog.pair("UB", v.nbytes(tile)) if v.crosses_gm else (prog.alloc("UB", v.nbytes(tile)),) * 2 for v in values}
+        ub = {
+            v.value: prog.pair("UB", v.nbytes(tile)) if v.crosses_gm and not v.held(tile) else (prog.alloc("UB", v.nbytes(tile)),) * 2
+            for v in values
+        }
         share = {v.value: v for v in values}
+        held = [v for v in inputs if share[v].held(tile)]
+        streamed = [v for v in inputs if v not in held]
 
         def make(slot: int, rows: int) -> Ops:
             buffers = {v: pair[slot] for v, pair in ub.items()}
             size = {v: share[v].elements(rows) for v in share}
-            loads = [copy(profile, gm[v], buffers[v], size[v] * share[v].element_bytes) for v in inputs]
+            loads = [copy(profile, gm[v], buffers[v], size[v] * share[v].element_bytes) for v in streamed]
             stores = [copy(profile, buffers[v], gm[v], size[v] * share[v].element_bytes) for v in outputs]
             if not computes:
                 return body([WaitFlagOp("MTE3", "MTE2", slot), *loads, *sync("MTE2", "MTE3", slot), *stores, SetFlagOp("MTE3", "MTE2", slot)])
@@ -197,12 +215,78 @@ def vector_plan(
             return body(ops_)
 
         frees = [("V", "MTE2", 0), ("MTE3", "V", 0)] if computes else [("MTE3", "MTE2", 0)]
-        gathers = sum(isinstance(op, ag.GatherOp) for op in ops)
-        setup = [ScalarOp(SETUP_INSTRS + 4 * gathers * block_rows)]  # a gather's source address per row
+        setup = [ScalarOp(SETUP_INSTRS + 2 * len(held) + 4 * lookups(ops, block_rows / space.rows))]
+        once = [copy(profile, gm[v], ub[v][0], share[v].nbytes(tile)) for v in held]  # ahead of the first tile's loads on MTE2
         ops_ = double_buffered(*split(block_rows, tile), make, frees)
-        return [*prog.allocs, *setup, *ops_]
+        return [*prog.allocs, *setup, *once, *ops_]
 
     return Plan(block_dim, core_type, tiling, 0, program)
+
+
+VECTOR_LOAD_SHARE = 1.4
+VECTOR_STORE_SHARE = 2.0
+"""What one core's GM -> UB loads and UB -> GM stores reach, in multiples of its even
+share of the chip's GM rate: the fitted single-core rates of the 310P3 and 910B1
+(24 and 45 B/cycle loading 64 KB, 34 and 64 storing; tiling cost only)."""
+VECTOR_LOAD_LATENCY = 190
+VECTOR_STORE_LATENCY = 115
+"""Cycles a GM -> UB load and a UB -> GM store hold their pipe before the first byte:
+about the mean of the 310P3's and 910B1's fits (140 and 240 loading, 85 and 145
+storing; tiling cost only)."""
+VECTOR_ISSUE = 4
+"""Cycles a vector instruction costs beyond its repeats (the fitted intercepts are 3 to
+6; tiling cost only)."""
+
+
+def pipelined_tile(
+    profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
+    values: Sequence[UbValue], block_rows: int, unit: int, largest: int, used: int,
+) -> int:
+    """The tile (rows, a multiple of `unit`, at most `largest`) of the least estimated
+    block time. Double buffering overlaps one tile's loads, another's vector work and
+    a third's stores, but not the first tile's loads nor the last one's stores: one
+    tile per block runs its pipes one after the other, and more tiles shorten that
+    fill and drain while each pays its copies' latency and its instructions' issue.
+    The estimate is the first tile's loads, vector work and stores, then each further
+    tile at its busiest pipe (MTE2, V, MTE3, or the scalar unit issuing them), or the
+    block's share of the chip's GM bandwidth if that is longer; between tiles that
+    share of GM bounds alike, the shorter pipeline (L2 may serve the reads faster)."""
+    share = max(profile.gm_bytes_per_cycle, 1.0)
+    chip = share * max(used, 1)
+    load_rate, store_rate = min(chip, VECTOR_LOAD_SHARE * share), min(chip, VECTOR_STORE_SHARE * share)
+    by_value = {v.value: v for v in values}
+    with_buffer = set(by_value)
+
+    def cycles(tile: int) -> tuple[float, float]:
+        tiles = -(-block_rows // tile)
+        steps = recipe_steps(ops, lambda v: by_value[v].elements(tile), tile, with_buffer)
+        held = [v for v in inputs if by_value[v].held(tile)]
+        once = sum(VECTOR_LOAD_LATENCY + by_value[v].nbytes(tile) / load_rate for v in held)
+        load = sum(VECTOR_LOAD_LATENCY + by_value[v].nbytes(tile) / load_rate for v in inputs if v not in held)
+        store = sum(VECTOR_STORE_LATENCY + by_value[v].nbytes(tile) / store_rate for v in outputs)
+        vector = sum(VECTOR_ISSUE + s.repeats * VECTOR_REPEAT_CYCLES for s in steps)
+        scalar = 4 + 2 * (len(inputs) + len(outputs)) + len(steps)
+        moved = tiles * sum(by_value[v].nbytes(tile) for v in (*inputs, *outputs) if v not in held)
+        gm = used * (moved + sum(by_value[v].nbytes(tile) for v in held)) / chip
+        pipes = once + load + vector + store + (tiles - 1) * max(load, vector, store, scalar)
+        return max(pipes, gm), pipes
+
+    units = -(-min(largest, block_rows) // unit)
+    candidates = {min(-(-units // n) * unit, block_rows) for n in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if n <= units}
+    return min(sorted(candidates, reverse=True), key=cycles)
+
+
+def lookups(ops: Sequence[Operation], share: float) -> int:
+    """The table slices the gathers of `ops` look up in a block doing `share` of the
+    scope: each costs its source address (a slice is what one index selects, the
+    table's elements after the gathered axis)."""
+    count = 0
+    for op in ops:
+        if isinstance(op, ag.GatherOp):
+            x = ag.shape_of(op.x.type)
+            inner = shapes.numel(x[shapes.norm_axis(op.props.int("axis"), len(x)) + 1 :])
+            count += math.ceil(numel(op.y) / max(inner, 1) * share)
+    return count
 
 
 NORMALISING = (
