@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import date
 
 import kernels
+
 from ge.session import Session
 from ge.sim import timing
 from ge.sim.config import RunConfig

@@ -221,7 +221,8 @@ def tile_gemm(
     its activations splits M across N tiles of resident weights, one whose
     activations dominate splits N, and where L2 serves the re-reads more blocks win.
     Of costs within `TIE` of the least, the split with the most blocks wins (a
-    block's time varies more than the cost says; more blocks share it out).
+    block's time varies more than the cost says; more blocks share it out), then
+    the least time of its pipes (where the chip's traffic bounds them all alike).
     `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
     `bias_table`, an n0 tile's float32 bias must fit the bias table; `epilogue_gm` is
     the GM bytes the epilogue moves per result element besides the result's store,
@@ -258,7 +259,7 @@ def tile_gemm(
     if not tiled:
         raise ModelError(f"no cube tile of a {gemm.m}x{gemm.k}x{gemm.n} matmul fits {profile.name}'s buffers")
     least = min(t[0] for t in tiled)
-    _, _, (batch_dim, m_dim, n_dim), tile = min((t for t in tiled if t[0] <= least * TIE), key=lambda t: (-t[1], t[0]))
+    _, _, (batch_dim, m_dim, n_dim), tile = min((t for t in tiled if t[0] <= least * TIE), key=lambda t: (-t[1], t[3].pipes, t[0]))
     bb, mbf, nbf = -(-gemm.batch // batch_dim), -(-units[1] // m_dim), -(-units[2] // n_dim)
     mb = min(mbf * FRACTAL, gemm.m)
     return CubeTiling(
