@@ -314,13 +314,15 @@ class _GmRates:
     def cycles(self, used: int, loads: float, stores: float) -> float:
         """Cycles of one block's GM traffic in a kernel of `used` such blocks: the
         chip's share (with L2, the working set through GM and the re-reads beyond it
-        through L2, each level at its own rate at once) or the block's own loads and
-        stores, whichever is longest."""
+        through L2, one after the other: the simulator's L2 serves them at once, but
+        summed the re-reads weigh more, which keeps the GM bytes of a run without L2
+        down at no cost with it) or the block's own loads and stores, whichever is
+        longest."""
         total = used * (loads + stores)
         if self.working_set is None:
             chip = total / self.chip
         else:
-            chip = max(min(total, self.working_set) / self.chip, max(0.0, total - self.working_set) / self.l2)
+            chip = min(total, self.working_set) / self.chip + max(0.0, total - self.working_set) / self.l2
         return max(chip, loads / self.load, stores / self.store)
 
 
