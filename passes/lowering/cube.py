@@ -94,13 +94,17 @@ class Gemm:
     def a_l1_bytes(self, rows: int, k: int, kc: int) -> int:
         """L1 bytes of an A panel of `rows` x `k`: its fractals or, for a convolution
         if fewer, the input rows its output pixels read (at worst they start at the
-        end of an output row: ceil((rows - 1) / Wo) + 1 output rows)."""
+        end of an output row: ceil((rows - 1) / Wo) + 1 output rows; where those span
+        images, each image's own rows, at most Hi of them)."""
         kfrac = -(-k // kc)
         fractals = -(-rows // FRACTAL) * kfrac * FRACTAL_BYTES
         if self.conv is None:
             return fractals
         hi, wi, wo, stride, kh = self.conv
-        rows_in = min(hi, -(-(rows - 1) // wo) * stride + kh)
+        out_rows = -(-(rows - 1) // wo) + 1
+        ho = (hi - kh) // stride + 1
+        images = 1 if out_rows <= ho else -(-(out_rows - 1) // ho) + 1
+        rows_in = min(images * hi, (out_rows - 1) * stride + images * kh)
         if self.pixel_channels:
             return min(fractals, rows_in * wi * self.pixel_channels * self.in_bytes)
         return min(fractals, -(-kfrac // self.window) * rows_in * wi * kc * self.in_bytes)
