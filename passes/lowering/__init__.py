@@ -10,12 +10,12 @@ cores (AI cores, or vector cores for a vector kernel on a part with split cores)
 block_dim is the core count where that gives no block more work than a smaller
 split would: a cube kernel splits its batch, M and N fractals (16 rows each) in one
 wave over the cores, the split and the tiles chosen together by the least time of
-the largest block (its busiest pipe, or its share of the chip's GM traffic with
-every re-read counted; see `cube.tile_gemm`), so that a kernel whose weights
-outweigh its activations splits M and one whose activations dominate splits N, on
-fewer blocks than cores where more would only duplicate reads; where the chip's L2
-holds the kernel's working set (its re-reads then cost little), over every core
-with the L0 tile of the fewest cube cycles, unless that cost is far lower; a vector kernel
+the largest block (its busiest pipe after its first loads and before its last
+drain, or its share of the chip's traffic with every re-read counted, at L2's rate
+where the chip's L2 holds the kernel's working set; see `cube.tile_gemm`), so that
+a kernel whose weights outweigh its activations splits M and one whose activations
+dominate splits N, on fewer blocks than cores where more would only duplicate
+reads; a vector kernel
 splits its rows evenly (a row is what a reduction or normalisation needs whole;
 for elementwise work, 32 bytes).
 
@@ -31,17 +31,20 @@ matmuls. Every L0A/L0B fractal is 512 bytes (16 rows of 32 bytes), an L0C one 1 
 (float32 or int32 accumulators). A block's M x N is cut into L0 tiles m0 x n0 and K
 into k0 steps that fit L0A, L0B and L0C twice (ping and pong), chosen by a cost of
 cube cycles, MTE1 traffic, GM loads and stores (A read once per N tile, B once per
-M tile unless resident; each copy paying a latency) and the epilogue's vector
-work; K is loaded into L1 in panels of k1 (a multiple of k0), A and B panels
-twice, and when B's whole K fits beside A it stays in L1 across the M loop (the
-weights read once per block), in one buffer where the block has one N tile. The loop nest is batch > N tiles > M tiles (L0C ping-pong) > K1
+M tile unless resident; each copy paying a latency), the epilogue's vector work,
+the first loads before the first mmad and the last tile's drain; K is loaded into
+L1 in panels of k1 (a multiple of k0, or the whole K), A and B panels twice, and
+where B's whole K fits beside A the cost decides whether it stays in L1 across the
+M loop (the weights read once per block, but loaded whole before the first mmad),
+in one buffer where the block has one N tile. The loop nest is batch > N tiles > M tiles (L0C ping-pong) > K1
 panels (L1 ping-pong) > K0 steps (L0A/L0B ping-pong): MTE2 loads GM -> L1 (a
 convolution loads the input rows its output rows need, img2col happens on the
 L1 -> L0A move), MTE1 moves L1 -> L0A/L0B, M runs mmad. The result leaves L0C:
 - on parts with a FIX pipe, FIX writes L0C -> GM (NZ -> ND in flight for an ND
   result; a ReLU tail is FIX's own), the bias goes L1 -> BT before the mmads; a
   longer tail makes a mixed kernel: FIX writes a workspace, the vector unit reads
-  it into UB, computes the tail and MTE3 writes the result;
+  it into UB, computes the tail and MTE3 writes the result, one M tile late (so
+  that MTE2, which runs in order, loads the next tile's panel before the read);
 - elsewhere the vector unit moves L0C -> UB (converting to the result dtype),
   adds the bias, computes the tail and MTE3 writes UB -> GM.
 An operand left in ND (a matmul on a FIX part, or one format selection did not

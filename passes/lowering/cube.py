@@ -23,13 +23,15 @@ from ge.core.soc import SocProfile
 from passes.lowering.program import (
     ACC_BYTES,
     ACC_FRACTAL_BYTES,
-    COPY_LATENCY,
+    COPY_LATENCY_NS,
     CORE_LOAD_SHARE,
     CORE_STORE_SHARE,
     FRACTAL,
     FRACTAL_BYTES,
+    L0A_FRACTAL_CYCLES,
+    L0B_FRACTAL_CYCLES,
     MMAD_OVERHEAD,
-    ND2NZ_LATENCY,
+    ND2NZ_LATENCY_NS,
     ND2NZ_LOAD_SHARE,
     REPEAT_BYTES,
     VECTOR_REPEAT_CYCLES,
@@ -92,13 +94,17 @@ class Gemm:
     def a_l1_bytes(self, rows: int, k: int, kc: int) -> int:
         """L1 bytes of an A panel of `rows` x `k`: its fractals or, for a convolution
         if fewer, the input rows its output pixels read (at worst they start at the
-        end of an output row: ceil((rows - 1) / Wo) + 1 output rows)."""
+        end of an output row: ceil((rows - 1) / Wo) + 1 output rows; where those span
+        images, each image's own rows, at most Hi of them)."""
         kfrac = -(-k // kc)
         fractals = -(-rows // FRACTAL) * kfrac * FRACTAL_BYTES
         if self.conv is None:
             return fractals
         hi, wi, wo, stride, kh = self.conv
-        rows_in = min(hi, -(-(rows - 1) // wo) * stride + kh)
+        out_rows = -(-(rows - 1) // wo) + 1
+        ho = (hi - kh) // stride + 1
+        images = 1 if out_rows <= ho else -(-(out_rows - 1) // ho) + 1
+        rows_in = min(images * hi, (out_rows - 1) * stride + images * kh)
         if self.pixel_channels:
             return min(fractals, rows_in * wi * self.pixel_channels * self.in_bytes)
         return min(fractals, -(-kfrac // self.window) * rows_in * wi * kc * self.in_bytes)
@@ -161,16 +167,9 @@ def cube_k(profile: SocProfile, dtype: Attribute) -> int:
 
 TIE = 1.05
 """Tiling costs within this factor of each other count as equal."""
-L2_MARGIN = 2.0
-"""Where L2 holds a Gemm's working set, the re-read cost's tiling replaces the L2
-tiling (`_l2_tiling`) only when its cost is this many times below the L2 tiling's
-chip traffic with L2 (`_l2_cycles`). That traffic is a lower bound of the L2
-tiling's time, and the re-read cost's own blocks run slower than it says where
-they are few, so the factor is wide: 2 is the least with which no row of
-benchmarks/kernels.py runs slower with L2 than with the L2 tilings alone (1.5
-made MobileNetV2 at batch 4 on Ascend310P3 3% slower)."""
-
-
+UB_LOAD_SHARE = 1.4
+"""What one core's GM -> UB loads reach, in shares of the chip's GM rate: the fitted
+rates are 46 B/cycle on the 910B1 (32 a share) and 24 on the 310P3 (17; tiling cost only)."""
 def block_splits(units: Sequence[int], cores: int, exact: bool = False) -> dict[tuple[int, ...], tuple[int, ...]]:
     """The splits of `units` into at most `cores` blocks (one wave), by the share of
     the largest block: for each share the split with the fewest blocks (the simulator
@@ -195,114 +194,18 @@ def block_splits(units: Sequence[int], cores: int, exact: bool = False) -> dict[
     return found
 
 
-def block_split(
-    units: Sequence[int], cores: int, cost: Callable[[tuple[int, ...]], float], exact: bool = False
-) -> tuple[int, ...]:
-    """Blocks per dimension, at most `cores` in all (one wave): the split whose
-    largest block has the fewest units, then the least `cost` of the largest
-    block, then the most blocks. It fills the cores whenever some split does
-    without giving a block more work. With `exact`, a split into exactly `cores`
-    blocks comes first, where one exists (a kernel for virtual instances)."""
-    best: tuple[bool, int, float, int, tuple[int, ...]] | None = None
-
-    def visit(prefix: tuple[int, ...]) -> None:
-        nonlocal best
-        used = math.prod(prefix)
-        if len(prefix) == len(units):
-            per = tuple(-(-u // d) for u, d in zip(units, prefix))
-            score = (exact and used != cores, math.prod(per), cost(per), -used)
-            if best is None or score < best[:4]:
-                best = (*score, prefix)
-            return
-        for d in range(1, min(units[len(prefix)], cores // used) + 1):
-            visit(prefix + (d,))
-
-    visit(())
-    assert best is not None
-    return best[4]
-
-
-def _l2_tiling(
-    profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool, exact: bool,
-) -> CubeTiling:
-    """The tiling of a Gemm whose working set fits L2: the split that gives the largest
-    block the fewest units over all the cores, and the L0 tile of the fewest cube and
-    MTE1 cycles. Its re-reads are L2 hits, so counting them (as `_tile_block` does)
-    trades blocks for bytes L2 serves cheaply: in the simulator that made ResNet-50
-    and BERT-base 21-28% slower with L2 than this rule."""
-    kc = cube_k(profile, gemm.in_dtype)
-    mf, nf, kf = -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL), -(-gemm.k // kc)
-    gm_rate = max(profile.gm_bytes_per_cycle, 1.0)
-
-    def block_cost(per: tuple[int, ...]) -> float:
-        bb, mb, nb = per
-        compute = bb * mb * nb * kf
-        traffic = bb * ((mb + nb) * kf * FRACTAL_BYTES + mb * nb * FRACTAL * FRACTAL * gemm.out_bytes) / gm_rate
-        return max(compute, traffic) + 100
-
-    batch_dim, m_dim, n_dim = block_split((gemm.batch, mf, nf), cores, block_cost, exact)
-    bb, mbf, nbf = -(-gemm.batch // batch_dim), -(-mf // m_dim), -(-nf // n_dim)
-    cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
-    cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
-    cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
-    cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else cap_b
-    l1 = profile.l1_bytes - (BIAS_TABLE_BYTES if bias_table else 0)
-
-    def panels(m0f: int, n0f: int, k1f: int, b_k: int) -> int:
-        """L1 for two A panels of k1f fractal columns and two B panels of b_k."""
-        a = aligned(profile, "L1", gemm.a_l1_bytes(m0f * FRACTAL, k1f * kc, kc))
-        return 2 * a + 2 * b_k * n0f * FRACTAL_BYTES
-
-    best: tuple[float, int, int, int] | None = None
-    for m0f in range(1, min(mbf, cap_a) + 1):
-        for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
-            k0f = min(kf, cap_a // m0f, cap_b // n0f)
-            while k0f > 1 and panels(m0f, n0f, k0f, k0f) > l1:  # a convolution's input rows fill L1 fast
-                k0f //= 2
-            if k0f < 1 or panels(m0f, n0f, k0f, k0f) > l1 or epilogue_ub(m0f * FRACTAL, n0f * FRACTAL) > profile.ub_bytes:
-                continue
-            steps = -(-mbf // m0f) * -(-nbf // n0f) * -(-kf // k0f)
-            cost = steps * max(m0f * n0f * k0f + MMAD_OVERHEAD, (m0f + n0f) * k0f * FRACTAL_BYTES / 128)
-            if best is None or cost < best[0] - 1e-9:
-                best = (cost, m0f, n0f, k0f)
-    if best is None:
-        raise ModelError(f"no cube tile of a {gemm.m}x{gemm.k}x{gemm.n} matmul fits {profile.name}'s buffers")
-    _, m0f, n0f, k0f = best
-    m0, n0 = m0f * FRACTAL, n0f * FRACTAL
-    b_resident = panels(m0f, n0f, k0f, kf) <= l1 // 2  # B's whole K beside A, with room to spare
-
-    def fits(k1f: int) -> bool:
-        return panels(m0f, n0f, k1f, kf if b_resident else k1f) <= l1
-
-    k1f = k0f
-    while k1f + k0f <= kf and fits(k1f + k0f):
-        k1f += k0f
-    mb = min(mbf * FRACTAL, gemm.m)
-    return CubeTiling(batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(m0, _align(mb, FRACTAL)), n0, k0f * kc, k1f * kc, b_resident, kc)
-
-
-def _l2_cycles(profile: SocProfile, gemm: Gemm, t: CubeTiling, cores: int, working_set: float, epilogue_gm: float) -> float:
-    """The chip-traffic cycles of tiling `t` where L2 holds the working set: the
-    compulsory bytes through GM, every re-read through L2 at its rate."""
-    mt, nt = -(-t.mb // t.m0), -(-t.nb // t.n0)
-    a = t.bb * mt * nt * gemm.a_gm_bytes(t.m0, gemm.k, t.kc)
-    b = t.bb * nt * gemm.b_gm_bytes(gemm.k, t.n0, t.kc) * (1 if t.b_resident else mt)
-    reads = t.block_dim * (a + b + t.bb * t.mb * t.nb * epilogue_gm)
-    share = max(profile.gm_bytes_per_cycle, 1.0) * max(cores, 1)
-    l2 = max(profile.l2_bytes_per_cycle, 1.0) * max(cores, 1)
-    return working_set / share + max(0.0, reads - working_set) / l2
-
-
 @dataclass(frozen=True)
 class _BlockTile:
-    """The L0 tile of one block and what it costs (cycles)."""
+    """The L0 tile and L1 panel of one block and what it costs (cycles)."""
 
     cost: float
     m0f: int
     n0f: int
     k0f: int
+    k1f: int
     b_resident: bool
-    b_single: bool
+    pipes: float
+    """The cost but for the chip's traffic: of equal costs, the least of this wins."""
 
 
 def tile_gemm(
@@ -310,18 +213,20 @@ def tile_gemm(
     exact: bool = False, epilogue_gm: float = 0.0, epilogue_vector: float = 0.0,
 ) -> CubeTiling:
     """Blocks, L0 tiles and L1 panels of a Gemm, chosen together by one cost: the time
-    of the largest block (its busiest pipe, or its share of the kernel's GM traffic at
-    the chip's rate; see `_tile_block`). GM traffic counts every re-read:
-    A is read once per N tile, B once per M tile unless its whole K stays in L1 across
-    the M tiles (`b_resident`). So the split over the cores and the tile shapes follow
-    from the data reuse: a kernel whose weights outweigh its activations splits M
-    across N tiles of resident weights, and one whose activations dominate splits N.
+    of the largest block (see `_tile_block`): its pipes (the cube, MTE1, MTE2 loading,
+    the store and the vector epilogue), the first loads before its first mmad and
+    the last tile's drain after its last, or its share of the kernel's chip traffic.
+    Every re-read counts on the block's own MTE2: A is read once per N tile, B once
+    per M tile unless its whole K stays in L1 across the M tiles (`b_resident`). On
+    the chip's bandwidth, where the Gemm's inputs and outputs fit the chip's L2
+    together, its compulsory bytes go at GM's rate and its re-reads at L2's (they are
+    L2 hits, `ge.sim.l2`); otherwise every byte at GM's. So the split over the cores
+    and the tile shapes follow from the data reuse: a kernel whose weights outweigh
+    its activations splits M across N tiles of resident weights, one whose
+    activations dominate splits N, and where L2 serves the re-reads more blocks win.
     Of costs within `TIE` of the least, the split with the most blocks wins (a
-    block's time varies more than the cost says; more blocks share it out).
-    Where the Gemm's inputs and outputs fit the chip's L2 together, its re-reads are
-    L2 hits (`ge.sim.l2`), which this cost does not see: there the L2 tiling
-    (`_l2_tiling`, every core busy) stays unless this cost is `L2_MARGIN` times below
-    the L2 tiling's chip traffic with L2 (`_l2_cycles`).
+    block's time varies more than the cost says; more blocks share it out), then
+    the least time of its pipes (where the chip's traffic bounds them all alike).
     `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
     `bias_table`, an n0 tile's float32 bias must fit the bias table; `epilogue_gm` is
     the GM bytes the epilogue moves per result element besides the result's store,
@@ -329,7 +234,6 @@ def tile_gemm(
     kc = cube_k(profile, gemm.in_dtype)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
     kf = -(-gemm.k // kc)
-    gm = _GmRates.of(profile, cores)
     l1 = profile.l1_bytes - (BIAS_TABLE_BYTES if bias_table else 0)
     out_tile = FRACTAL * FRACTAL * gemm.out_bytes
     if gemm.conv is None:
@@ -339,7 +243,7 @@ def tile_gemm(
         pixels = ((hi - kh) // stride + 1) * wo
         a_whole = -(-gemm.m // pixels) * gemm.a_gm_bytes(pixels, gemm.k, kc)
     working_set = gemm.batch * (a_whole + gemm.b_gm_bytes(gemm.k, gemm.n, kc) + gemm.m * gemm.n * (epilogue_gm + gemm.out_bytes))
-    cached = _l2_tiling(profile, gemm, cores, epilogue_ub, bias_table, exact) if working_set <= profile.l2_bytes else None
+    gm = _GmRates.of(profile, cores, working_set if working_set <= profile.l2_bytes else None)
 
     def lower_bound(per: tuple[int, ...], used: int) -> float:
         """No tiling of this block does better: each operand read once, the cube at peak."""
@@ -356,25 +260,15 @@ def tile_gemm(
         tile = _tile_block(profile, gemm, per, used, kc, kf, l1, gm, epilogue_ub, bias_table, epilogue_gm, epilogue_vector)
         if tile is not None:
             tiled.append((tile.cost, used, dims, tile))
-    if cached is not None and (not tiled or min(t[0] for t in tiled) * L2_MARGIN >= _l2_cycles(profile, gemm, cached, cores, working_set, epilogue_gm)):
-        return cached
     if not tiled:
         raise ModelError(f"no cube tile of a {gemm.m}x{gemm.k}x{gemm.n} matmul fits {profile.name}'s buffers")
     least = min(t[0] for t in tiled)
-    _, _, (batch_dim, m_dim, n_dim), tile = min((t for t in tiled if t[0] <= least * TIE), key=lambda t: (-t[1], t[0]))
+    _, _, (batch_dim, m_dim, n_dim), tile = min((t for t in tiled if t[0] <= least * TIE), key=lambda t: (-t[1], t[3].pipes, t[0]))
     bb, mbf, nbf = -(-gemm.batch // batch_dim), -(-units[1] // m_dim), -(-units[2] // n_dim)
-    m0f, n0f, k0f = tile.m0f, tile.n0f, tile.k0f
-
-    def fits(k1f: int) -> bool:
-        return _panels(profile, gemm, kc, m0f, n0f, k1f, kf if tile.b_resident else k1f, tile.b_single) <= l1
-
-    k1f = k0f
-    while k1f + k0f <= kf and fits(k1f + k0f):
-        k1f += k0f
     mb = min(mbf * FRACTAL, gemm.m)
     return CubeTiling(
-        batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(m0f * FRACTAL, _align(mb, FRACTAL)), n0f * FRACTAL, k0f * kc, k1f * kc,
-        tile.b_resident, kc,
+        batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(tile.m0f * FRACTAL, _align(mb, FRACTAL)), tile.n0f * FRACTAL,
+        tile.k0f * kc, tile.k1f * kc, tile.b_resident, kc,
     )
 
 
@@ -387,44 +281,67 @@ def _panels(profile: SocProfile, gemm: Gemm, kc: int, m0f: int, n0f: int, k1f: i
 
 @dataclass(frozen=True)
 class _GmRates:
-    """GM rates the tiling cost assumes: the chip's, shared by a kernel's blocks, and
-    what one core's loads and stores reach alone (`CORE_LOAD_SHARE`)."""
+    """GM rates the tiling cost assumes: the chip's, shared by a kernel's blocks, what
+    one core's loads and stores reach alone (`CORE_LOAD_SHARE`), and, where the
+    chip's L2 holds the kernel's `working_set`, the L2's for every byte beyond it."""
 
     chip: float
     load: float
     store: float
     load_nd: float
     """An nd2nz load's rate (MTE2 converting to NZ on the way)."""
+    ub_load: float
+    """A GM -> UB load's rate (an epilogue's operands)."""
+    latency: float
+    nd_latency: float
+    """Cycles a GM copy (an nd2nz one) holds its pipe before its first byte."""
+    l2: float
+    working_set: float | None
 
     @classmethod
-    def of(cls, profile: SocProfile, cores: int) -> _GmRates:
+    def of(cls, profile: SocProfile, cores: int, working_set: float | None = None) -> _GmRates:
         share = max(profile.gm_bytes_per_cycle, 1.0)
         chip = share * max(cores, 1)
-        return cls(chip, min(chip, CORE_LOAD_SHARE * share), min(chip, CORE_STORE_SHARE * share), min(chip, ND2NZ_LOAD_SHARE * share))
+        cycles_per_ns = profile.clock_mhz / 1000
+        return cls(
+            chip, min(chip, CORE_LOAD_SHARE * share), min(chip, CORE_STORE_SHARE * share), min(chip, ND2NZ_LOAD_SHARE * share),
+            min(chip, UB_LOAD_SHARE * share), COPY_LATENCY_NS * cycles_per_ns, ND2NZ_LATENCY_NS * cycles_per_ns,
+            max(profile.l2_bytes_per_cycle, share) * max(cores, 1), working_set,
+        )
 
     def load_cycles(self, copies: int, nbytes: float, nd: bool) -> float:
         """MTE2 cycles of `copies` loads of `nbytes` in all."""
         if nd:
-            return copies * ND2NZ_LATENCY + nbytes / self.load_nd
-        return copies * COPY_LATENCY + nbytes / self.load
+            return copies * self.nd_latency + nbytes / self.load_nd
+        return copies * self.latency + nbytes / self.load
 
     def cycles(self, used: int, loads: float, stores: float) -> float:
-        """Cycles of one block's GM traffic in a kernel of `used` such blocks."""
-        return max(used * (loads + stores) / self.chip, loads / self.load, stores / self.store)
+        """Cycles of one block's GM traffic in a kernel of `used` such blocks: the
+        chip's share (with L2, the working set through GM and the re-reads beyond it
+        through L2, one after the other: the simulator's L2 serves them at once, but
+        summed the re-reads weigh more, which keeps the GM bytes of a run without L2
+        down at no cost with it) or the block's own loads and stores, whichever is
+        longest."""
+        total = used * (loads + stores)
+        if self.working_set is None:
+            chip = total / self.chip
+        else:
+            chip = min(total, self.working_set) / self.chip + max(0.0, total - self.working_set) / self.l2
+        return max(chip, loads / self.load, stores / self.store)
 
 
 def _tile_block(
     profile: SocProfile, gemm: Gemm, per: tuple[int, ...], used: int, kc: int, kf: int, l1: int, gm: _GmRates,
     epilogue_ub: Callable[[int, int], int], bias_table: bool, epilogue_gm: float, epilogue_vector: float,
 ) -> _BlockTile | None:
-    """The cheapest L0 tile of a block of `per` (batches, M and N fractals) in a kernel
-    of `used` blocks, or None if none fits the buffers. A block's time is that of its
-    busiest pipe (cube, MTE1, MTE2 loading, MTE3 or FIX storing, V draining L0C where
-    there is no FIX pipe) or of its share of the chip's GM traffic, whichever is
-    longest (the first loads, which nothing overlaps, are left out: charging them
-    favours more blocks and duplicated reads, which cost more where other streams'
-    kernels share the chip's GM); a GM copy costs `COPY_LATENCY` on its pipe, so small
-    tiles pay for their number."""
+    """The cheapest L0 tile and L1 panel of a block of `per` (batches, M and N
+    fractals) in a kernel of `used` blocks, or None if none fits the buffers. A
+    block's time is the longest of: its first loads (B's resident tile, A's first
+    panel and first L0 step) before the cube starts, the cube or MTE1 busy, and the
+    last tile's drain after it; MTE2's loads, then the last step and drain; the
+    stores; the epilogue's vector work; its share of the chip's traffic
+    (`_GmRates.cycles`). A GM copy costs the path's latency on its pipe, so small
+    tiles and panels pay for their number and large first panels for their wait."""
     bb, mbf, nbf = per
     cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
     cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
@@ -436,7 +353,6 @@ def _tile_block(
     best: _BlockTile | None = None
     for m0f in range(1, min(mbf, cap_a) + 1):
         mt = -(-mbf // m0f)
-        a_tile = gemm.a_gm_bytes(m0f * FRACTAL, gemm.k, kc)
         a_column = gemm.a_l1_bytes(m0f * FRACTAL, gemm.k, kc) / kf  # L1 bytes per fractal column of an A panel
         for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
             k0f = min(kf, cap_a // m0f, cap_b // n0f)
@@ -446,24 +362,58 @@ def _tile_block(
                 continue
             nt = -(-nbf // n0f)
             single = nt == 1
-            resident = _panels(profile, gemm, kc, m0f, n0f, k0f, kf, single) <= l1
             b_tile = gemm.b_gm_bytes(gemm.k, n0f * FRACTAL, kc)
-            room = l1 - ((1 if single else 2) * b_tile if resident else 0)
-            k1f = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
             tiles = bb * mt * nt
             steps = tiles * -(-kf // k0f)
-            panels = tiles * -(-kf // k1f)
-            cube = steps * (m0f * n0f * k0f + MMAD_OVERHEAD)
-            mte1 = steps * (m0f + n0f) * k0f * FRACTAL_BYTES / 128
-            a_loads, b_loads = tiles * a_tile, bb * nt * b_tile * (1 if resident else mt)
-            b_copies = bb * nt if resident else panels
-            loads = gm.load_cycles(panels, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue / gm.load
-            stores = tiles * COPY_LATENCY + out_bytes / gm.store
+            step = m0f * n0f * k0f + MMAD_OVERHEAD
+            cube = steps * step
+            step_mte1 = (m0f * L0A_FRACTAL_CYCLES + n0f * L0B_FRACTAL_CYCLES) * k0f
+            mte1 = steps * step_mte1
+            tile_out = m0f * n0f * FRACTAL * FRACTAL
+            last = gm.latency + tile_out * (gemm.out_bytes / gm.store + drain)
+            stores = tiles * gm.latency + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
-            cost = max(cube, mte1, loads, stores, vector, used * (a_loads + b_loads + epilogue + out_bytes) / gm.chip)
-            if best is None or cost < best.cost - 1e-9:
-                best = _BlockTile(cost, m0f, n0f, k0f, resident, single and resident)
+            epilogue_loads = tiles * -(-epilogue_gm // gemm.out_bytes) * gm.latency + epilogue / gm.ub_load
+            fits = _panels(profile, gemm, kc, m0f, n0f, k0f, kf, single) <= l1
+            for resident in (True, False) if fits else (False,):  # a resident B loads whole before the first mmad
+                room = l1 - ((1 if single else 2) * b_tile if resident else 0)
+                k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
+                b_loads = bb * nt * b_tile * (1 if resident else mt)
+                first_b = gm.load_cycles(1, b_tile, gemm.b_nd) if resident else 0.0
+                for k1f in _k1_choices(k0f, k1_max):
+                    if k1f > k0f and _panels(profile, gemm, kc, m0f, n0f, k1f, kf if resident else k1f, single and resident) > l1:
+                        continue
+                    panels = tiles * -(-kf // k1f)
+                    b_copies = bb * nt if resident else panels
+                    a_loads = tiles * _panel_bytes(gemm, m0f * FRACTAL, k1f * kc, kc)
+                    loads = gm.load_cycles(panels, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue_loads
+                    first_panel = gm.load_cycles(1, gemm.a_gm_bytes(m0f * FRACTAL, k1f * kc, kc), gemm.a_nd)
+                    if not resident:
+                        first_panel += gm.load_cycles(1, gemm.b_gm_bytes(k1f * kc, n0f * FRACTAL, kc), gemm.b_nd)
+                    first = first_b + first_panel + step_mte1
+                    pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector)
+                    chip = gm.cycles(used, a_loads + b_loads + epilogue, out_bytes)
+                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes)
+                    if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
+                        best = tile
     return best
+
+
+def _panel_bytes(gemm: Gemm, rows: int, k1: int, kc: int) -> int:
+    """GM bytes of A one M tile's panels of `k1` read: a convolution's panel narrower
+    than its window reads the same input rows as a whole one."""
+    full, rest = divmod(gemm.k, k1)
+    return full * gemm.a_gm_bytes(rows, k1, kc) + (gemm.a_gm_bytes(rows, rest, kc) if rest else 0)
+
+
+def _k1_choices(k0f: int, most: int) -> list[int]:
+    """The L1 panel depths tried (fractal columns): k0f times powers of two, and the most that fits."""
+    choices = []
+    k1f = k0f
+    while k1f < most:
+        choices.append(k1f)
+        k1f *= 2
+    return [*choices, most]
 
 
 def _align(x: int, unit: int) -> int:
@@ -605,11 +555,16 @@ def cube_program(
             if e.loads or e.kind == "mixed":
                 frees.append(("V", "MTE2", 0))
 
-        def make(sc: int, m: int) -> Ops:
-            ops: Ops = [WaitFlagOp(drain, "M", sc), *k1_panels(sc, m, n, sb), *sync("M", drain, sc)]
-            return body(ops + _drain(p, gemm, e, gm, l0c[sc], ub, sc, m, n, workspace))
+        def head(sc: int, m: int) -> Ops:
+            return [WaitFlagOp(drain, "M", sc), *k1_panels(sc, m, n, sb), *sync("M", drain, sc)]
 
-        tiles = double_buffered(*split(t.mb, t.m0), make, frees)
+        def make(sc: int, m: int) -> Ops:
+            return body(head(sc, m) + _drain(p, gemm, e, gm, l0c[sc], ub, sc, m, n, workspace))
+
+        if e.kind != "mixed":
+            tiles = double_buffered(*split(t.mb, t.m0), make, frees)
+        else:
+            tiles = _delayed_drains(split(t.mb, t.m0), head, lambda sc, m: _drain(p, gemm, e, gm, l0c[sc], ub, sc, m, n, workspace), frees)
         return [*streams, *tiles, *(WaitFlagOp(*op.key) for op in streams)]
 
     def bias_table(n: int) -> Ops:
@@ -631,6 +586,33 @@ def cube_program(
         return double_buffered(*split(t.nb, t.n0), make, [("MTE1", "MTE2", 2)])
 
     return repeat(t.bb, n_tiles)
+
+
+def _delayed_drains(
+    tiles: tuple[int, int, int], head: Callable[[int, int], Ops], drain: Callable[[int, int], Ops],
+    frees: Sequence[tuple[str, str, int]],
+) -> Ops:
+    """The M tiles of a mixed epilogue, each tile's vector half one tile late: MTE2 runs
+    its queue in order, and the half's first load (the workspace FIX writes) waits for
+    the tile's mmads and FIX, so in the tile's own body it would hold the next tile's
+    A panel back until then. Here a body is the tile's loads, mmads and FIX write,
+    then the previous tile's workspace read, vector tail and store, so that the next
+    panel loads while the cube computes. (`drain`'s ops are FIX's three, then the rest.)"""
+    full, size, tail = tiles
+    count = iterations(full, size, tail)
+    slots = range(min(count, 2))
+    ops: Ops = [SetFlagOp(c, d, ev + s) for s in slots for c, d, ev in frees]
+    first = size if full else tail
+    ops += body(head(0, first) + drain(0, first)[:3])
+
+    def make(sc: int, m: int) -> Ops:
+        return body(head(sc, m) + drain(sc, m)[:3] + drain(1 - sc, size)[3:])
+
+    if count > 1:
+        ops += double_buffered(full - 1, size, tail, make, [], 1)
+    last = (count - 1) % 2
+    ops += body(drain(last, tail or size)[3:])
+    return ops + [WaitFlagOp(c, d, ev + s) for s in slots for c, d, ev in frees]
 
 
 def _drain(

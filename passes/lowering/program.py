@@ -41,16 +41,22 @@ CORE_STORE_SHARE = 2.0
 share of the chip's rate (`gm_bytes_per_cycle`), at most the chip's rate: about
 what the fitted GM -> L1 and UB -> GM rates of the 310P3, 910A and 910B1 give
 (tiling cost only: a kernel of few blocks cannot draw the whole chip's bandwidth)."""
-COPY_LATENCY = 100
-ND2NZ_LATENCY = 500
+COPY_LATENCY_NS = 100.0
+"""Nanoseconds a GM copy holds its pipe before its first byte: the fitted GM -> L1
+latencies are 190 cycles at 1.85 GHz (910B1) and 109 at 1.06 GHz (310P3), about
+100 ns on both (tiling cost only)."""
+ND2NZ_LATENCY_NS = 420.0
 ND2NZ_LOAD_SHARE = 3.5
-"""An nd2nz GM -> L1 copy: its latency (the fits give 430 to 790 cycles) and its rate
-in shares of the chip's GM rate (3.5 to 4.5 in the fits; tiling cost only)."""
+"""An nd2nz GM -> L1 copy: its latency (the fits give 780 cycles on the 910B1, 450
+on the 310P3: 420 ns) and its rate in shares of the chip's GM rate (3.5 to 4.5 in
+the fits; tiling cost only)."""
+L0A_FRACTAL_CYCLES = 2.0
+L0B_FRACTAL_CYCLES = 4.0
+"""MTE1 cycles per 512-byte fractal moved L1 -> L0A (256 B a cycle) and L1 -> L0B
+(128 B a cycle), as the fitted tables give (tiling cost only)."""
 VECTOR_REPEAT_CYCLES = 2.0
 """Cycles of one 256-byte vector repeat, on average over the instructions an epilogue
 runs (1 for a VRELU, 2 for a VADD in the fitted tables; tiling cost only)."""
-"""Cycles a GM copy holds its pipe before its first byte (the fitted latencies are
-80 to 140 cycles; tiling cost only)."""
 
 Ops = list[Operation]
 
