@@ -2104,7 +2104,9 @@ class DynamicReshapeOp(AscendOp):
     input's dim (unless `allowzero`) and one -1 takes what is left. Its length gives the
     rank; every dim is unknown until then. CANN's `Reshape` takes its shape as an input
     too, but our `Reshape` (`ReshapeOp`) holds a static one as a property, and an op
-    type names one operand list (op info, fusion patterns): hence a type of its own."""
+    type names one operand list (op info, fusion patterns): hence a type of its own.
+    `dims` (-1 for a dim known only at run time) are the dims the importer proved from
+    the model's symbolic dims (`ge.frontend.symbolic`): the result's static dims."""
 
     name = "ascend_graph.reshape_dynamic"
     OP_TYPE: ClassVar[str] = "DynamicReshape"
@@ -2112,6 +2114,7 @@ class DynamicReshapeOp(AscendOp):
     shape = operand_def(TensorType)
     y = result_def(TensorType)
     allowzero = opt_prop_def(BoolAttr)
+    dims = opt_prop_def(DenseArrayBase)
     traits = traits_def(Pure())
 
     @classmethod
@@ -2119,7 +2122,10 @@ class DynamicReshapeOp(AscendOp):
         dims = shape_of(operand_types[1])
         if not isinstance(dtype_of(operand_types[1]), IntegerType) or len(dims) != 1 or dims[0] == DYN:
             raise ShapeError(f"the shape must be a 1-D integer tensor of known length, not {shapes.fmt(dims)}")
-        return [tensor(dtype_of(operand_types[0]), (DYN,) * dims[0])]
+        known = props.ints("dims", (-1,) * dims[0])
+        if len(known) != dims[0] or min(known, default=0) < -1:
+            raise ShapeError(f"dims {list(known)} need {dims[0]} entries, each a size or -1")
+        return [tensor(dtype_of(operand_types[0]), tuple(DYN if d == -1 else d for d in known))]
 
 
 # -------------------------------------------------------------- indexing and signal ops

@@ -1083,6 +1083,9 @@ def _dynamic_reshape(op: ag.DynamicReshapeOp, args: list[np.ndarray]) -> np.ndar
         target = [x.size // known if d == -1 else d for d in target]
     if shapes.numel(target) != x.size:
         raise ValueError(f"cannot reshape {shapes.fmt(x.shape)} ({x.size} elements) to {target}")
+    proved = op.props.ints("dims", target)
+    if any(d not in (-1, t) for d, t in zip(proved, target)):
+        raise ValueError(f"target shape {target} differs from the dims {list(proved)} proved at import")
     return x.reshape(target)
 
 

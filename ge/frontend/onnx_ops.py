@@ -68,6 +68,7 @@ from ge.core import dtypes
 from ge.core.errors import ModelError
 from ge.core.limits import check_folded
 from ge.core.weights import INLINE_LIMIT
+from ge.frontend import symbolic
 from ge.frontend.tensors import element_type, sparse_array, tensor_array
 
 if TYPE_CHECKING:
@@ -119,15 +120,33 @@ class Node:
         return [self.importer.value(name) for name in self.proto.input if name]
 
     def array(self, i: int, what: str) -> np.ndarray | None:
-        """The value of constant input `i` (None if absent); a computed one is an error."""
+        """The value of constant input `i` (None if absent), or of one the graph computes
+        from dynamic dims that the symbolic dims prove constant; any other is an error."""
         if not self.has(i):
             return None
-        array = self.importer.constant_value(self.proto.input[i])
-        if array is None:
+        name = self.proto.input[i]
+        array = self.importer.constant_value(name)
+        if array is not None:
+            return array
+        computed = self.symbolic(i)
+        if computed is not None and all(e.constant is not None for e in computed):
+            return np.array([e.constant for e in computed], np.int64).reshape(shape(self.x(i)))
+        if computed is not None:
             raise self.error(
-                f"input {i} ({what}, '{self.proto.input[i]}') must be a constant, but the graph computes it"
+                f"input {i} ({what}, '{name}') is {symbolic.fmt(computed)}, computed from the model's dynamic dims, "
+                "and must be a constant here; pin those dims with --input_shape, or build gears of them "
+                "(--dynamic_batch_size, --dynamic_dims)"
             )
-        return array
+        raise self.error(f"input {i} ({what}, '{name}') must be a constant, but the graph computes it")
+
+    def symbolic(self, i: int) -> tuple[symbolic.Expr, ...] | None:
+        """The elements of input `i` as expressions of the dynamic dims, when the graph
+        computes it from them (see `ge.frontend.symbolic`)."""
+        return self.importer.symbolic.values.get(self.proto.input[i]) if self.has(i) else None
+
+    def dims(self, i: int) -> tuple[symbolic.Expr, ...] | None:
+        """The dims of input `i` as expressions of the dynamic dims."""
+        return self.importer.symbolic.dims.get(self.proto.input[i]) if self.has(i) else None
 
     def ints(self, i: int, what: str) -> list[int] | None:
         array = self.array(i, what)
@@ -714,14 +733,21 @@ def _reshape(n: Node) -> Outputs:
     tensor) before our reshape.
 
     A copied dynamic dim becomes the target's -1 when the target has none; two
-    unknown dims cannot be expressed and are refused. A target the graph computes
-    from a dynamic Shape is the operand of a DynamicReshape, resolved at run time;
-    any other target must be a constant (a static graph stays static).
+    unknown dims cannot be a Reshape's. A target the graph computes from dynamic dims
+    is resolved symbolically (`ge.frontend.symbolic`): a Reshape when at most one dim
+    stays unknown, else a DynamicReshape (the target an operand, resolved at run time)
+    with every dim the symbols prove static; a target from a Shape the symbols cannot
+    follow is a DynamicReshape too. Any other target must be a constant.
     """
     x = n.x(0)
     src = shape(x)
     allow_zero = n.since >= 14 and n.attr("allowzero", 0)
-    if n.has(1) and n.importer.constant_value(n.proto.input[1]) is None and _from_shape(n.x(1)):
+    computed = n.has(1) and n.importer.constant_value(n.proto.input[1]) is None
+    target_exprs = n.symbolic(1) if computed else None
+    if computed and target_exprs is not None and n.dims(0) is not None:
+        if any(e.constant is None for e in target_exprs):
+            return [_symbolic_reshape(n, x, target_exprs, bool(allow_zero))]
+    elif computed and _from_shape(n.x(1)):
         return [n.emit(ag.DynamicReshapeOp, [x, n.x(1)], {"allowzero": bool_attr(bool(allow_zero))})]
     target = n.ints(1, "shape") or []
     resolved = []
@@ -735,6 +761,21 @@ def _reshape(n: Node) -> Outputs:
     if resolved.count(-1) > 1:
         raise n.error(f"reshaping {fmt(src)} to {target} leaves more than one dim unknown")
     return [n.emit(ag.ReshapeOp, [x], {"shape": ints(resolved)})]
+
+
+def _symbolic_reshape(n: Node, x: SSAValue, target: Sequence[symbolic.Expr], allow_zero: bool) -> SSAValue:
+    """A Reshape to a target of symbolic dims: a static Reshape with a -1 when one dim
+    is unknown, else a DynamicReshape whose type has the dims the symbols prove."""
+    src = n.dims(0)
+    assert src is not None
+    if not allow_zero and any(e.constant == 0 and i >= len(src) for i, e in enumerate(target)):
+        raise n.error(f"target shape {symbolic.fmt(target)} copies a dim beyond the input's rank {len(src)}")
+    out = symbolic.reshape(src, target, allow_zero)
+    static = [DYN if d is None or d.constant is None else d.constant for d in out]
+    if static.count(DYN) <= 1:
+        return n.emit(ag.ReshapeOp, [x], {"shape": ints([-1 if d == DYN else d for d in static])})
+    props = {"allowzero": bool_attr(allow_zero), "dims": ints([-1 if d == DYN else d for d in static])}
+    return n.emit(ag.DynamicReshapeOp, [x, n.x(1)], props)
 
 
 def _from_shape(value: SSAValue) -> bool:
@@ -979,7 +1020,17 @@ def _resize_roi(n: Node, axes: Sequence[int], rank: int) -> list[float]:
 
 @converts(Expand=13)
 def _expand(n: Node) -> Outputs:
-    return [n.emit(ag.ExpandOp, [n.x(0)], {"shape": ints(n.ints(1, "shape") or [])})]
+    """A target dim the graph computes from dynamic dims is 1 (the input's dim is kept)
+    where the symbols prove it equal to the input's dim there."""
+    x = n.x(0)
+    target, src = n.symbolic(1), n.dims(0)
+    if n.importer.constant_value(n.proto.input[1]) is None and target is not None and src is not None:
+        lead = len(target) - len(src)
+        if lead >= 0 and all(e.constant is not None or e == src[i - lead] for i, e in enumerate(target) if i >= lead):
+            if all(e.constant is not None for e in target[:lead]):
+                sizes = [1 if e.constant is None else e.constant for e in target]
+                return [n.emit(ag.ExpandOp, [x], {"shape": ints(sizes)})]
+    return [n.emit(ag.ExpandOp, [x], {"shape": ints(n.ints(1, "shape") or [])})]
 
 
 @converts(Tile=13)
