@@ -223,15 +223,13 @@ class Shapes:
     def bind(self, input_shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
         """Each input symbol's size in `input_shapes` (input name -> concrete shape).
 
-        Raises `ModelError` for a missing input, or for two dims of one symbol (the
-        same `dim_param`) given different sizes."""
+        Raises `ModelError` for a missing input, or for an input dim other than its
+        expression gives (two dims of one `dim_param` given different sizes)."""
         env: dict[str, int] = {}
         for symbol, origin in self.inputs.items():
             if origin.input not in input_shapes:
                 raise ModelError(f"the shape of input '{origin.input}' is needed: its dim {origin.dim} is '{symbol}'")
-            size = int(input_shapes[origin.input][origin.dim])
-            if env.setdefault(symbol, size) != size:
-                raise ModelError(f"dim '{symbol}' is {env[symbol]} in one input and {size} in another")
+            env[symbol] = int(input_shapes[origin.input][origin.dim])
         for name, dims in self.dims.items():
             shape = input_shapes.get(name)
             for i, d in enumerate(dims if shape is not None else ()):

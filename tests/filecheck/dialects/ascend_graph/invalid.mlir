@@ -94,3 +94,17 @@ builtin.module {
 // CHECK: in the input: TransData 't': result 0 has shape [1, 32, 4, 4], but the inputs give [1, 16, 4, 4]
 // CHECK: // {{-----}}
 // CHECK: in the input: SoftmaxV2 'softmax': axes 2 is out of range for rank 2
+
+// -----
+
+builtin.module {
+  ascend_graph.graph @g {
+    %x = ascend_graph.data {index = 0 : i64, name = "x"} : tensor<?x?x768xf32>
+    %t = ascend_graph.data {index = 1 : i64, name = "t"} : tensor<4xi64>
+    %y = ascend_graph.reshape_dynamic %x, %t {allowzero = false, dims = array<i64: -1, 12, 64>, name = "heads"} : (tensor<?x?x768xf32>, tensor<4xi64>) -> tensor<?x12x64xf32>
+    ascend_graph.net_output %y {names = ["y"]} : tensor<?x12x64xf32>
+  }
+}
+
+// CHECK: // {{-----}}
+// CHECK: in the input: DynamicReshape 'heads': dims [-1, 12, 64] need 4 entries, each a size or -1
