@@ -233,14 +233,20 @@ def test_the_torch_equal_where_trick_is_resolved_for_expand() -> None:
     np.testing.assert_array_equal(got, scores_in)
 
 
-def test_an_expand_that_grows_a_dim_to_a_symbol_is_refused() -> None:
-    """The mask [batch, 1, 1, seq] expanded to [batch, 1, seq, seq]: a size the dims
-    decide, which no op here takes at run time."""
+def test_an_expand_that_grows_a_dim_to_a_symbol_reads_the_sizes_at_run_time() -> None:
+    """The mask [batch, 1, 1, seq] expanded to [batch, 1, seq, seq] (torch's attention
+    mask): a BroadcastTo whose type keeps what the symbols prove."""
     axes = const("axes", [1, 2])
     grow = helper.make_node("Unsqueeze", ["mask", "axes"], ["m4"], name="m4")
     unused = helper.make_tensor_value_info("unused", TensorProto.FLOAT, [1])
-    with pytest.raises(ModelError, match=r"node 'expand' \(Expand\): input 1 \(shape, 'sizes'\) is \[batch, 1, seq, seq\], computed from the model's dynamic dims"):
-        ge.load_onnx(where_trick(unused, [axes, grow], "m4"))
+    module, _ = ge.load_onnx(where_trick(unused, [axes, grow], "m4"))
+    expand = op(module, "expand")
+    assert isinstance(expand, ag.BroadcastToOp) and dims(expand.results[0]) == (DYN, 1, DYN, DYN)
+    table = shapes_of(module)
+    assert table is not None and table.dims["y"] == (B, Expr.const(1), S, S)
+    mask = np.random.default_rng(2).standard_normal((2, 3)).astype(np.float32)
+    got = ge.reference.run(module, {"mask": mask, "unused": np.zeros(1, np.float32)})["y"]
+    np.testing.assert_array_equal(got, np.broadcast_to(mask[:, None, None, :], (2, 1, 3, 3)))
 
 
 def test_an_expand_to_the_inputs_own_dims_imports_dynamic() -> None:
@@ -257,19 +263,50 @@ def test_an_expand_to_the_inputs_own_dims_imports_dynamic() -> None:
     assert ge.reference.run(module, {"x": x})["y"].shape == (4, 2, 3)
 
 
-def test_a_slice_to_a_dynamic_dim_is_refused_naming_the_dims_and_the_options() -> None:
-    """A tensor whose size the dims decide (position ids sliced to the sequence) has no
-    op here: the refusal names the expression and how to pin it."""
-    table = numpy_helper.from_array(np.arange(512, dtype=np.int64).reshape(1, 512), "positions")
+def positions_model(extra: list[onnx.NodeProto], output: str) -> onnx.ModelProto:
+    """Position ids sliced from a [1, 512] table to the sequence length, as both of torch's
+    exporters write BERT's embeddings, then `extra`."""
+    table = numpy_helper.from_array(np.arange(512, dtype=np.int64).reshape(1, 512) * 3, "positions")
     nodes = [
         helper.make_node("Shape", ["ids"], ["s"], name="shape", start=1, end=2),
         const("zero", [0]), const("axis", [1]),
-        helper.make_node("Slice", ["positions", "zero", "s", "axis"], ["y"], name="positions_slice"),
+        helper.make_node("Slice", ["positions", "zero", "s", "axis"], ["p"], name="positions_slice"),
+        *extra,
     ]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, "sequence"])],
-                              [helper.make_empty_tensor_value_info("y")], [table])
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    with pytest.raises(ModelError, match=r"node 'positions_slice' \(Slice\): input 2 \(ends, 's'\) is \[sequence\], computed from the model's dynamic dims, and must be a constant here; pin those dims with --input_shape"):
-        ge.load_onnx(proto)
-    module, _ = ge.load_onnx(proto, input_shape="ids:1,7")
-    assert dims(op(module, "positions_slice").results[0]) == (1, 7)
+                              [helper.make_empty_tensor_value_info(output)], [table])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_slice_to_a_dynamic_dim_reads_its_ends_at_run_time() -> None:
+    module, _ = ge.load_onnx(positions_model([], "p"))
+    sliced = op(module, "positions_slice")
+    assert isinstance(sliced, ag.StridedSliceV2Op) and dims(sliced.results[0]) == (1, DYN)
+    got = ge.reference.run(module, {"ids": np.zeros((1, 7), np.int64)})["p"]
+    np.testing.assert_array_equal(got, np.arange(7).reshape(1, 7) * 3)
+    pinned, _ = ge.load_onnx(positions_model([], "p"), input_shape="ids:1,7")
+    assert isinstance(op(pinned, "positions_slice"), ag.ConstOp)  # folded: a static slice of a constant
+    assert dims(op(pinned, "positions_slice").results[0]) == (1, 7)
+
+
+def test_a_range_to_a_dynamic_dim_reads_its_limit_at_run_time() -> None:
+    range_ = [
+        const("zero_", 0), const("step", 1),
+        helper.make_node("Squeeze", ["s"], ["limit"], name="limit"),
+        helper.make_node("Range", ["zero_", "limit", "step"], ["r"], name="arange"),
+    ]
+    module, _ = ge.load_onnx(positions_model(range_, "r"))
+    assert isinstance(op(module, "arange"), ag.RangeOp)
+    table = shapes_of(module)
+    assert table is not None and table.dims["r"] == (Expr.symbol("sequence"),)
+    np.testing.assert_array_equal(ge.reference.run(module, {"ids": np.zeros((1, 5), np.int64)})["r"], np.arange(5))
+
+
+def test_a_constant_of_a_dynamic_shape_is_refused_naming_the_dims_and_the_options() -> None:
+    """ConstantOfShape of the input's own dims has no op here: the refusal names the
+    dims the symbols give and how to pin them."""
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["z"], name="zeros")]
+    with pytest.raises(ModelError, match=r"node 'zeros' \(ConstantOfShape\): input 0 \(shape, 's'\) is \[sequence\], computed from the model's dynamic dims, and must be a constant here; pin those dims with --input_shape"):
+        ge.load_onnx(positions_model(nodes, "z"))
+    module, _ = ge.load_onnx(positions_model(nodes, "z"), input_shape="ids:1,4")
+    assert dims(op(module, "zeros").results[0]) == (4,)

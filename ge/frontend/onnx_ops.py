@@ -23,8 +23,11 @@ Ops that compute shapes (Size, ConstantOfShape, Range, EyeLike) and the signal
 constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
 not static. Shape is evaluated when its input's dims are static, and is a Shape op
-otherwise; a Reshape to a target computed from one is a DynamicReshape, its target
-an operand. Inputs that GE's ops take as attributes must be constants where they
+otherwise. What the graph computes from dynamic dims is followed symbolically
+(`ge.frontend.symbolic`): an input proven constant is taken as one, and a Reshape,
+Expand, Slice or Range whose target, ends or bounds stay symbolic is an op that reads
+them at run time (DynamicReshape, BroadcastTo, StridedSliceV2, Range), typed with the
+dims the symbols prove. Inputs that GE's ops take as attributes must be constants where they
 shape the result (axes, pads, sizes, OneHot's depth); where they do not, a computed
 one stays an operand that the kernel reads when it runs: Trilu's k, CumSum's and
 CumProd's axis, and Clip's bounds (Maximum/Minimum with them). A model of an opset
@@ -144,9 +147,15 @@ class Node:
         computes it from them (see `ge.frontend.symbolic`)."""
         return self.importer.symbolic.values.get(self.proto.input[i]) if self.has(i) else None
 
+    def computed(self, *indices: int) -> bool:
+        """Whether some of these inputs are computed from the model's dynamic dims (and
+        the others constant or absent): what a run-time shaped op may take."""
+        symbolic_ = [i for i in indices if self.has(i) and self.importer.constant_value(self.proto.input[i]) is None]
+        return bool(symbolic_) and all(self.symbolic(i) is not None for i in symbolic_)
+
     def dims(self, i: int) -> tuple[symbolic.Expr, ...] | None:
         """The dims of input `i` as expressions of the dynamic dims."""
-        return self.importer.symbolic.dims.get(self.proto.input[i]) if self.has(i) else None
+        return self.importer.tracer.dims(self.proto.input[i]) if self.has(i) else None
 
     def ints(self, i: int, what: str) -> list[int] | None:
         array = self.array(i, what)
@@ -867,6 +876,8 @@ def _slice(n: Node) -> Outputs:
     x = n.x(0)
     src = shape(x)
     rank = len(src)
+    if n.computed(1, 2) and not n.computed(3, 4) and n.dims(0) is not None:
+        return [_symbolic_slice(n, x)]
     starts, ends = n.ints(1, "starts") or [], n.ints(2, "ends") or []
     axes = n.ints(3, "axes") or list(range(len(starts)))
     steps = n.ints(4, "steps") or [1] * len(starts)
@@ -892,6 +903,28 @@ def _slice(n: Node) -> Outputs:
     return [n.emit(ag.StridedSliceOp, [x], props)]
 
 
+def _symbolic_slice(n: Node, x: SSAValue) -> SSAValue:
+    """A Slice whose starts or ends the graph computes from dynamic dims: a StridedSliceV2
+    reading them at run time, its type the dims the symbols prove (position ids sliced
+    to the sequence length: [1, sequence])."""
+    src = n.dims(0)
+    assert src is not None
+    count = shape(n.x(1))[0] if len(shape(n.x(1))) == 1 else DYN
+    if count == DYN:
+        raise n.error(f"starts must be a 1-D tensor of known length, not {fmt(shape(n.x(1)))}")
+    axes = n.ints(3, "axes") or list(range(count))
+    steps = n.ints(4, "steps") or [1] * count
+    if not len(axes) == len(steps) == count:
+        raise n.error(f"starts, ends, axes {axes} and steps {steps} differ in length")
+    norm_axes(axes, len(src))
+    if 0 in steps:
+        raise n.error(f"steps {steps} hold a 0")
+    proved = n.importer.tracer.slice_dims(n.proto, src) or (None,) * len(src)
+    dims = [-1 if d is None or d.constant is None else d.constant for d in proved]
+    operands = [x, n.x(1), n.x(2), n.const(np.array(axes, np.int64), "axes"), n.const(np.array(steps, np.int64), "steps")]
+    return n.emit(ag.StridedSliceV2Op, operands, {"dims": ints(dims)})
+
+
 @converts(Gather=13)
 def _gather(n: Node) -> Outputs:
     """Constant indices are checked against the axis here: out of range, ONNX says the
@@ -900,7 +933,7 @@ def _gather(n: Node) -> Outputs:
     indices = n.importer.array_of(n.x(1))
     if indices is not None and shape(x) and indices.size:
         dim = shape(x)[norm_axis(axis, len(shape(x)))]
-        wrong = indices[(indices < -dim) | (indices >= dim)] if dim != DYN else indices[:0]
+        wrong = indices[(indices < -dim) | (indices >= dim)] if dim != DYN else indices.reshape(-1)[:0]
         if wrong.size:
             raise n.error(f"index {int(wrong.reshape(-1)[0])} is out of range for axis {axis} of size {dim}")
     return [n.emit(ag.GatherOp, [x, n.x(1)], {"axis": int_attr(axis)})]
@@ -1026,10 +1059,14 @@ def _expand(n: Node) -> Outputs:
     target, src = n.symbolic(1), n.dims(0)
     if n.importer.constant_value(n.proto.input[1]) is None and target is not None and src is not None:
         lead = len(target) - len(src)
-        if lead >= 0 and all(e.constant is not None or e == src[i - lead] for i, e in enumerate(target) if i >= lead):
-            if all(e.constant is not None for e in target[:lead]):
-                sizes = [1 if e.constant is None else e.constant for e in target]
-                return [n.emit(ag.ExpandOp, [x], {"shape": ints(sizes)})]
+        kept = all(e.constant is not None or (i >= lead and e == src[i - lead]) for i, e in enumerate(target))
+        if lead >= 0 and kept:
+            sizes = [1 if e.constant is None else e.constant for e in target]
+            return [n.emit(ag.ExpandOp, [x], {"shape": ints(sizes)})]
+        if any(e.constant is None for e in target):
+            proved = symbolic.broadcast(src, target)
+            dims = [-1 if d is None or d.constant is None else d.constant for d in proved]
+            return [n.emit(ag.BroadcastToOp, [x, n.x(1)], {"dims": ints(dims)})]
     return [n.emit(ag.ExpandOp, [x], {"shape": ints(n.ints(1, "shape") or [])})]
 
 
@@ -1107,7 +1144,13 @@ def _constant_of_shape(n: Node) -> Outputs:
 
 @converts(Range=27)
 def _range(n: Node) -> Outputs:
-    """start + i * delta for i < max(ceil((limit - start) / delta), 0)."""
+    """start + i * delta for i < max(ceil((limit - start) / delta), 0); bounds the graph
+    computes from dynamic dims are a Range op's, read at run time."""
+    if n.computed(0, 1, 2):
+        bounds = [n.x(i) for i in range(3)]
+        if any(shape(b) != () for b in bounds):
+            raise n.error(f"start, limit and delta must be scalars, not {', '.join(fmt(shape(b)) for b in bounds)}")
+        return [n.emit(ag.RangeOp, bounds)]
     arrays = [n.array(i, what) for i, what in enumerate(("start", "limit", "delta"))]
     if any(a is None or a.size != 1 for a in arrays):
         raise n.error("start, limit and delta must be scalars")

@@ -449,11 +449,14 @@ class Tracer:
                 return None
             axis = self._attr(node, "axis", 0) % len(first)
             return (*first[:axis], *indices, *first[axis + 1 :])
+        if op == "GatherND" and len(inputs) > 1 and inputs[1] and inputs[1][-1].constant is not None:
+            depth = inputs[1][-1].constant + self._attr(node, "batch_dims", 0)
+            return (*inputs[1][:-1], *first[depth:])
         if op == "Expand":
             target = self.value(node.input[1])
             return None if target is None else broadcast(first, target)
         if op == "Slice":
-            return self._slice(node, first)
+            return self.slice_dims(node, first)
         if op == "Shape":
             return (Expr.const(len(range(len(first))[self._attr(node, "start", 0) : self._attr(node, "end", len(first))])),)
         if op == "ConstantOfShape":
@@ -472,7 +475,7 @@ class Tracer:
             return tuple(Expr.const(1) if i in picked else d for i, d in enumerate(first) if keep or i not in picked)
         return None
 
-    def _slice(self, node: onnx.NodeProto, first: tuple[Expr, ...]) -> tuple[Expr | None, ...] | None:
+    def slice_dims(self, node: onnx.NodeProto, first: tuple[Expr, ...]) -> tuple[Expr | None, ...] | None:
         """A slice by constant steps 1 from a constant start: to the end (`dim - start`),
         or to a computed end inside a constant dim (`end - start`); else unknown."""
         starts, ends = (self.value(x) for x in node.input[1:3])

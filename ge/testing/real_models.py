@@ -228,6 +228,57 @@ def _export(spec: ModelSpec, path: Path) -> None:
     os.replace(tmp, path)
 
 
+DYNAMIC_EXPORTERS = ("torchscript", "dynamo")
+"""How `dynamic_path` exports: torch.onnx.export's TorchScript exporter with `dynamic_axes`,
+or its dynamo exporter with `dynamic_shapes` (torch.export.Dim)."""
+
+DYNAMIC_MODELS = ("bert_base",)
+
+
+def dynamic_path(name: str, exporter: str) -> Path:
+    """The cached export of model `name` with its batch and sequence dims dynamic (dim_params
+    `batch` and `sequence`, as the exporter writes them), exported first if missing: BERT
+    traced at batch 1, sequence `SEQ_LEN`, by `exporter` (one of `DYNAMIC_EXPORTERS`)."""
+    if name not in DYNAMIC_MODELS or exporter not in DYNAMIC_EXPORTERS:
+        raise ValueError(f"no dynamic export of '{name}' by '{exporter}'; there are {DYNAMIC_MODELS} by {DYNAMIC_EXPORTERS}")
+    path = CACHE_DIR / f"{name}-{exporter}-dynamic-{_cache_key()}.onnx"
+    if path.exists():
+        return path
+    with _locked(CACHE_DIR / f"{name}-{exporter}-dynamic.lock"):
+        if not path.exists():
+            _export_dynamic(MODELS[name], exporter, path)
+            for stale in CACHE_DIR.glob(f"{name}-{exporter}-dynamic-v*.onnx"):
+                if stale != path:
+                    stale.unlink()
+    return path
+
+
+def _export_dynamic(spec: ModelSpec, exporter: str, path: Path) -> None:
+    import warnings
+
+    import torch
+
+    model, args, input_names, output_names = spec.build()
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        if exporter == "torchscript":
+            axes = {n: {0: "batch", 1: "sequence"} for n in [*input_names, output_names[0]]} | {output_names[1]: {0: "batch"}}
+            torch.onnx.export(
+                model, args, str(tmp), dynamo=False, do_constant_folding=False, training=torch.onnx.TrainingMode.EVAL,
+                opset_version=OPSET, input_names=input_names, output_names=output_names, dynamic_axes=axes,
+            )
+        else:
+            batch, sequence = torch.export.Dim("batch", max=64), torch.export.Dim("sequence", max=512)
+            shapes = {n: {0: batch, 1: sequence} for n in input_names}
+            program = torch.onnx.export(
+                model, args, dynamo=True, input_names=input_names, output_names=output_names, dynamic_shapes=shapes,
+                verbose=False,
+            )
+            program.save(str(tmp))
+    os.replace(tmp, path)
+
+
 def batched_path(name: str, batch: int) -> Path:
     """The model's export with its inputs' and outputs' batch set to `batch` (made once,
     beside the export; right for models without a batch-dependent constant, as the
@@ -247,8 +298,9 @@ def batched_path(name: str, batch: int) -> Path:
     return out
 
 
-def model_inputs(path: str | os.PathLike, seed: int = SEED) -> dict[str, np.ndarray]:
-    """Seeded inputs for every graph input of the ONNX model at `path`.
+def model_inputs(path: str | os.PathLike, seed: int = SEED, shape: tuple[int, ...] | None = None) -> dict[str, np.ndarray]:
+    """Seeded inputs for every graph input of the ONNX model at `path`, of their declared
+    shapes or of `shape` (for the dynamic exports, whose inputs share one shape).
 
     Float inputs are standard normal; `input_ids` are token ids below the
     vocabulary size; `attention_mask` masks out the last `PAD` positions;
@@ -265,9 +317,9 @@ def model_inputs(path: str | os.PathLike, seed: int = SEED) -> dict[str, np.ndar
         if value.name in initializers:
             continue
         tensor_type = value.type.tensor_type
-        shape = tuple(d.dim_value for d in tensor_type.shape.dim)
+        dims = shape or tuple(d.dim_value for d in tensor_type.shape.dim)
         dtype = helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
-        feeds[value.name] = _input(value.name, shape, dtype, rng, _vocab_size(model))
+        feeds[value.name] = _input(value.name, dims, dtype, rng, _vocab_size(model))
     return feeds
 
 
