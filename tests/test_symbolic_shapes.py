@@ -310,3 +310,25 @@ def test_a_constant_of_a_dynamic_shape_is_refused_naming_the_dims_and_the_option
         ge.load_onnx(positions_model(nodes, "z"))
     module, _ = ge.load_onnx(positions_model(nodes, "z"), input_shape="ids:1,4")
     assert dims(op(module, "zeros").results[0]) == (4,)
+
+
+@pytest.mark.parametrize("opset", (15, 18))
+def test_the_parts_of_a_split_keep_the_other_dims(opset: int) -> None:
+    """GPT-2's fused QKV projection [batch, seq, 3*128] split in three, each part then
+    split into heads: every part keeps batch and seq, so the heads' reshape is proven."""
+    sizes = const("sizes", [128, 128, 128])
+    split = helper.make_node("Split", ["x", "sizes"], ["q", "k", "v"], name="qkv", axis=2)
+    if opset >= 18:
+        split = helper.make_node("Split", ["x"], ["q", "k", "v"], name="qkv", axis=2, num_outputs=3)
+    nodes = [
+        sizes, split,
+        helper.make_node("Shape", ["v"], ["s"], name="shape", start=0, end=2),
+        const("heads", [4, 32]),
+        helper.make_node("Concat", ["s", "heads"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["v", "target"], ["y"], name="v_heads"),
+    ]
+    module, _ = ge.load_onnx(model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 384])], ["y"], opset))
+    table = shapes_of(module)
+    assert table is not None and table.dims["q"] == table.dims["v"] == (B, S, Expr.const(128))
+    assert dims(op(module, "v_heads").results[0]) == (DYN, DYN, 4, 32)
+    assert set(table.symbols) == {"batch", "seq"}

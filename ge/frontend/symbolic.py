@@ -372,12 +372,13 @@ class Tracer:
         values = None if self.array(out) is not None else self._value(node, since)
         if values is not None:
             self.shapes.values[out] = values
-        derived = self._dims(node, since)
+        rules = self._split(node) if node.op_type == "Split" else [self._dims(node, since)]
         for i, name in enumerate(node.output):
             static = self.static(name) if name else None
             if static is None:
                 continue
-            rule = derived if i == 0 and derived is not None and len(derived) == len(static) else (None,) * len(static)
+            derived = rules[i] if i < len(rules) else None
+            rule = derived if derived is not None and len(derived) == len(static) else (None,) * len(static)
             self.shapes.dims[name] = tuple(
                 Expr.const(s) if s != DYN else r if r is not None else self.shapes.unknown(name, j)
                 for j, (s, r) in enumerate(zip(static, rule))
@@ -474,6 +475,16 @@ class Tracer:
             keep = self._attr(node, "keepdims", 1)
             return tuple(Expr.const(1) if i in picked else d for i, d in enumerate(first) if keep or i not in picked)
         return None
+
+    def _split(self, node: onnx.NodeProto) -> list[tuple[Expr | None, ...] | None]:
+        """Each part of a Split keeps the input's dims but along the axis (which our
+        type has, static, when the sizes are)."""
+        first = self.dims(node.input[0])
+        if not first:
+            return [None]
+        axis = self._attr(node, "axis", 0) % len(first)
+        part = tuple(None if i == axis else d for i, d in enumerate(first))
+        return [part] * len(node.output)
 
     def slice_dims(self, node: onnx.NodeProto, first: tuple[Expr, ...]) -> tuple[Expr | None, ...] | None:
         """A slice by constant steps 1 from a constant start: to the end (`dim - start`),
