@@ -779,12 +779,10 @@ def _symbolic_reshape(n: Node, x: SSAValue, target: Sequence[symbolic.Expr], all
     assert src is not None
     if not allow_zero and any(e.constant == 0 and i >= len(src) for i, e in enumerate(target)):
         raise n.error(f"target shape {symbolic.fmt(target)} copies a dim beyond the input's rank {len(src)}")
-    out = symbolic.reshape(src, target, allow_zero)
-    static = [DYN if d is None or d.constant is None else d.constant for d in out]
-    if static.count(DYN) <= 1:
-        return n.emit(ag.ReshapeOp, [x], {"shape": ints([-1 if d == DYN else d for d in static])})
-    props = {"allowzero": bool_attr(allow_zero), "dims": ints([-1 if d == DYN else d for d in static])}
-    return n.emit(ag.DynamicReshapeOp, [x, n.x(1)], props)
+    dims = symbolic.known(symbolic.reshape(src, target, allow_zero))
+    if dims.count(-1) <= 1:
+        return n.emit(ag.ReshapeOp, [x], {"shape": ints(dims)})
+    return n.emit(ag.DynamicReshapeOp, [x, n.x(1)], {"allowzero": bool_attr(allow_zero), "dims": ints(dims)})
 
 
 def _from_shape(value: SSAValue) -> bool:
@@ -919,8 +917,7 @@ def _symbolic_slice(n: Node, x: SSAValue) -> SSAValue:
     norm_axes(axes, len(src))
     if 0 in steps:
         raise n.error(f"steps {steps} hold a 0")
-    proved = n.importer.tracer.slice_dims(n.proto, src) or (None,) * len(src)
-    dims = [-1 if d is None or d.constant is None else d.constant for d in proved]
+    dims = symbolic.known(n.importer.tracer.slice_dims(n.proto, src) or (None,) * len(src))
     operands = [x, n.x(1), n.x(2), n.const(np.array(axes, np.int64), "axes"), n.const(np.array(steps, np.int64), "steps")]
     return n.emit(ag.StridedSliceV2Op, operands, {"dims": ints(dims)})
 
@@ -1064,8 +1061,7 @@ def _expand(n: Node) -> Outputs:
             sizes = [1 if e.constant is None else e.constant for e in target]
             return [n.emit(ag.ExpandOp, [x], {"shape": ints(sizes)})]
         if any(e.constant is None for e in target):
-            proved = symbolic.broadcast(src, target)
-            dims = [-1 if d is None or d.constant is None else d.constant for d in proved]
+            dims = symbolic.known(symbolic.broadcast(src, target))
             return [n.emit(ag.BroadcastToOp, [x, n.x(1)], {"dims": ints(dims)})]
     return [n.emit(ag.ExpandOp, [x], {"shape": ints(n.ints(1, "shape") or [])})]
 

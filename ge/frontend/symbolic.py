@@ -230,9 +230,8 @@ class Shapes:
             if origin.input not in input_shapes:
                 raise ModelError(f"the shape of input '{origin.input}' is needed: its dim {origin.dim} is '{symbol}'")
             env[symbol] = int(input_shapes[origin.input][origin.dim])
-        for name, dims in self.dims.items():
-            shape = input_shapes.get(name)
-            for i, d in enumerate(dims if shape is not None else ()):
+        for name, shape in input_shapes.items():
+            for i, d in enumerate(self.dims.get(name, ())):
                 if d.symbols <= env.keys() and d.evaluate(env) != shape[i]:
                     raise ModelError(
                         f"input '{name}' has dim {i} of {shape[i]}, but the model needs {d} = {d.evaluate(env)} there"
@@ -270,9 +269,10 @@ def shapes_of(module: ModuleOp) -> Shapes | None:
     return _TABLES.get(module)
 
 
-def static_dims(dims: Sequence[Expr]) -> Shape:
-    """The dims as our types write them: a constant, or DYN."""
-    return tuple(DYN if (c := d.constant) is None else c for d in dims)
+def known(dims: Sequence[Expr | None]) -> list[int]:
+    """The dims as an op's `dims` property writes them: a proven size, or -1 for a dim
+    known at run time only (a symbolic one, or one no rule could tell)."""
+    return [-1 if d is None or d.constant is None else d.constant for d in dims]
 
 
 # ------------------------------------------------------------------ the rules per ONNX op
