@@ -712,6 +712,7 @@ class Importer:
         return tuple(value.type.get_shape())
 
     def integer(self, name: str) -> bool:
+        """Whether a value imported so far is of an integer type."""
         value = self.values.get(name)
         return value is not None and isinstance(value.type, TensorType) and dtypes.to_numpy(value.type.element_type).kind in "iu"
 

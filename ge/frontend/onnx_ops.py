@@ -131,7 +131,7 @@ class Node:
         array = self.importer.constant_value(name)
         if array is not None:
             return array
-        computed = self.symbolic(i)
+        computed = self.exprs(i)
         if computed is not None and all(e.constant is not None for e in computed):
             return np.array([e.constant for e in computed], np.int64).reshape(shape(self.x(i)))
         if computed is not None:
@@ -142,7 +142,7 @@ class Node:
             )
         raise self.error(f"input {i} ({what}, '{name}') must be a constant, but the graph computes it")
 
-    def symbolic(self, i: int) -> tuple[symbolic.Expr, ...] | None:
+    def exprs(self, i: int) -> tuple[symbolic.Expr, ...] | None:
         """The elements of input `i` as expressions of the dynamic dims, when the graph
         computes it from them (see `ge.frontend.symbolic`)."""
         return self.importer.symbolic.values.get(self.proto.input[i]) if self.has(i) else None
@@ -150,8 +150,8 @@ class Node:
     def computed(self, *indices: int) -> bool:
         """Whether some of these inputs are computed from the model's dynamic dims (and
         the others constant or absent): what a run-time shaped op may take."""
-        symbolic_ = [i for i in indices if self.has(i) and self.importer.constant_value(self.proto.input[i]) is None]
-        return bool(symbolic_) and all(self.symbolic(i) is not None for i in symbolic_)
+        computed = [i for i in indices if self.has(i) and self.importer.constant_value(self.proto.input[i]) is None]
+        return bool(computed) and all(self.exprs(i) is not None for i in computed)
 
     def dims(self, i: int) -> tuple[symbolic.Expr, ...] | None:
         """The dims of input `i` as expressions of the dynamic dims."""
@@ -752,11 +752,10 @@ def _reshape(n: Node) -> Outputs:
     src = shape(x)
     allow_zero = n.since >= 14 and n.attr("allowzero", 0)
     computed = n.has(1) and n.importer.constant_value(n.proto.input[1]) is None
-    target_exprs = n.symbolic(1) if computed else None
-    if computed and target_exprs is not None and n.dims(0) is not None:
-        if any(e.constant is None for e in target_exprs):
-            return [_symbolic_reshape(n, x, target_exprs, bool(allow_zero))]
-    elif computed and _from_shape(n.x(1)):
+    exprs = n.exprs(1) if computed else None
+    if exprs is not None and any(e.constant is None for e in exprs):
+        return [_symbolic_reshape(n, x, exprs, bool(allow_zero))]
+    if computed and exprs is None and _from_shape(n.x(1)):
         return [n.emit(ag.DynamicReshapeOp, [x, n.x(1)], {"allowzero": bool_attr(bool(allow_zero))})]
     target = n.ints(1, "shape") or []
     resolved = []
@@ -1053,11 +1052,11 @@ def _expand(n: Node) -> Outputs:
     """A target dim the graph computes from dynamic dims is 1 (the input's dim is kept)
     where the symbols prove it equal to the input's dim there."""
     x = n.x(0)
-    target, src = n.symbolic(1), n.dims(0)
+    target, src = n.exprs(1), n.dims(0)
     if n.importer.constant_value(n.proto.input[1]) is None and target is not None and src is not None:
         lead = len(target) - len(src)
         kept = all(e.constant is not None or (i >= lead and e == src[i - lead]) for i, e in enumerate(target))
-        if lead >= 0 and kept:
+        if kept:
             sizes = [1 if e.constant is None else e.constant for e in target]
             return [n.emit(ag.ExpandOp, [x], {"shape": ints(sizes)})]
         if any(e.constant is None for e in target):
