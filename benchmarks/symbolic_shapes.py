@@ -8,7 +8,8 @@ torch's TorchScript and dynamo exporters (`ge.testing.real_models.dynamic_path`)
   (Shape, DynamicReshape, BroadcastTo, StridedSliceV2, Range), and the share of value
   dims that binding the inputs' shapes resolves (`Shapes.resolve`);
 - the import with both dims pinned (`input_shape`, batch 1, sequence 128), with the
-  symbolic rules on and with them skipped (`Tracer.node` a no-op): their cost.
+  symbolic rules on and with them skipped (`Tracer.node` a no-op), the two runs
+  interleaved so that the machine's load falls on both: the rules' cost.
 
     .venv/bin/python benchmarks/symbolic_shapes.py [--runs 3] [--only bert_base gpt2_small]
 """
@@ -32,13 +33,24 @@ from ge.testing.real_models import DYNAMIC_EXPORTERS, DYNAMIC_MODELS, dynamic_pa
 RUNTIME_SHAPED = (ag.ShapeOp, ag.DynamicReshapeOp, ag.BroadcastToOp, ag.StridedSliceV2Op, ag.RangeOp)
 
 
+def seconds(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
 def median_seconds(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return statistics.median(seconds(fn) for _ in range(runs))
+
+
+def untraced(fn: Callable[[], object]) -> Callable[[], object]:
+    """`fn` with the symbolic rules skipped (a pinned import does not need them)."""
+
+    def run() -> object:
+        with mock.patch.object(Tracer, "node", lambda self, node, since: None):
+            return fn()
+
+    return run
 
 
 def row(name: str, exporter: str, runs: int) -> list[str]:
@@ -58,9 +70,11 @@ def row(name: str, exporter: str, runs: int) -> list[str]:
     total = sum(len(d) for d in table.dims.values())
     covered = sum(len(s) for s in resolved.values())
     unknown = len(table.symbols) - len(table.inputs)
-    pinned_s = median_seconds(lambda: ge.load_onnx(path, input_shape=pinned), runs)
-    with mock.patch.object(Tracer, "node", lambda self, node, since: None):
-        untraced_s = median_seconds(lambda: ge.load_onnx(path, input_shape=pinned), runs)
+    def pinned_import() -> object:
+        return ge.load_onnx(path, input_shape=pinned)
+
+    pairs = [(seconds(pinned_import), seconds(untraced(pinned_import))) for _ in range(runs)]  # interleaved: one load
+    pinned_s, untraced_s = (statistics.median(p[i] for p in pairs) for i in (0, 1))
     return [
         name, exporter, f"{len(proto.graph.node):,}", f"{dynamic_s:.2f}", ", ".join(sorted(table.inputs)), str(unknown),
         f"{static:,} / {len(dims):,}", str(shaped), f"{covered / total:.1%}", f"{pinned_s:.2f}", f"{untraced_s:.2f}",

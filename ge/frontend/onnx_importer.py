@@ -56,6 +56,11 @@ Decisions worth knowing:
 - `input_shape` replaces the inputs' shapes; the model's declared intermediate and
   output shapes describe the old inputs then, so they are dropped and ONNX's shape
   inference recomputes them from the new ones.
+- A dynamic input dim is a symbol (its `dim_param`, or `<input>.<dim>`), and each
+  converted node's outputs get their dims, and the small integer values the graph
+  computes from them, as expressions of the symbols (`ge.frontend.symbolic`); the
+  converters read them where a shape is computed. The table is kept for the module
+  (`symbolic.shapes_of`): binding the inputs' shapes resolves every value's shape.
 """
 
 from __future__ import annotations
