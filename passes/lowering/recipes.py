@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -11,7 +10,7 @@ from dialects import ascend_graph as ag
 from dialects import formats, shapes
 from ge.core import dtypes
 from ge.core.errors import ModelError
-from passes.lowering.program import REPEAT_BYTES, Ops, vec
+from passes.lowering.program import Ops, vec
 
 # =========================================================== vector instructions
 
@@ -350,27 +349,12 @@ def dtype_name(dtype: Attribute) -> str:
     return _DTYPE_NAMES.get(name, name.upper())
 
 
-@dataclass(frozen=True)
-class Step:
-    """One vector instruction of a tile before it is placed: over `elements` of
-    `element_bytes` each, reading and writing `values` (its result first)."""
-
-    instr: str
-    dtypes: str
-    elements: int
-    element_bytes: int
-    values: tuple[SSAValue, ...]
-
-    @property
-    def repeats(self) -> int:
-        """Its 256-byte repeats."""
-        return -(-max(self.elements, 1) * self.element_bytes // REPEAT_BYTES)
-
-
-def recipe_steps(ops: Sequence[Operation], elements_of: Callable[[SSAValue], int], rows: int, values: Container[SSAValue]) -> list[Step]:
-    """The vector instructions of `ops` over one tile: `elements_of` gives each value's
-    elements in the tile, `rows` the tile's rows; `values` are those with a buffer."""
-    out: list[Step] = []
+def emit_recipes(
+    ops: Sequence[Operation], buffers: dict[SSAValue, SSAValue], elements_of: Callable[[SSAValue], int], rows: int
+) -> Ops:
+    """The vector instructions of `ops` over one tile: `buffers` holds each value's UB
+    buffer, `elements_of` its elements in the tile, `rows` the tile's rows."""
+    out: Ops = []
     for op in ops:
         steps = recipe(op)
         if not steps:
@@ -389,25 +373,14 @@ def recipe_steps(ops: Sequence[Operation], elements_of: Callable[[SSAValue], int
             "window": elements_of(result) * _window(op),
             "updates": elements_of(op.operands[_UPDATES.get(type(op), 0)]),
         }
-        used = (result, *(v for v in op.operands if v in values))
+        buffers_ = [buffers[result], *(buffers[v] for v in op.operands if v in buffers)]
         if widen:
-            out.append(Step("VCONV", "BF16_FP32", basis["in"], 4, used))
+            out += vec("VCONV", "BF16_FP32", basis["in"], buffers_, 4)
         for instr, template, base in steps:
             names = template.format(d=compute, i=dtype_name(din), o=dtype_name(dout), u=f"UINT{max(width, 16)}")
-            out.append(Step(instr, names, basis[base], size, used))
+            out += vec(instr, names, basis[base], buffers_, size)
         if widen and dtype_name(dout) == "BF16":
-            out.append(Step("VCONV", "FP32_BF16", basis["out"], 4, used[:1]))
-    return out
-
-
-def emit_recipes(
-    ops: Sequence[Operation], buffers: dict[SSAValue, SSAValue], elements_of: Callable[[SSAValue], int], rows: int
-) -> Ops:
-    """The vector instructions of `ops` over one tile: `buffers` holds each value's UB
-    buffer, `elements_of` its elements in the tile, `rows` the tile's rows."""
-    out: Ops = []
-    for step in recipe_steps(ops, elements_of, rows, buffers):
-        out += vec(step.instr, step.dtypes, step.elements, [buffers[v] for v in step.values], step.element_bytes)
+            out += vec("VCONV", "FP32_BF16", basis["out"], buffers_[:1], 4)
     return out
 
 

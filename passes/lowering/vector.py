@@ -18,9 +18,7 @@ from dialects.ascend_kernel import (
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
 from passes.lowering.program import (
-    COPY_LATENCY,
     SETUP_INSTRS,
-    VECTOR_REPEAT_CYCLES,
     Ops,
     Plan,
     Program,
@@ -35,7 +33,7 @@ from passes.lowering.program import (
     split,
     sync,
 )
-from passes.lowering.recipes import PROPORTIONAL, emit_recipes, recipe, recipe_steps
+from passes.lowering.recipes import PROPORTIONAL, emit_recipes, recipe
 
 # --------------------------------------------------------------- vector kernels
 
@@ -174,7 +172,7 @@ def vector_plan(
     while lo < hi:  # the largest tile, in units, that fits
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if ub_bytes(profile, values, mid * unit) <= profile.ub_bytes else (lo, mid - 1)
-    tile = pipelined_tile(profile, ops, inputs, outputs, values, block_rows, unit, lo * unit, block_dim)
+    tile = min(lo * unit, block_rows)
     computes = any(recipe(op) for op in ops)
     tiling = {
         "rows": space.rows, "row": space.row, "elements": space.total, "block_rows": block_rows,
@@ -199,67 +197,12 @@ def vector_plan(
             return body(ops_)
 
         frees = [("V", "MTE2", 0), ("MTE3", "V", 0)] if computes else [("MTE3", "MTE2", 0)]
-        setup = [ScalarOp(SETUP_INSTRS + 4 * lookups(ops, block_rows / space.rows))]
+        gathers = sum(isinstance(op, ag.GatherOp) for op in ops)
+        setup = [ScalarOp(SETUP_INSTRS + 4 * gathers * block_rows)]  # a gather's source address per row
         ops_ = double_buffered(*split(block_rows, tile), make, frees)
         return [*prog.allocs, *setup, *ops_]
 
     return Plan(block_dim, core_type, tiling, 0, program)
-
-
-VECTOR_LOAD_SHARE = 1.4
-VECTOR_STORE_SHARE = 2.0
-"""What one core's GM -> UB loads and UB -> GM stores reach, in multiples of its even
-share of the chip's GM rate: the fitted single-core rates of the 310P3 and 910B1
-(24 and 45 B/cycle loading 64 KB, 34 and 64 storing; tiling cost only)."""
-VECTOR_ISSUE = 4
-"""Cycles a vector instruction costs beyond its repeats (the fitted intercepts are 3 to
-6; tiling cost only)."""
-
-
-def pipelined_tile(
-    profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
-    values: Sequence[UbValue], block_rows: int, unit: int, largest: int, used: int,
-) -> int:
-    """The tile (rows, a multiple of `unit`, at most `largest`) of the least estimated
-    block time. Double buffering overlaps one tile's loads, another's vector work and
-    a third's stores, but not the first tile's loads nor the last one's stores: one
-    tile per block runs its pipes one after the other, and more tiles shorten that
-    fill and drain while each pays its copies' latency and its instructions' issue.
-    The estimate is the first tile's loads, vector work and stores, then each further
-    tile at its busiest pipe (MTE2, V, MTE3, or the scalar unit issuing them), or the
-    block's share of the chip's GM bandwidth if that is longer."""
-    share = max(profile.gm_bytes_per_cycle, 1.0)
-    chip = share * max(used, 1)
-    load_rate, store_rate = min(chip, VECTOR_LOAD_SHARE * share), min(chip, VECTOR_STORE_SHARE * share)
-    by_value = {v.value: v for v in values}
-    with_buffer = set(by_value)
-
-    def cycles(tile: int) -> float:
-        tiles = -(-block_rows // tile)
-        steps = recipe_steps(ops, lambda v: by_value[v].elements(tile), tile, with_buffer)
-        load = sum(COPY_LATENCY + by_value[v].nbytes(tile) / load_rate for v in inputs)
-        store = sum(COPY_LATENCY + by_value[v].nbytes(tile) / store_rate for v in outputs)
-        vector = sum(VECTOR_ISSUE + s.repeats * VECTOR_REPEAT_CYCLES for s in steps)
-        scalar = 4 + 2 * (len(inputs) + len(outputs)) + len(steps)
-        gm = used * tiles * sum(by_value[v].nbytes(tile) for v in (*inputs, *outputs)) / chip
-        return max(load + vector + store + (tiles - 1) * max(load, vector, store, scalar), gm)
-
-    units = -(-min(largest, block_rows) // unit)
-    candidates = {-(-units // n) * unit for n in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if n <= units}
-    return min(min(sorted(candidates, reverse=True), key=cycles), block_rows)
-
-
-def lookups(ops: Sequence[Operation], share: float) -> int:
-    """The table slices the gathers of `ops` look up in a block doing `share` of the
-    scope: each costs its source address (a slice is what one index selects, the
-    table's elements after the gathered axis)."""
-    count = 0
-    for op in ops:
-        if isinstance(op, ag.GatherOp):
-            x = ag.shape_of(op.x.type)
-            inner = shapes.numel(x[shapes.norm_axis(op.props.int("axis"), len(x)) + 1 :])
-            count += math.ceil(numel(op.y) / max(inner, 1) * share)
-    return count
 
 
 NORMALISING = (
