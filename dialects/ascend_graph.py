@@ -2104,7 +2104,9 @@ class DynamicReshapeOp(AscendOp):
     input's dim (unless `allowzero`) and one -1 takes what is left. Its length gives the
     rank; every dim is unknown until then. CANN's `Reshape` takes its shape as an input
     too, but our `Reshape` (`ReshapeOp`) holds a static one as a property, and an op
-    type names one operand list (op info, fusion patterns): hence a type of its own."""
+    type names one operand list (op info, fusion patterns): hence a type of its own.
+    `dims` (-1 for a dim known only at run time) are the dims the importer proved from
+    the model's symbolic dims (`ge.frontend.symbolic`): the result's static dims."""
 
     name = "ascend_graph.reshape_dynamic"
     OP_TYPE: ClassVar[str] = "DynamicReshape"
@@ -2112,6 +2114,7 @@ class DynamicReshapeOp(AscendOp):
     shape = operand_def(TensorType)
     y = result_def(TensorType)
     allowzero = opt_prop_def(BoolAttr)
+    dims = opt_prop_def(DenseArrayBase)
     traits = traits_def(Pure())
 
     @classmethod
@@ -2119,7 +2122,95 @@ class DynamicReshapeOp(AscendOp):
         dims = shape_of(operand_types[1])
         if not isinstance(dtype_of(operand_types[1]), IntegerType) or len(dims) != 1 or dims[0] == DYN:
             raise ShapeError(f"the shape must be a 1-D integer tensor of known length, not {shapes.fmt(dims)}")
-        return [tensor(dtype_of(operand_types[0]), (DYN,) * dims[0])]
+        return [tensor(dtype_of(operand_types[0]), _proved(props, (DYN,) * dims[0]))]
+
+
+def _proved(props: Props, inferred: Shape) -> Shape:
+    """`inferred` refined by the optional `dims` property (-1 for a dim known at run time
+    only): the dims the importer proved from the model's symbolic dims."""
+    known = props.ints("dims", (-1,) * len(inferred))
+    if len(known) != len(inferred) or min(known, default=0) < -1:
+        raise ShapeError(f"dims {list(known)} need {len(inferred)} entries, each a size or -1")
+    if any(d not in (-1, i) and i != DYN for d, i in zip(known, inferred)):
+        raise ShapeError(f"dims {list(known)} contradict the inferred {shapes.fmt(inferred)}")
+    return tuple(i if d == -1 else d for d, i in zip(known, inferred))
+
+
+def _vector(t: Attribute, what: str) -> int:
+    """The length of a 1-D integer tensor of known length (an operand holding dims)."""
+    dims = shape_of(t)
+    if not isinstance(dtype_of(t), IntegerType) or len(dims) != 1 or dims[0] == DYN:
+        raise ShapeError(f"{what} must be a 1-D integer tensor of known length, not {shapes.fmt(dims)}")
+    return dims[0]
+
+
+@irdl_op_definition
+class RangeOp(AscendOp):
+    """start, start + delta, ... below limit (CANN `Range`), its scalar bounds read at run
+    time: an ONNX Range whose bounds the graph computes from the model's dynamic dims (a
+    Range of constants is folded at import)."""
+
+    name = "ascend_graph.range"
+    OP_TYPE: ClassVar[str] = "Range"
+    start = operand_def(TensorType)
+    limit = operand_def(TensorType)
+    delta = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        if any(shape_of(t) != () for t in operand_types):
+            raise ShapeError(f"start, limit and delta must be scalars, not {', '.join(shapes.fmt(shape_of(t)) for t in operand_types)}")
+        if len({dtype_of(t) for t in operand_types}) != 1:
+            raise ShapeError("start, limit and delta must have one element type")
+        return [tensor(dtype_of(operand_types[0]), (DYN,))]
+
+
+@irdl_op_definition
+class BroadcastToOp(AscendOp):
+    """x broadcast with the dims a 1-D integer tensor holds at run time (CANN `BroadcastTo`;
+    ONNX Expand, whose broadcast goes both ways): an Expand to dims the graph computes
+    from the model's dynamic dims. `dims` as DynamicReshape's."""
+
+    name = "ascend_graph.broadcast_to"
+    OP_TYPE: ClassVar[str] = "BroadcastTo"
+    x = operand_def(TensorType)
+    shape = operand_def(TensorType)
+    y = result_def(TensorType)
+    dims = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        rank = _vector(operand_types[1], "the shape")
+        return [tensor(dtype_of(operand_types[0]), _proved(props, shapes.broadcast(shape_of(operand_types[0]), (DYN,) * rank)))]
+
+
+@irdl_op_definition
+class StridedSliceV2Op(AscendOp):
+    """ONNX Slice whose starts or ends are read at run time (CANN `StridedSliceV2`): the
+    graph computes them from the model's dynamic dims. begin, end, axes and strides are
+    1-D of one length; `dims` as DynamicReshape's (the axes not sliced, and what the
+    importer proved of the others)."""
+
+    name = "ascend_graph.strided_slice_v2"
+    OP_TYPE: ClassVar[str] = "StridedSliceV2"
+    x = operand_def(TensorType)
+    begin = operand_def(TensorType)
+    end = operand_def(TensorType)
+    axes = operand_def(TensorType)
+    strides = operand_def(TensorType)
+    y = result_def(TensorType)
+    dims = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_result_types(cls, operand_types, props):
+        lengths = {_vector(t, what) for t, what in zip(operand_types[1:], ("begin", "end", "axes", "strides"))}
+        if len(lengths) != 1:
+            raise ShapeError(f"begin, end, axes and strides must have one length, not {sorted(lengths)}")
+        return [tensor(dtype_of(operand_types[0]), _proved(props, (DYN,) * len(shape_of(operand_types[0]))))]
 
 
 # -------------------------------------------------------------- indexing and signal ops
@@ -4459,7 +4550,7 @@ AscendGraph = Dialect(
         FloorModOp, ModOp, LeftShiftOp, RightShiftOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, InvertOp, IsNanOp, IsInfOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, ThresholdedReluOp, ShrinkOp, SwishOp, HardmaxOp, TrilOp, TriuOp, CumsumOp, CumprodOp, BitcastOp, OneHotOp, MatrixDeterminantOp,
         NonZeroOp, CompressOp, UniqueOp, NonMaxSuppressionOp,
         DynamicRNNOp, DynamicGRUV2Op, RNNOp,
-        ShapeOp, DynamicReshapeOp,
+        ShapeOp, DynamicReshapeOp, RangeOp, BroadcastToOp, StridedSliceV2Op,
         AscendQuantOp, AscendDequantOp, AscendRequantOp,
         IfOp, LoopOp, ScanOp, YieldOp,
         TfIdfVectorizerOp,

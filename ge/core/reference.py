@@ -1083,7 +1083,52 @@ def _dynamic_reshape(op: ag.DynamicReshapeOp, args: list[np.ndarray]) -> np.ndar
         target = [x.size // known if d == -1 else d for d in target]
     if shapes.numel(target) != x.size:
         raise ValueError(f"cannot reshape {shapes.fmt(x.shape)} ({x.size} elements) to {target}")
-    return x.reshape(target)
+    return _as_proved(op, x.reshape(target))
+
+
+def _as_proved(op: ag.AscendOp, result: np.ndarray) -> np.ndarray:
+    """The result of an op whose dims the importer proved (`dims`, -1 for a run-time one),
+    checked against them: a proof the inputs break is an error, not a wrong shape."""
+    proved = op.props.ints("dims", (-1,) * result.ndim)
+    if any(d not in (-1, r) for d, r in zip(proved, result.shape)):
+        raise ValueError(f"the result {shapes.fmt(result.shape)} differs from the dims {list(proved)} proved at import")
+    return result
+
+
+@_kernel(ag.RangeOp)
+def _range(op: ag.RangeOp, args: list[np.ndarray]) -> np.ndarray:
+    """ONNX's Range: start + i * delta for i < max(ceil((limit - start) / delta), 0)."""
+    start, limit, delta = (a.item() for a in args)
+    if delta == 0:
+        raise ValueError("delta is 0")
+    count = max(math.ceil((limit - start) / delta), 0) if args[0].dtype.kind == "f" else max(-((start - limit) // delta), 0)
+    return (start + np.arange(count, dtype=np.float64 if args[0].dtype.kind == "f" else np.int64) * delta).astype(args[0].dtype)
+
+
+@_kernel(ag.BroadcastToOp)
+def _broadcast_to(op: ag.BroadcastToOp, args: list[np.ndarray]) -> np.ndarray:
+    x, target = args[0], tuple(int(d) for d in args[1])
+    return _as_proved(op, np.broadcast_to(x, np.broadcast_shapes(x.shape, target)))
+
+
+@_kernel(ag.StridedSliceV2Op)
+def _strided_slice_v2(op: ag.StridedSliceV2Op, args: list[np.ndarray]) -> np.ndarray:
+    """ONNX's Slice: negative starts and ends count from the end, then clamp to the dim."""
+    x = args[0]
+    index = [slice(None)] * x.ndim
+    for start, end, axis, step in zip(*(a.astype(np.int64).tolist() for a in args[1:])):
+        axis += x.ndim if axis < 0 else 0
+        size = x.shape[axis]
+        start += size if start < 0 else 0
+        end += size if end < 0 else 0
+        if step == 0:
+            raise ValueError(f"the stride of axis {axis} is 0")
+        if step > 0:
+            index[axis] = slice(min(max(start, 0), size), min(max(end, 0), size), step)
+        else:
+            first, stop = min(max(start, 0), size - 1), min(max(end, -1), size - 1)
+            index[axis] = slice(first, None if stop < 0 else stop, step)
+    return _as_proved(op, x[tuple(index)])
 
 
 @_kernel(ag.FlattenOp)

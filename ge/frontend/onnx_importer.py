@@ -56,6 +56,11 @@ Decisions worth knowing:
 - `input_shape` replaces the inputs' shapes; the model's declared intermediate and
   output shapes describe the old inputs then, so they are dropped and ONNX's shape
   inference recomputes them from the new ones.
+- A dynamic input dim is a symbol (its `dim_param`, or `<input>.<dim>`), and each
+  converted node's outputs get their dims, and the small integer values the graph
+  computes from them, as expressions of the symbols (`ge.frontend.symbolic`); the
+  converters read them where a shape is computed. The table is kept for the module
+  (`symbolic.shapes_of`): binding the inputs' shapes resolves every value's shape.
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ from ge.core.errors import GEError, ModelError
 from ge.core.limits import LimitError, check_folded, check_nodes, check_tensor
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_ops import CONVERTERS, Converter, Node
+from ge.frontend.symbolic import Expr, Shapes, Tracer, keep
 from ge.frontend.tensors import dense, element_type, sparse_array, tensor_array, value_info_type
 from ge.core.weights import INLINE_LIMIT, WeightStore, attach, load_external_data, store_for
 
@@ -565,6 +571,8 @@ class Importer:
         self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in self.graph.initializer}
         self.sparse: dict[str, onnx.SparseTensorProto] = {s.values.name: s for s in self.graph.sparse_initializer}
         self.needed: set[str] = set()
+        self.symbolic = Shapes()
+        self.tracer = Tracer(self.symbolic, self.constant_value, self.static_dims, self.integer)
 
     # ---------------------------------------------------------------- constants
 
@@ -662,6 +670,7 @@ class Importer:
         n = Node(self, node, label, schema.since_version)
         results = list(converter.fn(n))
         self._bind(node, where, results)
+        self.tracer.node(node, schema.since_version)
 
     def _taken_branch(self, node: onnx.NodeProto, label: str, where: str) -> list[SSAValue | None] | None:
         """An If whose condition is constant at import is the branch it takes (GE's
@@ -699,6 +708,18 @@ class Importer:
                     f"{where}: input {i} ('{name}') is {onnx_type[7:-1]}, which {node.op_type} does not "
                     f"accept (allowed: {kinds})"
                 )
+
+    def static_dims(self, name: str) -> Shape | None:
+        """The dims our inference gave a value imported so far (None for another name)."""
+        value = self.values.get(name)
+        if value is None or not isinstance(value.type, TensorType):
+            return None
+        return tuple(value.type.get_shape())
+
+    def integer(self, name: str) -> bool:
+        """Whether a value imported so far is of an integer type."""
+        value = self.values.get(name)
+        return value is not None and isinstance(value.type, TensorType) and dtypes.to_numpy(value.type.element_type).kind in "iu"
 
     def element_type_of(self, name: str) -> Attribute:
         """The element type of an ONNX value, without building a const op for it."""
@@ -863,6 +884,10 @@ class Importer:
             if any(d < 0 and d != DYN for d in shape):
                 raise ModelError(f"{where} has a negative dimension in {list(shape)}")
             check_tensor(shape, dtypes.to_numpy(dtype).itemsize, where)
+            params = [d.dim_param for d in tt.shape.dim] if tt.HasField("shape") and len(tt.shape.dim) == len(shape) else [""] * len(shape)
+            self.symbolic.dims[info.name] = tuple(
+                self.symbolic.input_symbol(info.name, i, params[i]) if d == DYN else Expr.const(d) for i, d in enumerate(shape)
+            )
             op = DataOp(index, TensorType(dtype, shape), info.name)
             self.block.add_op(op)
             op.out.name_hint = _hint(info.name)
@@ -923,6 +948,8 @@ class Importer:
         except VerifyException as e:
             raise ModelError(f"the imported graph does not verify: {e}") from e
         attach(module, self.store)
+        self.symbolic.ssa = dict(self.values)
+        keep(module, self.symbolic)
         return module
 
     # ------------------------------------------------------------- subgraphs

@@ -23,8 +23,11 @@ Ops that compute shapes (Size, ConstantOfShape, Range, EyeLike) and the signal
 constants (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) have no
 `ascend_graph` op: they are evaluated at import, and refused when their inputs are
 not static. Shape is evaluated when its input's dims are static, and is a Shape op
-otherwise; a Reshape to a target computed from one is a DynamicReshape, its target
-an operand. Inputs that GE's ops take as attributes must be constants where they
+otherwise. What the graph computes from dynamic dims is followed symbolically
+(`ge.frontend.symbolic`): an input proven constant is taken as one, and a Reshape,
+Expand, Slice or Range whose target, ends or bounds stay symbolic is an op that reads
+them at run time (DynamicReshape, BroadcastTo, StridedSliceV2, Range), typed with the
+dims the symbols prove. Inputs that GE's ops take as attributes must be constants where they
 shape the result (axes, pads, sizes, OneHot's depth); where they do not, a computed
 one stays an operand that the kernel reads when it runs: Trilu's k, CumSum's and
 CumProd's axis, and Clip's bounds (Maximum/Minimum with them). A model of an opset
@@ -68,6 +71,7 @@ from ge.core import dtypes
 from ge.core.errors import ModelError
 from ge.core.limits import check_folded
 from ge.core.weights import INLINE_LIMIT
+from ge.frontend import symbolic
 from ge.frontend.tensors import element_type, sparse_array, tensor_array
 
 if TYPE_CHECKING:
@@ -119,15 +123,39 @@ class Node:
         return [self.importer.value(name) for name in self.proto.input if name]
 
     def array(self, i: int, what: str) -> np.ndarray | None:
-        """The value of constant input `i` (None if absent); a computed one is an error."""
+        """The value of constant input `i` (None if absent), or of one the graph computes
+        from dynamic dims that the symbolic dims prove constant; any other is an error."""
         if not self.has(i):
             return None
-        array = self.importer.constant_value(self.proto.input[i])
-        if array is None:
+        name = self.proto.input[i]
+        array = self.importer.constant_value(name)
+        if array is not None:
+            return array
+        computed = self.exprs(i)
+        if computed is not None and all(e.constant is not None for e in computed):
+            return np.array([e.constant for e in computed], np.int64).reshape(shape(self.x(i)))
+        if computed is not None:
             raise self.error(
-                f"input {i} ({what}, '{self.proto.input[i]}') must be a constant, but the graph computes it"
+                f"input {i} ({what}, '{name}') is {symbolic.fmt(computed)}, computed from the model's dynamic dims, "
+                "and must be a constant here; pin those dims with --input_shape, or build gears of them "
+                "(--dynamic_batch_size, --dynamic_dims)"
             )
-        return array
+        raise self.error(f"input {i} ({what}, '{name}') must be a constant, but the graph computes it")
+
+    def exprs(self, i: int) -> tuple[symbolic.Expr, ...] | None:
+        """The elements of input `i` as expressions of the dynamic dims, when the graph
+        computes it from them (see `ge.frontend.symbolic`)."""
+        return self.importer.symbolic.values.get(self.proto.input[i]) if self.has(i) else None
+
+    def computed(self, *indices: int) -> bool:
+        """Whether some of these inputs are computed from the model's dynamic dims (and
+        the others constant or absent): what a run-time shaped op may take."""
+        computed = [i for i in indices if self.has(i) and self.importer.constant_value(self.proto.input[i]) is None]
+        return bool(computed) and all(self.exprs(i) is not None for i in computed)
+
+    def dims(self, i: int) -> tuple[symbolic.Expr, ...] | None:
+        """The dims of input `i` as expressions of the dynamic dims."""
+        return self.importer.tracer.dims(self.proto.input[i]) if self.has(i) else None
 
     def ints(self, i: int, what: str) -> list[int] | None:
         array = self.array(i, what)
@@ -714,14 +742,20 @@ def _reshape(n: Node) -> Outputs:
     tensor) before our reshape.
 
     A copied dynamic dim becomes the target's -1 when the target has none; two
-    unknown dims cannot be expressed and are refused. A target the graph computes
-    from a dynamic Shape is the operand of a DynamicReshape, resolved at run time;
-    any other target must be a constant (a static graph stays static).
+    unknown dims cannot be a Reshape's. A target the graph computes from dynamic dims
+    is resolved symbolically (`ge.frontend.symbolic`): a Reshape when at most one dim
+    stays unknown, else a DynamicReshape (the target an operand, resolved at run time)
+    with every dim the symbols prove static; a target from a Shape the symbols cannot
+    follow is a DynamicReshape too. Any other target must be a constant.
     """
     x = n.x(0)
     src = shape(x)
     allow_zero = n.since >= 14 and n.attr("allowzero", 0)
-    if n.has(1) and n.importer.constant_value(n.proto.input[1]) is None and _from_shape(n.x(1)):
+    computed = n.has(1) and n.importer.constant_value(n.proto.input[1]) is None
+    exprs = n.exprs(1) if computed else None
+    if exprs is not None and any(e.constant is None for e in exprs):
+        return [_symbolic_reshape(n, x, exprs, bool(allow_zero))]
+    if computed and exprs is None and _from_shape(n.x(1)):
         return [n.emit(ag.DynamicReshapeOp, [x, n.x(1)], {"allowzero": bool_attr(bool(allow_zero))})]
     target = n.ints(1, "shape") or []
     resolved = []
@@ -735,6 +769,19 @@ def _reshape(n: Node) -> Outputs:
     if resolved.count(-1) > 1:
         raise n.error(f"reshaping {fmt(src)} to {target} leaves more than one dim unknown")
     return [n.emit(ag.ReshapeOp, [x], {"shape": ints(resolved)})]
+
+
+def _symbolic_reshape(n: Node, x: SSAValue, target: Sequence[symbolic.Expr], allow_zero: bool) -> SSAValue:
+    """A Reshape to a target of symbolic dims: a static Reshape with a -1 when one dim
+    is unknown, else a DynamicReshape whose type has the dims the symbols prove."""
+    src = n.dims(0)
+    assert src is not None
+    if not allow_zero and any(e.constant == 0 and i >= len(src) for i, e in enumerate(target)):
+        raise n.error(f"target shape {symbolic.fmt(target)} copies a dim beyond the input's rank {len(src)}")
+    dims = symbolic.known(symbolic.reshape(src, target, allow_zero))
+    if dims.count(-1) <= 1:
+        return n.emit(ag.ReshapeOp, [x], {"shape": ints(dims)})
+    return n.emit(ag.DynamicReshapeOp, [x, n.x(1)], {"allowzero": bool_attr(allow_zero), "dims": ints(dims)})
 
 
 def _from_shape(value: SSAValue) -> bool:
@@ -826,6 +873,8 @@ def _slice(n: Node) -> Outputs:
     x = n.x(0)
     src = shape(x)
     rank = len(src)
+    if n.computed(1, 2) and not n.computed(3, 4) and n.dims(0) is not None:
+        return [_symbolic_slice(n, x)]
     starts, ends = n.ints(1, "starts") or [], n.ints(2, "ends") or []
     axes = n.ints(3, "axes") or list(range(len(starts)))
     steps = n.ints(4, "steps") or [1] * len(starts)
@@ -851,6 +900,27 @@ def _slice(n: Node) -> Outputs:
     return [n.emit(ag.StridedSliceOp, [x], props)]
 
 
+def _symbolic_slice(n: Node, x: SSAValue) -> SSAValue:
+    """A Slice whose starts or ends the graph computes from dynamic dims: a StridedSliceV2
+    reading them at run time, its type the dims the symbols prove (position ids sliced
+    to the sequence length: [1, sequence])."""
+    src = n.dims(0)
+    assert src is not None
+    count = shape(n.x(1))[0] if len(shape(n.x(1))) == 1 else DYN
+    if count == DYN:
+        raise n.error(f"starts must be a 1-D tensor of known length, not {fmt(shape(n.x(1)))}")
+    axes = n.ints(3, "axes") or list(range(count))
+    steps = n.ints(4, "steps") or [1] * count
+    if not len(axes) == len(steps) == count:
+        raise n.error(f"starts, ends, axes {axes} and steps {steps} differ in length")
+    norm_axes(axes, len(src))
+    if 0 in steps:
+        raise n.error(f"steps {steps} hold a 0")
+    dims = symbolic.known(n.importer.tracer.slice_dims(n.proto, src) or (None,) * len(src))
+    operands = [x, n.x(1), n.x(2), n.const(np.array(axes, np.int64), "axes"), n.const(np.array(steps, np.int64), "steps")]
+    return n.emit(ag.StridedSliceV2Op, operands, {"dims": ints(dims)})
+
+
 @converts(Gather=13)
 def _gather(n: Node) -> Outputs:
     """Constant indices are checked against the axis here: out of range, ONNX says the
@@ -859,7 +929,7 @@ def _gather(n: Node) -> Outputs:
     indices = n.importer.array_of(n.x(1))
     if indices is not None and shape(x) and indices.size:
         dim = shape(x)[norm_axis(axis, len(shape(x)))]
-        wrong = indices[(indices < -dim) | (indices >= dim)] if dim != DYN else indices[:0]
+        wrong = indices[(indices < -dim) | (indices >= dim)] if dim != DYN else indices.reshape(-1)[:0]
         if wrong.size:
             raise n.error(f"index {int(wrong.reshape(-1)[0])} is out of range for axis {axis} of size {dim}")
     return [n.emit(ag.GatherOp, [x, n.x(1)], {"axis": int_attr(axis)})]
@@ -979,7 +1049,20 @@ def _resize_roi(n: Node, axes: Sequence[int], rank: int) -> list[float]:
 
 @converts(Expand=13)
 def _expand(n: Node) -> Outputs:
-    return [n.emit(ag.ExpandOp, [n.x(0)], {"shape": ints(n.ints(1, "shape") or [])})]
+    """A target dim the graph computes from dynamic dims is 1 (the input's dim is kept)
+    where the symbols prove it equal to the input's dim there."""
+    x = n.x(0)
+    target, src = n.exprs(1), n.dims(0)
+    if n.importer.constant_value(n.proto.input[1]) is None and target is not None and src is not None:
+        lead = len(target) - len(src)
+        kept = all(e.constant is not None or (i >= lead and e == src[i - lead]) for i, e in enumerate(target))
+        if kept:
+            sizes = [1 if e.constant is None else e.constant for e in target]
+            return [n.emit(ag.ExpandOp, [x], {"shape": ints(sizes)})]
+        if any(e.constant is None for e in target):
+            dims = symbolic.known(symbolic.broadcast(src, target))
+            return [n.emit(ag.BroadcastToOp, [x, n.x(1)], {"dims": ints(dims)})]
+    return [n.emit(ag.ExpandOp, [x], {"shape": ints(n.ints(1, "shape") or [])})]
 
 
 @converts(Tile=13)
@@ -1056,7 +1139,13 @@ def _constant_of_shape(n: Node) -> Outputs:
 
 @converts(Range=27)
 def _range(n: Node) -> Outputs:
-    """start + i * delta for i < max(ceil((limit - start) / delta), 0)."""
+    """start + i * delta for i < max(ceil((limit - start) / delta), 0); bounds the graph
+    computes from dynamic dims are a Range op's, read at run time."""
+    if n.computed(0, 1, 2):
+        bounds = [n.x(i) for i in range(3)]
+        if any(shape(b) != () for b in bounds):
+            raise n.error(f"start, limit and delta must be scalars, not {', '.join(fmt(shape(b)) for b in bounds)}")
+        return [n.emit(ag.RangeOp, bounds)]
     arrays = [n.array(i, what) for i, what in enumerate(("start", "limit", "delta"))]
     if any(a is None or a.size != 1 for a in arrays):
         raise n.error("start, limit and delta must be scalars")

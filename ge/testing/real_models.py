@@ -228,6 +228,87 @@ def _export(spec: ModelSpec, path: Path) -> None:
     os.replace(tmp, path)
 
 
+DYNAMIC_EXPORTERS = ("torchscript", "dynamo")
+"""How `dynamic_path` exports: torch.onnx.export's TorchScript exporter with `dynamic_axes`,
+or its dynamo exporter with `dynamic_shapes` (torch.export.Dim)."""
+
+def _gpt2() -> tuple[object, tuple, list[str], list[str]]:
+    """A small GPT-2 decoder (2 layers, width 128, 4 heads; HuggingFace's GPT2Model with
+    its causal mask), traced at batch 1, sequence 32."""
+    import torch
+
+    _torchvision()
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(SEED)
+    config = GPT2Config(n_layer=2, n_embd=128, n_head=4, n_positions=512, vocab_size=1000, attn_implementation="eager")
+    gpt2 = GPT2Model(config)
+    _randomise(gpt2, torch.Generator().manual_seed(SEED))
+    gpt2.eval()
+
+    class Decoder(torch.nn.Module):
+        """GPT2Model called with keywords and no KV cache, returning the hidden states."""
+
+        def __init__(self):
+            super().__init__()
+            self.gpt2 = gpt2
+
+        def forward(self, input_ids, attention_mask):
+            return self.gpt2(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+
+    ids = torch.randint(0, config.vocab_size, (1, 32))
+    return Decoder().eval(), (ids, torch.ones(1, 32, dtype=torch.int64)), ["input_ids", "attention_mask"], ["last_hidden_state"]
+
+
+DYNAMIC_MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in (MODELS["bert_base"], ModelSpec("gpt2_small", _gpt2))}
+"""The models `dynamic_path` exports with dynamic batch and sequence dims."""
+
+
+def dynamic_path(name: str, exporter: str) -> Path:
+    """The cached export of model `name` (of `DYNAMIC_MODELS`) with its batch and sequence
+    dims dynamic (dim_params `batch` and `sequence`, as the exporter writes them), exported
+    first if missing by `exporter` (one of `DYNAMIC_EXPORTERS`) at the shape its builder traces."""
+    if name not in DYNAMIC_MODELS or exporter not in DYNAMIC_EXPORTERS:
+        raise ValueError(f"no dynamic export of '{name}' by '{exporter}'; there are {sorted(DYNAMIC_MODELS)} by {DYNAMIC_EXPORTERS}")
+    path = CACHE_DIR / f"{name}-{exporter}-dynamic-{_cache_key()}.onnx"
+    if path.exists():
+        return path
+    with _locked(CACHE_DIR / f"{name}-{exporter}-dynamic.lock"):
+        if not path.exists():
+            _export_dynamic(DYNAMIC_MODELS[name], exporter, path)
+            for stale in CACHE_DIR.glob(f"{name}-{exporter}-dynamic-v*.onnx"):
+                if stale != path:
+                    stale.unlink()
+    return path
+
+
+def _export_dynamic(spec: ModelSpec, exporter: str, path: Path) -> None:
+    import warnings
+
+    import torch
+
+    model, args, input_names, output_names = spec.build()
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        if exporter == "torchscript":
+            axes = {n: {0: "batch", 1: "sequence"} for n in [*input_names, output_names[0]]}
+            axes |= {n: {0: "batch"} for n in output_names[1:]}
+            torch.onnx.export(
+                model, args, str(tmp), dynamo=False, do_constant_folding=False, training=torch.onnx.TrainingMode.EVAL,
+                opset_version=OPSET, input_names=input_names, output_names=output_names, dynamic_axes=axes,
+            )
+        else:
+            batch, sequence = torch.export.Dim("batch", max=64), torch.export.Dim("sequence", max=512)
+            shapes = {n: {0: batch, 1: sequence} for n in input_names}
+            program = torch.onnx.export(
+                model, args, dynamo=True, input_names=input_names, output_names=output_names, dynamic_shapes=shapes,
+                verbose=False,
+            )
+            program.save(str(tmp))
+    os.replace(tmp, path)
+
+
 def batched_path(name: str, batch: int) -> Path:
     """The model's export with its inputs' and outputs' batch set to `batch` (made once,
     beside the export; right for models without a batch-dependent constant, as the
@@ -247,8 +328,9 @@ def batched_path(name: str, batch: int) -> Path:
     return out
 
 
-def model_inputs(path: str | os.PathLike, seed: int = SEED) -> dict[str, np.ndarray]:
-    """Seeded inputs for every graph input of the ONNX model at `path`.
+def model_inputs(path: str | os.PathLike, seed: int = SEED, shape: tuple[int, ...] | None = None) -> dict[str, np.ndarray]:
+    """Seeded inputs for every graph input of the ONNX model at `path`, of their declared
+    shapes or of `shape` (for the dynamic exports, whose inputs share one shape).
 
     Float inputs are standard normal; `input_ids` are token ids below the
     vocabulary size; `attention_mask` masks out the last `PAD` positions;
@@ -265,9 +347,9 @@ def model_inputs(path: str | os.PathLike, seed: int = SEED) -> dict[str, np.ndar
         if value.name in initializers:
             continue
         tensor_type = value.type.tensor_type
-        shape = tuple(d.dim_value for d in tensor_type.shape.dim)
+        dims = shape or tuple(d.dim_value for d in tensor_type.shape.dim)
         dtype = helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
-        feeds[value.name] = _input(value.name, shape, dtype, rng, _vocab_size(model))
+        feeds[value.name] = _input(value.name, dims, dtype, rng, _vocab_size(model))
     return feeds
 
 

@@ -94,3 +94,45 @@ builtin.module {
 // CHECK: in the input: TransData 't': result 0 has shape [1, 32, 4, 4], but the inputs give [1, 16, 4, 4]
 // CHECK: // {{-----}}
 // CHECK: in the input: SoftmaxV2 'softmax': axes 2 is out of range for rank 2
+
+// -----
+
+builtin.module {
+  ascend_graph.graph @g {
+    %x = ascend_graph.data {index = 0 : i64, name = "x"} : tensor<?x?x768xf32>
+    %t = ascend_graph.data {index = 1 : i64, name = "t"} : tensor<4xi64>
+    %y = ascend_graph.reshape_dynamic %x, %t {allowzero = false, dims = array<i64: -1, 12, 64>, name = "heads"} : (tensor<?x?x768xf32>, tensor<4xi64>) -> tensor<?x12x64xf32>
+    ascend_graph.net_output %y {names = ["y"]} : tensor<?x12x64xf32>
+  }
+}
+
+// CHECK: // {{-----}}
+// CHECK: in the input: DynamicReshape 'heads': dims [-1, 12, 64] need 4 entries, each a size or -1
+
+// -----
+
+builtin.module {
+  ascend_graph.graph @g {
+    %x = ascend_graph.data {index = 0 : i64, name = "x"} : tensor<?x3xf32>
+    %t = ascend_graph.data {index = 1 : i64, name = "t"} : tensor<2xi64>
+    %y = ascend_graph.broadcast_to %x, %t {dims = array<i64: -1, 4>, name = "grow"} : (tensor<?x3xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+    ascend_graph.net_output %y {names = ["y"]} : tensor<?x4xf32>
+  }
+}
+
+// CHECK: // {{-----}}
+// CHECK: in the input: BroadcastTo 'grow': dims [-1, 4] contradict the inferred [?, 3]
+
+// -----
+
+builtin.module {
+  ascend_graph.graph @g {
+    %a = ascend_graph.data {index = 0 : i64, name = "a"} : tensor<i64>
+    %b = ascend_graph.data {index = 1 : i64, name = "b"} : tensor<1xi64>
+    %y = ascend_graph.range %a, %b, %a {name = "ids"} : (tensor<i64>, tensor<1xi64>, tensor<i64>) -> tensor<?xi64>
+    ascend_graph.net_output %y {names = ["y"]} : tensor<?xi64>
+  }
+}
+
+// CHECK: // {{-----}}
+// CHECK: in the input: Range 'ids': start, limit and delta must be scalars, not [], [1], []
