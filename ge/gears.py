@@ -46,6 +46,7 @@ from dialects.shapes import DYN, Shape
 from ge.core.errors import GEError, ModelError, OptionError
 from ge.core.gear_options import gear_option, parse_gears
 from ge.core.options import CompileOptions
+from ge.core.weights import derived_once
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_importer import Importer, _input_shapes, _utf8, prepare
 from ge.om import (
@@ -59,6 +60,7 @@ from ge.om import (
     TensorDesc,
 )
 from ge.om.gears import Gear, describe
+from passes.lower_to_kernel import shared_kernels
 
 GearShapes = dict[str, tuple[int, ...]]
 """Every graph input's static shape in one gear, in the model's input order."""
@@ -131,28 +133,37 @@ def _values(name: str, gear: tuple[int, ...], dynamic: Sequence[tuple[str, int]]
 def compile(model: str | os.PathLike, options: CompileOptions) -> Model:
     """The multi-gear model of an ONNX file: its import prepared once, each gear built
     static by the whole pipeline, the builds merged."""
-    from ge.compiler import _compile
-
     started = time.perf_counter()
     importer, _, where = prepare(os.fspath(model))
     strategy, gears = gear_shapes(options, _input_shapes(importer.model))
     prepared = time.perf_counter() - started
     built = []
     read: dict[str, _Initializer] = {}
-    for index, shapes in enumerate(gears):
-        static = dataclasses.replace(options, input_shape=describe(shapes), **{n: None for n in ("dynamic_batch_size", "dynamic_image_size", "dynamic_dims")})
-        t = time.perf_counter()
-        try:
-            with _utf8(where):
-                module = GearImporter(importer.model, importer.store.key, importer.opset, read).run({n: tuple(s) for n, s in shapes.items()})
-            converted = time.perf_counter() - t
-            one = _compile(module, static)
-        except GEError as e:  # which gear failed, with the static compile's own message
-            raise type(e)(f"gear {index} ({describe(shapes)}) of --{strategy}: {e.args[0]}") from e
-        timings = dict(one.build["timings"])  # type: ignore[arg-type]
-        timings["import"] = timings.get("import", 0.0) + converted
-        built.append(dataclasses.replace(one, build={**one.build, "timings": timings}))
-    return merge(built, gears, options.given(), strategy, prepared)
+    with derived_once() as weights, shared_kernels() as kernels:
+        for index, shapes in enumerate(gears):
+            built.append(_gear_build(importer, where, read, options, strategy, index, shapes))
+    shares = {"derived_weights": len(weights), "kernels_lowered": len(kernels.kernels), "kernels_taken": kernels.hits}
+    return merge(built, gears, options.given(), strategy, prepared, shares)
+
+
+def _gear_build(
+    importer: Importer, where: str, read: dict[str, _Initializer], options: CompileOptions, strategy: str, index: int, shapes: GearShapes
+) -> Model:
+    """The static build of one gear, its import converted from the prepared proto."""
+    from ge.compiler import _compile
+
+    static = dataclasses.replace(options, input_shape=describe(shapes), **{n: None for n in ("dynamic_batch_size", "dynamic_image_size", "dynamic_dims")})
+    t = time.perf_counter()
+    try:
+        with _utf8(where):
+            module = GearImporter(importer.model, importer.store.key, importer.opset, read).run({n: tuple(s) for n, s in shapes.items()})
+        converted = time.perf_counter() - t
+        one = _compile(module, static)
+    except GEError as e:  # which gear failed, with the static compile's own message
+        raise type(e)(f"gear {index} ({describe(shapes)}) of --{strategy}: {e.args[0]}") from e
+    timings = dict(one.build["timings"])  # type: ignore[arg-type]
+    timings["import"] = timings.get("import", 0.0) + converted
+    return dataclasses.replace(one, build={**one.build, "timings": timings})
 
 
 @dataclass(frozen=True)
@@ -194,7 +205,10 @@ class GearImporter(Importer):
         return op.out
 
 
-def merge(built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str, object], strategy: str, prepared: float) -> Model:
+def merge(
+    built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str, object], strategy: str, prepared: float,
+    shares: Mapping[str, int],
+) -> Model:
     """One model of the static builds `built` of `gears`: shared memory layout, weights and
     kernels, the largest gear's ports and tasks as the model's own."""
     from ge.core import soc as socs
@@ -225,6 +239,7 @@ def merge(built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str
         "weights": {"stored_bytes": len(weights), "per_gear_bytes": sum(m.memory.sizes[Region.WEIGHT] for m in built)},
         "kernels": {"stored": len(set().union(*(n.values() for n in names))), "per_gear": sum(len(n) for n in names)},
         "feature_map": {"planned_bytes": sizes[Region.FEATURE_MAP], "sum_of_gears_bytes": sum(m.memory.sizes[Region.FEATURE_MAP] for m in built)},
+        "compile": dict(shares),
     }
     timings: dict[str, float] = {"import": prepared}
     for m in built:
