@@ -15,14 +15,23 @@ that shape.
 Work that does not depend on the gear is done once: the ONNX file is read,
 checked, upgraded and its functions inlined once (`prepare`), and the gears are
 converted from that one proto, each initializer read and hashed into the weight
-store once (`GearImporter`). The gears are then merged
+store once (`GearImporter`). While the gears build, a weight a pass derives from
+weights (a BatchNorm folded into a filter, a FRACTAL_Z or NC1HWC0 layout, a float16
+conversion) is computed once for all of them (`ge.core.weights.derived_once`), and a
+scope whose kernel an earlier gear lowered (the same key, as the kernel cache keys
+it) takes a copy of it (`passes.lower_to_kernel.shared_kernels`): either way the
+gear gets the bytes its static compile would make. The graph passes themselves run
+per gear: fusion, precision and format selection and the lowering read the shapes
+(UB fusion by the footprint, tilings by the sizes), so each gear is optimised at its
+own shapes. The gears are then merged
 (`merge`): each distinct weight is stored once, each distinct kernel once, and the
 memory layout is shared: the feature map as large as the largest gear's (gears
-never run at once), the inputs and outputs as the largest gear's. What was shared
-is in `Model.build["gears"]`. GE clones the graph into a Case of N branches behind
-a MapIndex; here the runtime picks the gear's task list from the input shapes
-(`ge.om.gears.pick`) and the simulator charges that pick as one fixed
-`ge.sim.timing.GEAR_SELECT_US`, without label tasks.
+never run at once), the inputs and outputs as the largest gear's, and after the
+inputs the gear-index input. What was shared is in `Model.build["gears"]`. As GE
+clones the graph into a Case of N branches behind a MapIndex, the device runs the
+Case (`ge.om.gears.case`): the runtime maps the input shapes to the gear
+(`ge.om.gears.pick`) and fills the gear index, and a LABEL_SWITCH_BY_INDEX jumps to
+that gear's tasks.
 
 Fully dynamic shapes (ranges `lo~hi`, host tiling at run time) are not built yet.
 """
@@ -59,7 +68,9 @@ from ge.om import (
     Task,
     TensorDesc,
 )
-from ge.om.gears import Gear, describe
+from ge.om import limits
+from ge.om.gears import GEAR_INDEX, GEAR_INDEX_DTYPE, Gear, describe
+from ge.om.memory import align
 from passes.lower_to_kernel import shared_kernels
 
 GearShapes = dict[str, tuple[int, ...]]
@@ -216,6 +227,8 @@ def merge(
     weights, offsets = _shared_weights(built)
     kernels, names = _shared_kernels(built)
     sizes = {r: max(m.memory.sizes[r] for m in built) for r in REGION_ORDER} | {Region.WEIGHT: len(weights)}
+    index_at = sizes[Region.INPUT]  # the gear-index input, after the largest gear's inputs
+    sizes[Region.INPUT] += align(limits.ITEMSIZE[GEAR_INDEX_DTYPE])
     bases, at = {}, 0
     for r in REGION_ORDER:
         bases[r], at = at, at + sizes[r]
@@ -252,6 +265,8 @@ def merge(
         "timings": timings,
         "gears": shared,
     }
+    size = limits.ITEMSIZE[GEAR_INDEX_DTYPE]
+    index = TensorDesc(GEAR_INDEX, GEAR_INDEX_DTYPE, (1,), "ND", "ND", (1,), size, bases[Region.INPUT] + index_at)
     return Model(
         soc_version=built[0].soc_version,
         options=options,
@@ -265,6 +280,7 @@ def merge(
         weights=memoryview(bytes(weights)).toreadonly(),
         build=build,
         gears=table,
+        gear_index=index,
     )
 
 

@@ -191,11 +191,13 @@ def run(
     report(model, result, wall, written, files, timing_only)
     if runtime.model.gears:
         from ge.om.gears import describe, pick
-        from ge.sim.timing import GEAR_SELECT_US
 
         shapes = {d.name: tuple(d.origin_shape) for d in runtime.model.inputs} if feeds is None else {k: tuple(v.shape) for k, v in feeds.items()}
         index = pick(runtime.model.gears, shapes)
-        console.print(f"gear {index} of {len(runtime.model.gears)} ran: {describe(runtime.model.gears[index].shapes)} (its pick: {GEAR_SELECT_US:g} us)")
+        console.print(
+            f"gear {index} of {len(runtime.model.gears)} ran: {describe(runtime.model.gears[index].shapes)} "
+            "(the device's Case switched to it on the gear-index input)"
+        )
     report_dumps(config, result)
 
 

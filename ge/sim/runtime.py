@@ -38,9 +38,17 @@ size, the weight blob at the weight region's base. A run then:
    - LABEL_SET marks a place in its stream's list; LABEL_GOTO goes on at a label's
      place, LABEL_SWITCH_BY_INDEX at `labels[i]`, i the integer its index tensor
      holds once the task before it has ended (If, Loop: a loop's body tasks run, and
-     are profiled, once per iteration). Without numerics there is no index to
-     read: a switch takes `labels[0]` (an If's else branch; a Loop's exit);
-   - MODEL_END_GRAPH ends the model.
+     are profiled, once per iteration; a multi-gear model's Case: the gear's). Without
+     numerics there is no index to read: a switch takes `labels[0]` (an If's else
+     branch; a Loop's exit), except the Case's, which takes the gear the host filled in;
+   - STREAM_ACTIVE starts the streams it names, which wait until one does (the other
+     streams of a Case's gear: a gear not taken leaves its streams asleep);
+   - MODEL_END_GRAPH ends the model (its stream runs nothing after it).
+
+A multi-gear model runs as one of its gears (`Model.gear`): the host maps the
+inputs' shapes to the gear (`ge.session`), and the runtime fills the gear-index
+input (`ge.om.gears.GEAR_INDEX`) with the gear's index; the copy of that input, the
+switch and the label tasks are charged like any task.
 3. returns the outputs in their logical layout, with every task's times.
 
 The run's timeouts are in simulated time (`Timeouts`): a KERNEL task running longer
@@ -105,7 +113,9 @@ from ge.om.tasks import (
     LabelSwitchTask,
     MemcpyTask,
     ModelEndGraphTask,
+    StreamActiveTask,
 )
+from ge.om.gears import GEAR_INDEX
 from ge.core.errors import InputError, ModelError, OptionError, RunTimeout
 from ge.core.files import FileError
 from ge.core.limits import check_host_allocation
@@ -186,6 +196,9 @@ class Runtime:
         self.kernels = program.split_kernels(model.kernels)
         self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
         self.compiled_oom = _compiled_oom(model)
+        self.gear_input = next((d for d in model.inputs if d.name == GEAR_INDEX), None)
+        self.gear = _gear(model) if self.gear_input is not None else None
+        """The gear a multi-gear model's view runs (`Model.gear`): what the runtime fills its gear-index input with."""
         self._largest_writes: dict[str, dict[str, int]] = {}
         self._timings: dict[tuple[str, bool], timing.BlockTiming] = {}
         self._layouts_in = [_layout(d) for d in model.inputs]
@@ -242,7 +255,7 @@ class Runtime:
                 written.append((task.dst.addr, task.dst.addr + task.dst.size))
             elif isinstance(task, LabelSwitchTask):
                 args = (task.index,)
-            elif isinstance(task, EventRecordTask | EventWaitTask | ModelEndGraphTask | LabelSetTask | LabelGotoTask):
+            elif isinstance(task, EventRecordTask | EventWaitTask | ModelEndGraphTask | LabelSetTask | LabelGotoTask | StreamActiveTask):
                 args = ()
             else:
                 raise ModelError(f"task {i}: the simulator cannot run task kind {task.KIND}")
@@ -274,6 +287,11 @@ class Runtime:
         arrays = []
         for desc, layout in zip(self.model.inputs, self._layouts_in):
             want = f"{layout.dtype}{list(layout.origin_shape)}"
+            if desc is self.gear_input:
+                if desc.name in inputs:
+                    raise InputError(f"input '{GEAR_INDEX}' is the gear index, which the runtime fills from the other inputs' shapes; leave it out")
+                arrays.append(np.array([self.gear], layout.dtype))
+                continue
             if desc.name not in inputs:
                 raise InputError(f"input '{desc.name}' ({want}) is missing")
             array = np.asarray(inputs[desc.name])
@@ -479,11 +497,10 @@ class Runtime:
         return end
 
     def _input_arg(self, port: int) -> Arg:
-        """The H2D task argument of input `port`."""
-        for task in self.model.tasks:
-            if isinstance(task, MemcpyTask) and task.direction is Direction.H2D and task.port == port:
-                return task.arg
-        raise ModelError(f"no MEMCPY_ASYNC H2D task copies input '{self.model.inputs[port].name}'")
+        """Where input `port` goes: its buffer, as its port describes it (the same as its H2D
+        task's argument; a Case's task list holds one such task per gear)."""
+        desc = self.model.inputs[port]
+        return Arg(port, desc.addr, desc.size)
 
     def _profile(self, records: list[TaskRecord], trace: bool) -> Profile:
         return Profile(
@@ -521,6 +538,8 @@ class Execution:
         self.order = {s: list(q) for s, q in self.queues.items()}
         """Each stream's tasks in list order: where a jump goes on."""
         self.labels = {t.label: i for i, t in enumerate(runtime.model.tasks) if isinstance(t, LabelSetTask)}
+        self.asleep = {other for t in runtime.model.tasks if isinstance(t, StreamActiveTask) for other in t.streams}
+        """Streams that run only once a STREAM_ACTIVE starts them."""
         self.ready = {s: 0.0 for s in self.queues}
         self.waiting: dict[int, int] = {}
         self.recorded: dict[int, float] = {}
@@ -532,13 +551,13 @@ class Execution:
 
     def next_time(self) -> float | None:
         """When the next task can start (None: no stream can go on)."""
-        return min((self.ready[s] for s, q in self.queues.items() if q and s not in self.waiting), default=None)
+        return min((self.ready[s] for s, q in self.queues.items() if q and s not in self.waiting and s not in self.asleep), default=None)
 
     def step(self) -> None:
         """Run the task that can start first."""
         runtime, state, records = self.runtime, self.state, self.records
         clock = runtime.soc.clock_mhz  # cycles per microsecond
-        now, s = min((self.ready[s], s) for s, q in self.queues.items() if q and s not in self.waiting)
+        now, s = min((self.ready[s], s) for s, q in self.queues.items() if q and s not in self.waiting and s not in self.asleep)
         index = self.queues[s][0]
         task = runtime.model.tasks[index]
         self.limits.by(now, self._waits())
@@ -576,6 +595,12 @@ class Execution:
         elif isinstance(task, LabelSetTask):
             end = now + timing.LABEL_US * clock
             records.append(TaskRecord(index, task.KIND, s, f"label {task.label}", now, end))
+        elif isinstance(task, StreamActiveTask):
+            end = now + timing.STREAM_ACTIVE_US * clock
+            records.append(TaskRecord(index, task.KIND, s, f"start streams {', '.join(map(str, task.streams))}", now, end))
+            for other in task.streams:
+                self.asleep.discard(other)
+                self.ready[other] = max(self.ready[other], end)
         elif isinstance(task, LabelGotoTask | LabelSwitchTask):
             target = task.label if isinstance(task, LabelGotoTask) else task.labels[self._index(task, index)]
             us = timing.LABEL_US if isinstance(task, LabelGotoTask) else timing.LABEL_SWITCH_US
@@ -589,15 +614,21 @@ class Execution:
             end = now + timing.MODEL_END_US * clock
             records.append(TaskRecord(index, task.KIND, s, "model end", now, end))
             self.ended = True
+            self.queues[s].clear()
+            self.ready[s] = end
+            self.limits.by(end, ())
+            return
         self.limits.by(end, ())
         self.queues[s].popleft()
         self.ready[s] = end
 
     def _index(self, task: LabelSwitchTask, index: int) -> int:
-        """The index a switch reads (0 without numerics: no values to read)."""
+        """The index a switch reads (without numerics, no values to read: the gear the host
+        filled in for a switch on the gear-index input, else 0)."""
         memory = self.state.memory
         if memory is None:
-            return 0
+            gear = self.runtime.gear_input
+            return self.runtime.gear if gear is not None and task.index.addr == gear.addr else 0
         value = int.from_bytes(memory[task.index.addr : task.index.addr + task.index.size].tobytes(), "little")
         if value >= len(task.labels):
             raise ModelError(f"task {index}: LABEL_SWITCH_BY_INDEX reads index {value}, but has {len(task.labels)} labels")
@@ -619,7 +650,7 @@ class Execution:
 
     def finish(self) -> RunOutput:
         """The run's outputs and profile, once no stream can go on; refuses a task list that did not end."""
-        if any(self.queues.values()):
+        if any(q for s, q in self.queues.items() if s not in self.asleep):
             self.limits.by(math.inf, self._waits())
             stuck = ", ".join(f"stream {s} on event {e}" for s, e in sorted(self.waiting.items()))
             raise ModelError(f"the task list deadlocks: {stuck} wait for records that never come")
@@ -713,6 +744,14 @@ def _aicpu_parallel(model: Model, cores: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= cores:
         raise ModelError(f"the model's build entry 'aicpu_parallel' is {str(value)[:80]}; it must be an integer from 1 to the SoC's {cores} AI CPU cores")
     return value
+
+
+def _gear(model: Model) -> int:
+    """The gear a multi-gear model's view runs (`Model.build["gear"]`), checked as read."""
+    gear = model.build.get("gear")
+    if isinstance(gear, bool) or not isinstance(gear, int) or gear < 0:
+        raise ModelError(f"the model has a gear-index input, but its build entry 'gear' is {str(gear)[:80]}; run one of its gears (Model.gear)")
+    return gear
 
 
 def _compiled_oom(model: Model) -> frozenset[str]:
