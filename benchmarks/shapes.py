@@ -3,21 +3,25 @@
 For each model, a static compile of every shape the gears take, then N-gear builds
 (N = 2, 4, 8: the first N of the model's gear values; GE's gear options take 2 to
 100 gears, so N = 1 is the static build) through `--dynamic_batch_size` (ResNet) or
-`--dynamic_dims` (BERT: sequence lengths). Every build runs timing only on each of its shapes. The
-table gives, per N: the N-gear compile time; the ratio to N static compiles of the
-reference shape (the first gear value) and to the sum of the static compiles of the
-same N shapes; the largest gear-latency / static-latency ratio over the gears (the
-gear's tasks are the static build's, plus the gear pick,
-`ge.sim.timing.GEAR_SELECT_US`); and the feature map planned against the sum over
-the gears. Models: the real ResNet-50 export of `ge.testing.real_models` (batch
-gears), a BERT-like encoder of `ge.testing.gear_models` (hidden 256, 4 layers; the
-real BERT-base export and the bundled tiny BERT are traced at one batch and
-sequence length, which their Reshapes hold as constants, so they take no gears),
-and the bundled tiny ResNet.
+`--dynamic_dims` (BERT: sequence lengths), serially as `ge.compile` builds them
+and, with `--parallel`, over `ge.distributed.backend("local")` (the first gear
+here, the others on one forked worker per core). Every build runs timing only on
+each of its shapes. The table gives, per N: the N-gear compile time; the ratio to N
+static compiles of the reference shape (the first gear value) and to the sum of the
+static compiles of the same N shapes; what the gears shared (weights derived once,
+kernels taken from an earlier gear); the largest gear-latency / static-latency
+ratio over the gears (the gear runs inside GE's Case: the gear-index copy, the
+LABEL_SWITCH_BY_INDEX, its LABEL_SET and STREAM_ACTIVE, then its static tasks);
+and the feature map planned against the sum over the gears. A second table splits
+the largest serial build's time by phase, summed over its gears. Models: the real
+ResNet-50 export of `ge.testing.real_models` (batch gears), a BERT-like encoder of
+`ge.testing.gear_models` (hidden 256, 4 layers; the real BERT-base export and the
+bundled tiny BERT are traced at one batch and sequence length, which their Reshapes
+hold as constants, so they take no gears), and the bundled tiny ResNet.
 
-    .venv/bin/python benchmarks/shapes.py [--only resnet50 bert_like tiny_resnet] [--readme]
+    .venv/bin/python benchmarks/shapes.py [--only resnet50 bert_like tiny_resnet] [--parallel] [--readme]
 
-Fully dynamic builds (host tiling at run time) are not built yet.
+Fully dynamic builds (host tiling at run time) are not built here.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from rich.console import Console
 from rich.table import Table
 
 import ge
+from ge import distributed, gears
+from ge.core.options import CompileOptions
 from ge.models import DEMO_MODELS
 from ge.om import Region
 from ge.session import Session
@@ -82,9 +88,13 @@ def specs(folder: Path) -> dict[str, Callable[[], Spec]]:
     }
 
 
-def compiled(path: str, flags: dict[str, str]) -> tuple[ge.Model, float]:
+def compiled(path: str, flags: dict[str, str], workers: distributed.Backend | None = None) -> tuple[ge.Model, float]:
     started = time.perf_counter()
-    model = ge.compile(path, {"export_compile_stat": 0, **flags})
+    options = {"export_compile_stat": 0, **flags}
+    if workers is None:
+        model = ge.compile(path, options)
+    else:
+        model = gears.compile(path, CompileOptions.from_flags(**options), workers)
     return model, time.perf_counter() - started
 
 
@@ -95,7 +105,7 @@ def latency_us(session: Session, model: ge.Model, shapes: dict[str, tuple[int, .
     return session.run(model, feeds).latency_us
 
 
-def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str]) -> None:
+def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str], phases: list[list[str]], parallel: bool) -> None:
     session = Session(RunConfig(timing_only=True))
     compiled(spec.path, {"input_shape": spec.input_shape(spec.values[0])})  # warm-up: imports, caches, the file in the page cache
     statics: dict[int, tuple[ge.Model, float]] = {}
@@ -105,55 +115,74 @@ def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str]) -> Non
     static_latency = {v: latency_us(session, m, {d.name: d.origin_shape for d in m.inputs}) for v, (m, _) in statics.items()}
     reference = statics[spec.values[0]][1]
     first = statics[spec.values[0]][0]
-    rows.append([name, "1 (static)", spec.input_shape(spec.values[0]), f"{reference:.2f}", "1.00", "1.00", "1.000",
+    rows.append([name, "1 (static)", spec.input_shape(spec.values[0]), f"{reference:.2f}", "1.00", "1.00", "-", "-", "-", "1.000",
                  f"{first.memory.sizes[Region.FEATURE_MAP]:,}", "-"])
     dynamic = spec.input_shape(-1)
+    pool = distributed.backend("local") if parallel else None
     for n in GEARS:
-        model, seconds = compiled(spec.path, {"input_shape": dynamic, spec.option: spec.gears(n)})
+        flags = {"input_shape": dynamic, spec.option: spec.gears(n)}
+        model, seconds = compiled(spec.path, flags)
         console.print(f"[dim]{name}: {n} gears compiled in {seconds:.1f} s[/]")
+        in_parallel = f"{compiled(spec.path, flags, pool)[1] / (n * reference):.2f}" if pool is not None else "-"
         ratios = [latency_us(session, model, g.shapes) / static_latency[spec.values[i]] for i, g in enumerate(model.gears)]
         same = sum(statics[v][1] for v in spec.values[:n])
         shared = model.build["gears"]
+        made = shared["compile"]  # type: ignore[index]
         fm_sum = shared["feature_map"]["sum_of_gears_bytes"]  # type: ignore[index]
         rows.append([
-            name, str(n), spec.gears(n), f"{seconds:.2f}", f"{seconds / (n * reference):.2f}", f"{seconds / same:.2f}",
+            name, str(n), spec.gears(n), f"{seconds:.2f}", f"{seconds / (n * reference):.2f}", f"{seconds / same:.2f}", in_parallel,
+            str(made["derived_weights"]), f"{made['kernels_taken']} of {made['kernels_lowered'] + made['kernels_taken']}",
             f"{max(ratios):.3f}", f"{model.memory.sizes[Region.FEATURE_MAP]:,}", f"{fm_sum:,}",
         ])
         if n == max(GEARS):
+            timings = model.build["timings"]
+            total = sum(timings.values())  # type: ignore[arg-type]
+            static_timings = first.build["timings"]
+            for phase, spent in sorted(timings.items(), key=lambda kv: -kv[1]):  # type: ignore[union-attr]
+                phases.append([name, phase, f"{spent:.2f}", f"{100 * spent / total:.0f} %", f"{static_timings.get(phase, 0.0):.2f}"])  # type: ignore[union-attr]
             w, k = shared["weights"], shared["kernels"]  # type: ignore[index]
             notes.append(
                 f"{name}, {n} gears: compile {seconds / (n * reference):.2f} x N static compiles (goal < {COMPILE_GOAL}: "
-                f"{'met' if seconds / (n * reference) < COMPILE_GOAL else 'NOT met'}); worst gear latency {max(ratios):.3f} x static "
-                f"(goal <= {LATENCY_GOAL}: {'met' if max(ratios) <= LATENCY_GOAL else 'NOT met'}); weights stored "
-                f"{w['stored_bytes']:,} bytes for {w['per_gear_bytes']:,} over the gears; kernels {k['stored']} stored for {k['per_gear']}"
+                f"{'met' if seconds / (n * reference) < COMPILE_GOAL else 'NOT met'}), {seconds / same:.2f} x the static compiles of "
+                f"the same shapes{f', {in_parallel} x N static compiles in parallel' if pool is not None else ''}; worst gear latency "
+                f"{max(ratios):.3f} x static (goal <= {LATENCY_GOAL}: {'met' if max(ratios) <= LATENCY_GOAL else 'NOT met'}); weights "
+                f"stored {w['stored_bytes']:,} bytes for {w['per_gear_bytes']:,} over the gears, {made['derived_weights']} derived once; "
+                f"kernels {k['stored']} stored for {k['per_gear']}, {made['kernels_taken']} taken from an earlier gear"
             )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=["resnet50", "bert_like"], choices=["resnet50", "bert_like", "tiny_resnet"])
-    parser.add_argument("--readme", action="store_true", help="print the table as Markdown for benchmarks/README.md")
+    parser.add_argument("--parallel", action="store_true", help="also build the gears over ge.distributed.backend('local')")
+    parser.add_argument("--readme", action="store_true", help="print the tables as Markdown for benchmarks/README.md")
     args = parser.parse_args()
     rows: list[list[str]] = []
     notes: list[str] = []
+    phases: list[list[str]] = []
     with tempfile.TemporaryDirectory() as folder:
         every = specs(Path(folder))
         for name in args.only:
-            bench(name, every[name](), rows, notes)
-    columns = ["model", "gears", "gear values", "compile s", "/ (N x static)", "/ sum of statics", "gear / static latency (worst)", "feature map B", "sum over gears B"]
-    table = Table(title="static and multi-gear builds", title_justify="left")
-    for c in columns:
-        table.add_column(c, justify="left" if c in ("model", "gear values") else "right")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+            bench(name, every[name](), rows, notes, phases, args.parallel)
+    columns = ["model", "gears", "gear values", "compile s", "/ (N x static)", "/ sum of statics", "parallel / (N x static)",
+               "weights derived once", "kernels taken", "gear / static latency (worst)", "feature map B", "sum over gears B"]
+    phase_columns = ["model", f"phase ({max(GEARS)} gears)", "seconds", "share", "static (1 gear) s"]
+    for title, cols, body in (("static and multi-gear builds", columns, rows), ("where the largest build's time goes", phase_columns, phases)):
+        table = Table(title=title, title_justify="left")
+        for c in cols:
+            table.add_column(c, justify="left" if c in ("model", "gear values", cols[1]) else "right")
+        for row in body:
+            table.add_row(*row)
+        console.print(table)
     for note in notes:
         console.print(note)
     if args.readme:
-        print("| " + " | ".join(columns) + " |")
-        print("|" + "---|" * len(columns))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
+        for cols, body in ((columns, rows), (phase_columns, phases)):
+            print("| " + " | ".join(cols) + " |")
+            print("|" + "---|" * len(cols))
+            for row in body:
+                print("| " + " | ".join(row) + " |")
+            print()
         for note in notes:
             print(f"- {note}")
 

@@ -56,6 +56,7 @@ from ge.core.errors import GEError, ModelError, OptionError
 from ge.core.gear_options import gear_option, parse_gears
 from ge.core.options import CompileOptions
 from ge.core.weights import derived_once
+from ge.distributed import Backend
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_importer import Importer, _input_shapes, _utf8, prepare
 from ge.om import (
@@ -67,8 +68,8 @@ from ge.om import (
     Region,
     Task,
     TensorDesc,
+    limits,
 )
-from ge.om import limits
 from ge.om.gears import GEAR_INDEX, GEAR_INDEX_DTYPE, Gear, describe
 from ge.om.memory import align
 from passes.lower_to_kernel import shared_kernels
@@ -141,20 +142,65 @@ def _values(name: str, gear: tuple[int, ...], dynamic: Sequence[tuple[str, int]]
     return dict(zip(dynamic, gear))
 
 
-def compile(model: str | os.PathLike, options: CompileOptions) -> Model:
+def compile(model: str | os.PathLike, options: CompileOptions, workers: Backend | None = None) -> Model:
     """The multi-gear model of an ONNX file: its import prepared once, each gear built
-    static by the whole pipeline, the builds merged."""
+    static by the whole pipeline, the builds merged.
+
+    With `workers` (a `ge.distributed` backend of forked processes or this one), the
+    first gear is built here, then the others on the workers, a share each: a worker
+    inherits the prepared import and the initializers the first gear read, and shares
+    derived weights and kernels among its own gears."""
     started = time.perf_counter()
     importer, _, where = prepare(os.fspath(model))
     strategy, gears = gear_shapes(options, _input_shapes(importer.model))
     prepared = time.perf_counter() - started
-    built = []
     read: dict[str, _Initializer] = {}
+    job = _Job(importer, where, read, options, strategy)
+    if workers is None or workers.workers == 1:
+        built, shares = _gear_share(job, list(enumerate(gears)))
+        return merge([m for _, m in built], gears, options.given(), strategy, prepared, shares)
+    built, shares = _gear_share(job, [(0, gears[0])])
+    global _forked
+    _forked = job
+    try:
+        shared = [list(enumerate(gears))[1:][w :: workers.workers] for w in range(workers.workers)]
+        for more, counts in workers.map(_gear_job, [chunk for chunk in shared if chunk]):
+            built += more
+            shares = {k: shares[k] + counts[k] for k in shares}
+    finally:
+        _forked = None
+    models = [m for _, m in sorted(built, key=lambda b: b[0])]
+    return merge(models, gears, options.given(), strategy, prepared, shares | {"workers": workers.workers})
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every gear's build needs: the prepared import, the initializers read so far, the options."""
+
+    importer: Importer
+    where: str
+    read: dict[str, _Initializer]
+    options: CompileOptions
+    strategy: str
+
+
+_forked: _Job | None = None
+"""The job a parallel compile's forked workers inherit (set only while they run)."""
+
+
+def _gear_job(gears: list[tuple[int, GearShapes]]) -> tuple[list[tuple[int, Model]], dict[str, int]]:
+    """A worker's share of the gears (their indices and shapes): built with the job it
+    inherited, the weights as bytes so that the models travel back."""
+    assert _forked is not None, "gear jobs run in processes forked by a parallel multi-gear compile"
+    built, shares = _gear_share(_forked, gears)
+    return [(i, dataclasses.replace(m, weights=bytes(m.weights))) for i, m in built], shares
+
+
+def _gear_share(job: _Job, gears: list[tuple[int, GearShapes]]) -> tuple[list[tuple[int, Model]], dict[str, int]]:
+    """The static builds of `gears`, in order, sharing derived weights and kernels; and what they shared."""
     with derived_once() as weights, shared_kernels() as kernels:
-        for index, shapes in enumerate(gears):
-            built.append(_gear_build(importer, where, read, options, strategy, index, shapes))
-    shares = {"derived_weights": len(weights), "kernels_lowered": len(kernels.kernels), "kernels_taken": kernels.hits}
-    return merge(built, gears, options.given(), strategy, prepared, shares)
+        built = [(i, _gear_build(job.importer, job.where, job.read, job.options, job.strategy, i, shapes)) for i, shapes in gears]
+    return built, {"derived_weights": len(weights), "kernels_lowered": len(kernels.kernels), "kernels_taken": kernels.hits}
 
 
 def _gear_build(

@@ -260,7 +260,7 @@ class Session:
         key = (_key(model), "gear", index)
         with self._loading:
             if key not in self._loaded:
-                self._loaded[key] = (runtime.model, Runtime(runtime.model.gear(index), self.config), threading.Lock())
+                self._loaded[key] = (runtime.model, Runtime(runtime.model.gear(index), self.config, like=runtime), threading.Lock())
             _, gear, gear_turn = self._loaded[key]
         return gear, gear_turn
 

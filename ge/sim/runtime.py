@@ -181,7 +181,9 @@ class _State:
 class Runtime:
     """A model loaded on a simulated device of its SoC."""
 
-    def __init__(self, model: Model, config: RunConfig | None = None):
+    def __init__(self, model: Model, config: RunConfig | None = None, like: Runtime | None = None):
+        """`like`: a runtime of another view of the same model (a multi-gear model and its
+        gears share their kernels), whose decoded kernels and block timings this one reuses."""
         self.model = model
         self.config = config if config is not None else RunConfig()
         self.soc = socs.load(model.soc_version)
@@ -193,14 +195,16 @@ class Runtime:
         self.cores = self._cores()
         share = max(1, self.soc.aicpu.cores * self.cores["AiCore"] // self.soc.ai_cores)  # a slice's share, as of vector cores
         self.aicpu_parallel = min(_aicpu_parallel(model, self.soc.aicpu.cores), share)
-        self.kernels = program.split_kernels(model.kernels)
+        if like is not None and like.model.kernels is not model.kernels:
+            raise ModelError("a runtime shares the kernels of a view of the same model only")
+        self.kernels = like.kernels if like is not None else program.split_kernels(model.kernels)
         self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
         self.compiled_oom = _compiled_oom(model)
         self.gear_input = next((d for d in model.inputs if d.name == GEAR_INDEX), None)
         self.gear = _gear(model) if self.gear_input is not None else None
         """The gear a multi-gear model's view runs (`Model.gear`): what the runtime fills its gear-index input with."""
         self._largest_writes: dict[str, dict[str, int]] = {}
-        self._timings: dict[tuple[str, bool], timing.BlockTiming] = {}
+        self._timings: dict[tuple[str, bool], timing.BlockTiming] = like._timings if like is not None else {}
         self._layouts_in = [_layout(d) for d in model.inputs]
         self._layouts_out = [_layout(d) for d in model.outputs]
         written = self._check_tasks()
