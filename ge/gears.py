@@ -40,11 +40,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -72,7 +73,7 @@ from ge.om import (
 )
 from ge.om.gears import GEAR_INDEX, GEAR_INDEX_DTYPE, Gear, describe
 from ge.om.memory import align
-from passes.lower_to_kernel import shared_kernels
+from passes.lower_to_kernel import SharedKernels, shared_kernels
 
 GearShapes = dict[str, tuple[int, ...]]
 """Every graph input's static shape in one gear, in the model's input order."""
@@ -146,31 +147,32 @@ def compile(model: str | os.PathLike, options: CompileOptions, workers: Backend 
     """The multi-gear model of an ONNX file: its import prepared once, each gear built
     static by the whole pipeline, the builds merged.
 
-    With `workers` (a `ge.distributed` backend of forked processes or this one), the
-    first gear is built here, then the others on the workers, a share each: a worker
-    inherits the prepared import and the initializers the first gear read, and shares
-    derived weights and kernels among its own gears."""
+    With `workers` (a `ge.distributed` backend of forked processes, or this one), the
+    first gear is built here, then each other gear is a job on the workers, the
+    largest first: a worker inherits the prepared import and the initializers the
+    first gear read, and shares derived weights and kernels among the gears it builds."""
     started = time.perf_counter()
     importer, _, where = prepare(os.fspath(model))
     strategy, gears = gear_shapes(options, _input_shapes(importer.model))
     prepared = time.perf_counter() - started
-    read: dict[str, _Initializer] = {}
-    job = _Job(importer, where, read, options, strategy)
+    job = _Job(importer, where, {}, options, strategy)
+    shares = _Shares()
     if workers is None or workers.workers == 1:
-        built, shares = _gear_share(job, list(enumerate(gears)))
-        return merge([m for _, m in built], gears, options.given(), strategy, prepared, shares)
-    built, shares = _gear_share(job, [(0, gears[0])])
-    global _forked
+        built = [_gear_build(job, shares, i, shapes) for i, shapes in enumerate(gears)]
+        return merge(built, gears, options.given(), strategy, prepared, shares.counts())
+    first = _gear_build(job, shares, 0, gears[0])
+    counts = shares.counts()
+    global _forked, _worker_shares
     _forked = job
     try:
-        shared = [list(enumerate(gears))[1:][w :: workers.workers] for w in range(workers.workers)]
-        for more, counts in workers.map(_gear_job, [chunk for chunk in shared if chunk]):
-            built += more
-            shares = {k: shares[k] + counts[k] for k in shares}
+        rest = sorted(range(1, len(gears)), key=lambda i: -sum(math.prod(s) for s in gears[i].values()))
+        done = dict(zip(rest, workers.map(_gear_job, [(i, gears[i]) for i in rest])))
     finally:
-        _forked = None
-    models = [m for _, m in sorted(built, key=lambda b: b[0])]
-    return merge(models, gears, options.given(), strategy, prepared, shares | {"workers": workers.workers})
+        _forked = _worker_shares = None
+    for _, more in done.values():
+        counts = {k: counts[k] + more[k] for k in counts}
+    built = [first, *(done[i][0] for i in range(1, len(gears)))]
+    return merge(built, gears, options.given(), strategy, prepared, counts | {"workers": workers.workers})
 
 
 @dataclass(frozen=True)
@@ -184,40 +186,51 @@ class _Job:
     strategy: str
 
 
+@dataclass
+class _Shares:
+    """What the gears one process builds share: weights derived once, kernels lowered once."""
+
+    weights: dict[Hashable, object] = field(default_factory=dict)
+    kernels: SharedKernels = field(default_factory=SharedKernels)
+
+    def counts(self) -> dict[str, int]:
+        return {"derived_weights": len(self.weights), "kernels_lowered": len(self.kernels.kernels), "kernels_taken": self.kernels.hits}
+
+
 _forked: _Job | None = None
 """The job a parallel compile's forked workers inherit (set only while they run)."""
+_worker_shares: _Shares | None = None
+"""What the gears a worker builds share, from its first gear job to its last."""
 
 
-def _gear_job(gears: list[tuple[int, GearShapes]]) -> tuple[list[tuple[int, Model]], dict[str, int]]:
-    """A worker's share of the gears (their indices and shapes): built with the job it
-    inherited, the weights as bytes so that the models travel back."""
+def _gear_job(item: tuple[int, GearShapes]) -> tuple[Model, dict[str, int]]:
+    """One gear (its index and shapes) built by a worker with the job it inherited, the
+    weights as bytes so that the model travels back; and what it added to the worker's shares."""
+    global _worker_shares
     assert _forked is not None, "gear jobs run in processes forked by a parallel multi-gear compile"
-    built, shares = _gear_share(_forked, gears)
-    return [(i, dataclasses.replace(m, weights=bytes(m.weights))) for i, m in built], shares
+    if _worker_shares is None:
+        _worker_shares = _Shares()
+    before = _worker_shares.counts()
+    built = _gear_build(_forked, _worker_shares, *item)
+    after = _worker_shares.counts()
+    return dataclasses.replace(built, weights=bytes(built.weights)), {k: after[k] - before[k] for k in after}
 
 
-def _gear_share(job: _Job, gears: list[tuple[int, GearShapes]]) -> tuple[list[tuple[int, Model]], dict[str, int]]:
-    """The static builds of `gears`, in order, sharing derived weights and kernels; and what they shared."""
-    with derived_once() as weights, shared_kernels() as kernels:
-        built = [(i, _gear_build(job.importer, job.where, job.read, job.options, job.strategy, i, shapes)) for i, shapes in gears]
-    return built, {"derived_weights": len(weights), "kernels_lowered": len(kernels.kernels), "kernels_taken": kernels.hits}
-
-
-def _gear_build(
-    importer: Importer, where: str, read: dict[str, _Initializer], options: CompileOptions, strategy: str, index: int, shapes: GearShapes
-) -> Model:
-    """The static build of one gear, its import converted from the prepared proto."""
+def _gear_build(job: _Job, shares: _Shares, index: int, shapes: GearShapes) -> Model:
+    """The static build of one gear, its import converted from the prepared proto, sharing `shares`."""
     from ge.compiler import _compile
 
-    static = dataclasses.replace(options, input_shape=describe(shapes), **{n: None for n in ("dynamic_batch_size", "dynamic_image_size", "dynamic_dims")})
+    static = dataclasses.replace(job.options, input_shape=describe(shapes), **{n: None for n in ("dynamic_batch_size", "dynamic_image_size", "dynamic_dims")})
     t = time.perf_counter()
     try:
-        with _utf8(where):
-            module = GearImporter(importer.model, importer.store.key, importer.opset, read).run({n: tuple(s) for n, s in shapes.items()})
+        with _utf8(job.where):
+            importer = job.importer
+            module = GearImporter(importer.model, importer.store.key, importer.opset, job.read).run({n: tuple(s) for n, s in shapes.items()})
         converted = time.perf_counter() - t
-        one = _compile(module, static)
+        with derived_once(shares.weights), shared_kernels(shares.kernels):
+            one = _compile(module, static)
     except GEError as e:  # which gear failed, with the static compile's own message
-        raise type(e)(f"gear {index} ({describe(shapes)}) of --{strategy}: {e.args[0]}") from e
+        raise type(e)(f"gear {index} ({describe(shapes)}) of --{job.strategy}: {e.args[0]}") from e
     timings = dict(one.build["timings"])  # type: ignore[arg-type]
     timings["import"] = timings.get("import", 0.0) + converted
     return dataclasses.replace(one, build={**one.build, "timings": timings})

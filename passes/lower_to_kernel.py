@@ -164,13 +164,13 @@ _shared: ContextVar[SharedKernels | None] = ContextVar("shared_kernels", default
 
 
 @contextmanager
-def shared_kernels() -> Iterator[SharedKernels]:
+def shared_kernels(shared: SharedKernels | None = None) -> Iterator[SharedKernels]:
     """Within it, a scope whose key (`Scope.key`, as the kernel cache keys it) an earlier
     lowering in the context built takes a copy of that kernel, renamed and given its own
     compute region, as a kernel cache hit does: the kernel a lowering of it would build.
     A multi-gear compile lowers its gears in one such context, in memory and whatever
-    op_compiler_cache_mode says."""
-    token = _shared.set(SharedKernels())
+    op_compiler_cache_mode says. Yields `shared` when given: what an earlier such context lowered."""
+    token = _shared.set(shared if shared is not None else SharedKernels())
     try:
         yield _shared.get()  # type: ignore[misc]
     finally:

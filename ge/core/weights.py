@@ -212,12 +212,12 @@ def sidecar(module: ModuleOp, output: str, refs: Iterable[WeightRefAttr]) -> Wei
 
 
 @contextmanager
-def derived_once() -> Iterator[dict[Hashable, object]]:
+def derived_once(memo: dict[Hashable, object] | None = None) -> Iterator[dict[Hashable, object]]:
     """Within it, a weight a pass derives from weights (a folded BatchNorm, a layout, a
     dtype) is computed once for the same inputs (`derived`): a multi-gear compile's gears
     derive the same weights from the same initializers. Yields the memo (its size is
-    what was derived)."""
-    token = _derivations.set({})
+    what was derived), `memo` when given: what an earlier such context derived."""
+    token = _derivations.set(memo if memo is not None else {})
     try:
         yield _derivations.get()  # type: ignore[misc]
     finally:
