@@ -257,6 +257,7 @@ def test_gear_index_round_trips(resnet_gears: ge.Model, tmp_path: Path) -> None:
         (lambda d: d["gear_index"].__setitem__("addr", d["gears"][0]["inputs"][0]["addr"]), r"after every gear's inputs"),
         (lambda d: d["gear_index"].__setitem__("addr", 1 << 40), r"lies outside the plan"),
         (lambda d: d.pop("gears"), r"gear_index is given, but the model has no gears"),
+        (lambda d: d["tasks"].insert(0, {"kind": "STREAM_ACTIVE", "stream": 0, "streams": [99]}), r"tasks\[0\]\.streams\[0\] is 99"),
     ],
 )
 def test_hostile_gear_index_is_refused(resnet_gears: ge.Model, tmp_path: Path, change, message: str) -> None:

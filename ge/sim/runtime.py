@@ -200,9 +200,10 @@ class Runtime:
         self.kernels = like.kernels if like is not None else program.split_kernels(model.kernels)
         self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
         self.compiled_oom = _compiled_oom(model)
-        self.gear_input = next((d for d in model.inputs if d.name == GEAR_INDEX), None)
+        self.gear_input = next((d for d in model.inputs if d.name == GEAR_INDEX), None) if "gear" in model.build else None
+        """A multi-gear model's gear-index input, in the view of one gear (`Model.gear`), which the runtime fills."""
         self.gear = _gear(model) if self.gear_input is not None else None
-        """The gear a multi-gear model's view runs (`Model.gear`): what the runtime fills its gear-index input with."""
+        """The gear that view runs: what the runtime fills the gear-index input with."""
         self._largest_writes: dict[str, dict[str, int]] = {}
         self._timings: dict[tuple[str, bool], timing.BlockTiming] = like._timings if like is not None else {}
         self._layouts_in = [_layout(d) for d in model.inputs]
@@ -604,7 +605,7 @@ class Execution:
             records.append(TaskRecord(index, task.KIND, s, f"start streams {', '.join(map(str, task.streams))}", now, end))
             for other in task.streams:
                 self.asleep.discard(other)
-                self.ready[other] = max(self.ready[other], end)
+                self.ready[other] = max(self.ready.get(other, 0.0), end)
         elif isinstance(task, LabelGotoTask | LabelSwitchTask):
             target = task.label if isinstance(task, LabelGotoTask) else task.labels[self._index(task, index)]
             us = timing.LABEL_US if isinstance(task, LabelGotoTask) else timing.LABEL_SWITCH_US
@@ -629,11 +630,11 @@ class Execution:
     def _index(self, task: LabelSwitchTask, index: int) -> int:
         """The index a switch reads (without numerics, no values to read: the gear the host
         filled in for a switch on the gear-index input, else 0)."""
-        memory = self.state.memory
+        memory, gear = self.state.memory, self.runtime.gear_input
         if memory is None:
-            gear = self.runtime.gear_input
-            return self.runtime.gear if gear is not None and task.index.addr == gear.addr else 0
-        value = int.from_bytes(memory[task.index.addr : task.index.addr + task.index.size].tobytes(), "little")
+            value = self.runtime.gear if gear is not None and task.index.addr == gear.addr else 0
+        else:
+            value = int.from_bytes(memory[task.index.addr : task.index.addr + task.index.size].tobytes(), "little")
         if value >= len(task.labels):
             raise ModelError(f"task {index}: LABEL_SWITCH_BY_INDEX reads index {value}, but has {len(task.labels)} labels")
         return value
@@ -752,9 +753,9 @@ def _aicpu_parallel(model: Model, cores: int) -> int:
 
 def _gear(model: Model) -> int:
     """The gear a multi-gear model's view runs (`Model.build["gear"]`), checked as read."""
-    gear = model.build.get("gear")
+    gear = model.build["gear"]
     if isinstance(gear, bool) or not isinstance(gear, int) or gear < 0:
-        raise ModelError(f"the model has a gear-index input, but its build entry 'gear' is {str(gear)[:80]}; run one of its gears (Model.gear)")
+        raise ModelError(f"the model has a gear-index input, but its build entry 'gear' is {str(gear)[:80]}; it must be the index of the gear it runs")
     return gear
 
 
