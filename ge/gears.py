@@ -147,31 +147,31 @@ def compile(model: str | os.PathLike, options: CompileOptions, workers: Backend 
     """The multi-gear model of an ONNX file: its import prepared once, each gear built
     static by the whole pipeline, the builds merged.
 
-    With `workers` (a `ge.distributed` backend of forked processes, or this one), the
-    first gear is built here, then each other gear is a job on the workers, the
-    largest first: a worker inherits the prepared import and the initializers the
-    first gear read, and shares derived weights and kernels among the gears it builds."""
+    With `workers` (a `ge.distributed` backend of forked processes, or this one), each
+    gear is a job on the workers, the largest first: a worker inherits the prepared
+    import and every initializer read once here (by converting the first gear's
+    graph), and shares derived weights and kernels among the gears it builds."""
     started = time.perf_counter()
     importer, _, where = prepare(os.fspath(model))
     strategy, gears = gear_shapes(options, _input_shapes(importer.model))
-    prepared = time.perf_counter() - started
     job = _Job(importer, where, {}, options, strategy)
-    shares = _Shares()
     if workers is None or workers.workers == 1:
+        prepared = time.perf_counter() - started
+        shares = _Shares()
         built = [_gear_build(job, shares, i, shapes) for i, shapes in enumerate(gears)]
         return merge(built, gears, options.given(), strategy, prepared, shares.counts())
-    first = _gear_build(job, shares, 0, gears[0])
-    counts = shares.counts()
+    with _utf8(where):
+        GearImporter(importer.model, importer.store.key, importer.opset, job.read).run({n: tuple(s) for n, s in gears[0].items()})
+    prepared = time.perf_counter() - started
     global _forked, _worker_shares
     _forked = job
     try:
-        rest = sorted(range(1, len(gears)), key=lambda i: -sum(math.prod(s) for s in gears[i].values()))
-        done = dict(zip(rest, workers.map(_gear_job, [(i, gears[i]) for i in rest])))
+        order = sorted(range(len(gears)), key=lambda i: -sum(math.prod(s) for s in gears[i].values()))
+        done = dict(zip(order, workers.map(_gear_job, [(i, gears[i]) for i in order])))
     finally:
         _forked = _worker_shares = None
-    for _, more in done.values():
-        counts = {k: counts[k] + more[k] for k in counts}
-    built = [first, *(done[i][0] for i in range(1, len(gears)))]
+    counts = {k: sum(more[k] for _, more in done.values()) for k in _Shares().counts()}
+    built = [done[i][0] for i in range(len(gears))]
     return merge(built, gears, options.given(), strategy, prepared, counts | {"workers": workers.workers})
 
 
