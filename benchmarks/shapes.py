@@ -4,9 +4,9 @@ For each model, a static compile of every shape the gears take, then N-gear buil
 (N = 2, 4, 8: the first N of the model's gear values; GE's gear options take 2 to
 100 gears, so N = 1 is the static build) through `--dynamic_batch_size` (ResNet) or
 `--dynamic_dims` (BERT: sequence lengths), serially as `ge.compile` builds them
-and, with `--parallel`, over `ge.distributed.backend("local")` (the first gear
-here, the others on one forked worker per core). Every build runs timing only on
-each of its shapes. The table gives, per N: the N-gear compile time (wall, and this
+and, with `--parallel`, over `ge.distributed.backend("local")` (a job per gear on
+one forked worker per core; the faster of two builds). Every build runs timing
+only on each of its shapes. The table gives, per N: the N-gear compile time (wall, and this
 process's CPU time, steadier when other jobs share the cores); the ratio of its CPU
 time to N static compiles of the reference shape (the first gear value) and to the
 sum of the static compiles of the same N shapes; the parallel build's wall time
@@ -29,10 +29,13 @@ Fully dynamic builds (host tiling at run time) are not built here.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +58,8 @@ GEARS = (2, 4, 8)
 BERT_HIDDEN, BERT_LAYERS = 256, 4
 COMPILE_GOAL = 0.6
 """The issue's goal: an 8-gear compile under 0.6 x 8 static compiles."""
+PARALLEL_RUNS = 2
+"""Parallel builds per N, the fastest kept: their wall time is what other jobs on the cores leave them."""
 LATENCY_GOAL = 1.02
 """The issue's goal: a gear's latency within 2% of the static model's."""
 
@@ -135,7 +140,7 @@ def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str], phases
         built = compiled(spec.path, flags)
         model, cpu = built.model, built.cpu
         console.print(f"[dim]{name}: {n} gears compiled in {built.wall:.1f} s ({cpu:.1f} s CPU)[/]")
-        in_parallel = f"{compiled(spec.path, flags, pool).wall / (n * reference.wall):.2f}" if pool is not None else "-"
+        in_parallel = f"{min(compiled(spec.path, flags, pool).wall for _ in range(PARALLEL_RUNS)) / (n * reference.wall):.2f}" if pool is not None else "-"
         ratios = [latency_us(session, model, g.shapes) / static_latency[spec.values[i]] for i, g in enumerate(model.gears)]
         same = sum(statics[v].cpu for v in spec.values[:n])
         shared = model.build["gears"]
@@ -172,6 +177,8 @@ def main() -> None:
     rows: list[list[str]] = []
     notes: list[str] = []
     phases: list[list[str]] = []
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    console.print(f"{date.today()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average {load} at the start")
     with tempfile.TemporaryDirectory() as folder:
         every = specs(Path(folder))
         for name in args.only:
