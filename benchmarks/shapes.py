@@ -95,6 +95,12 @@ def specs(folder: Path) -> dict[str, Callable[[], Spec]]:
     }
 
 
+def compiled(path: str, flags: dict[str, str]) -> tuple[ge.Model, float]:
+    started = time.perf_counter()
+    model = ge.compile(path, {"export_compile_stat": 0, **flags})
+    return model, time.perf_counter() - started
+
+
 @dataclass(frozen=True)
 class Timed:
     """A compile's model, wall seconds and this process's CPU seconds."""
@@ -104,7 +110,8 @@ class Timed:
     cpu: float
 
 
-def compiled(path: str, flags: dict[str, str], workers: distributed.Backend | None = None) -> Timed:
+def timed(path: str, flags: dict[str, str], workers: distributed.Backend | None = None) -> Timed:
+    """A compile (a multi-gear one over `workers` when given), timed in wall and CPU seconds."""
     started, cpu = time.perf_counter(), time.process_time()
     options = {"export_compile_stat": 0, **flags}
     if workers is None:
@@ -126,7 +133,7 @@ def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str], phases
     compiled(spec.path, {"input_shape": spec.input_shape(spec.values[0])})  # warm-up: imports, caches, the file in the page cache
     statics: dict[int, Timed] = {}
     for value in spec.values[: max(GEARS)]:
-        statics[value] = compiled(spec.path, {"input_shape": spec.input_shape(value)})
+        statics[value] = timed(spec.path, {"input_shape": spec.input_shape(value)})
         console.print(f"[dim]{name}: static {spec.input_shape(value)} compiled in {statics[value].wall:.1f} s ({statics[value].cpu:.1f} s CPU)[/]")
     static_latency = {v: latency_us(session, t.model, {d.name: d.origin_shape for d in t.model.inputs}) for v, t in statics.items()}
     reference = statics[spec.values[0]]
@@ -137,10 +144,10 @@ def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str], phases
     pool = distributed.backend("local") if parallel else None
     for n in GEARS:
         flags = {"input_shape": dynamic, spec.option: spec.gears(n)}
-        built = compiled(spec.path, flags)
+        built = timed(spec.path, flags)
         model, cpu = built.model, built.cpu
         console.print(f"[dim]{name}: {n} gears compiled in {built.wall:.1f} s ({cpu:.1f} s CPU)[/]")
-        in_parallel = f"{min(compiled(spec.path, flags, pool).wall for _ in range(PARALLEL_RUNS)) / (n * reference.wall):.2f}" if pool is not None else "-"
+        in_parallel = f"{min(timed(spec.path, flags, pool).wall for _ in range(PARALLEL_RUNS)) / (n * reference.wall):.2f}" if pool is not None else "-"
         ratios = [latency_us(session, model, g.shapes) / static_latency[spec.values[i]] for i, g in enumerate(model.gears)]
         same = sum(statics[v].cpu for v in spec.values[:n])
         shared = model.build["gears"]

@@ -436,7 +436,7 @@ def _gear_index(data: object, gears: tuple[Gear, ...], memory: MemoryPlan, soc: 
             raise Malformed("gear_index is given, but the model has no gears")
         return None
     if data is None:
-        raise Malformed("the model has gears but no gear_index (a multi-gear model of format version 3); compile it again")
+        raise Malformed("the model has gears but no gear_index (a multi-gear model written by an older ge); compile it again")
     (desc,) = _descs([data], "gear_index", memory, soc)
     want = (GEAR_INDEX, GEAR_INDEX_DTYPE, (1,), limits.ITEMSIZE[GEAR_INDEX_DTYPE])
     if (desc.name, desc.dtype, desc.origin_shape, desc.size) != want:
