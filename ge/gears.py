@@ -39,6 +39,7 @@ Fully dynamic shapes (ranges `lo~hi`, host tiling at run time) are not built yet
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import math
 import os
@@ -165,10 +166,12 @@ def compile(model: str | os.PathLike, options: CompileOptions, workers: Backend 
     prepared = time.perf_counter() - started
     global _forked, _worker_shares
     _forked = job
+    gc.freeze()  # the forked workers' collector leaves this process's objects alone: no walks over them, no copied pages
     try:
         order = sorted(range(len(gears)), key=lambda i: -sum(math.prod(s) for s in gears[i].values()))
         done = dict(zip(order, workers.map(_gear_job, [(i, gears[i]) for i in order])))
     finally:
+        gc.unfreeze()
         _forked = _worker_shares = None
     counts = {k: sum(more[k] for _, more in done.values()) for k in _Shares().counts()}
     built = [done[i][0] for i in range(len(gears))]
