@@ -154,7 +154,8 @@ def _snake(op_type: str) -> str:
 
 @dataclass
 class SharedKernels:
-    """The kernels built within `shared_kernels`, by scope key, and how many scopes took one."""
+    """The kernels built within `shared_kernels`, by scope key (the ops in their modules,
+    which a scope taking one clones), and how many scopes took one."""
 
     kernels: dict[str, KernelOp] = field(default_factory=dict)
     hits: int = 0
@@ -226,7 +227,7 @@ class _Lowering:
         else:
             kernel = self.cached(cache, scope, f"{kernel_cache.compiler_version(LOWERING_SOURCES)}\n{key}")
         if shared is not None and first is None:
-            shared.kernels[key] = kernel.clone()
+            shared.kernels[key] = kernel  # cloned when a later scope takes it
         self.module.body.block.add_op(kernel)
         self.kernels[key] = kernel
         return kernel
