@@ -209,12 +209,15 @@ _worker_shares: _Shares | None = None
 def _gear_job(item: tuple[int, GearShapes]) -> tuple[Model, dict[str, int]]:
     """One gear (its index and shapes) built by a worker with the job it inherited, the
     weights as bytes so that the model travels back; and what it added to the worker's shares."""
+    from ge.compiler import collecting_less
+
     global _worker_shares
     assert _forked is not None, "gear jobs run in processes forked by a parallel multi-gear compile"
     if _worker_shares is None:
         _worker_shares = _Shares()
     before = _worker_shares.counts()
-    built = _gear_build(_forked, _worker_shares, *item)
+    with collecting_less():  # as ge.compile compiles
+        built = _gear_build(_forked, _worker_shares, *item)
     after = _worker_shares.counts()
     return dataclasses.replace(built, weights=bytes(built.weights)), {k: after[k] - before[k] for k in after}
 
