@@ -3,19 +3,27 @@
 For each model, a static compile of every shape the gears take, then N-gear builds
 (N = 2, 4, 8: the first N of the model's gear values; GE's gear options take 2 to
 100 gears, so N = 1 is the static build) through `--dynamic_batch_size` (ResNet) or
-`--dynamic_dims` (BERT: sequence lengths). Every build runs timing only on each of its shapes. The
-table gives, per N: the N-gear compile time; the ratio to N static compiles of the
-reference shape (the first gear value) and to the sum of the static compiles of the
-same N shapes; the largest gear-latency / static-latency ratio over the gears (the
-gear's tasks are the static build's, plus the gear pick,
-`ge.sim.timing.GEAR_SELECT_US`); and the feature map planned against the sum over
-the gears. Models: the real ResNet-50 export of `ge.testing.real_models` (batch
-gears), a BERT-like encoder of `ge.testing.gear_models` (hidden 256, 4 layers; the
-real BERT-base export and the bundled tiny BERT are traced at one batch and
-sequence length, which their Reshapes hold as constants, so they take no gears),
-and the bundled tiny ResNet.
+`--dynamic_dims` (BERT: sequence lengths), serially as `ge.compile` builds them
+and, with `--parallel`, over `ge.distributed.backend("local")` (a job per gear on
+one forked worker per core; the faster of two builds). Every build runs timing
+only on each of its shapes. The table gives, per N: the N-gear compile time (wall, and this
+process's CPU time, steadier when other jobs share the cores); the ratio of its CPU
+time to N static compiles of the reference shape (the first gear value) and to the
+sum of the static compiles of the same N shapes; the parallel build's wall time
+over N static compiles' wall time; what the gears shared (weights derived once,
+kernels taken from an earlier gear); the largest gear-latency / static-latency
+ratio over the gears (the gear runs inside GE's Case: the gear-index copy, the
+LABEL_SWITCH_BY_INDEX, its LABEL_SET and STREAM_ACTIVE, then its static tasks);
+and the feature map planned against the sum over the gears. A second table splits
+the largest serial build's time by phase, summed over its gears, beside the same
+phase summed over the static compiles of the same shapes: where a phase's work is
+shared between the gears, the gears take less of it than the statics. Models: the real
+ResNet-50 export of `ge.testing.real_models` (batch gears), a BERT-like encoder of
+`ge.testing.gear_models` (hidden 256, 4 layers; the real BERT-base export and the
+bundled tiny BERT are traced at one batch and sequence length, which their Reshapes
+hold as constants, so they take no gears), and the bundled tiny ResNet.
 
-    .venv/bin/python benchmarks/shapes.py [--only resnet50 bert_like tiny_resnet] [--readme]
+    .venv/bin/python benchmarks/shapes.py [--only resnet50 bert_like tiny_resnet] [--parallel] [--readme]
 
 The fully dynamic build (`ge.dynamic`: the -1 input_shape, compiled once, built and
 tiled on the host per input shape at run time, every task launched from the host) gets
@@ -33,10 +41,13 @@ behind earlier kernels. `--strategies dynamic` measures it alone.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +55,8 @@ from rich.console import Console
 from rich.table import Table
 
 import ge
+from ge import distributed, gears
+from ge.core.options import CompileOptions
 from ge.dynamic import ShapeBuilds
 from ge.models import DEMO_MODELS
 from ge.om import Region
@@ -61,6 +74,10 @@ DYNAMIC_SHAPES = 4
 """The first values of a model's gear values at which the dynamic build is measured."""
 COMPILE_GOAL = 0.6
 """The issue's goal: an 8-gear compile under 0.6 x 8 static compiles."""
+PHASE_FLOOR = 0.01
+"""Phases under this share of the largest build's time are left out of the phase table."""
+PARALLEL_RUNS = 2
+"""Parallel builds per N, the fastest kept: their wall time is what other jobs on the cores leave them."""
 LATENCY_GOAL = 1.02
 """The issue's goal: a gear's latency within 2% of the static model's."""
 
@@ -108,6 +125,26 @@ def feeds_of(model: ge.Model, shapes: dict[str, tuple[int, ...]]) -> dict[str, n
     return {name: np.zeros(shape, dtypes[name]) for name, shape in shapes.items()}
 
 
+@dataclass(frozen=True)
+class Timed:
+    """A compile's model, wall seconds and this process's CPU seconds."""
+
+    model: ge.Model
+    wall: float
+    cpu: float
+
+
+def timed(path: str, flags: dict[str, str], workers: distributed.Backend | None = None) -> Timed:
+    """A compile (a multi-gear one over `workers` when given), timed in wall and CPU seconds."""
+    started, cpu = time.perf_counter(), time.process_time()
+    options = {"export_compile_stat": 0, **flags}
+    if workers is None:
+        model = ge.compile(path, options)
+    else:
+        model = gears.compile(path, CompileOptions.from_flags(**options), workers)
+    return Timed(model, time.perf_counter() - started, time.process_time() - cpu)
+
+
 def latency_us(session: Session, model: ge.Model, shapes: dict[str, tuple[int, ...]]) -> float:
     """Simulated latency (timing only) on inputs of `shapes`, which pick the gear."""
     return session.run(model, feeds_of(model, shapes)).latency_us
@@ -148,37 +185,52 @@ def bench_dynamic(name: str, spec: Spec, rows: list[list[str]], notes: list[str]
     )
 
 
-def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str]) -> None:
+def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str], phases: list[list[str]], parallel: bool) -> None:
     session = Session(RunConfig(timing_only=True))
     compiled(spec.path, {"input_shape": spec.input_shape(spec.values[0])})  # warm-up: imports, caches, the file in the page cache
-    statics: dict[int, tuple[ge.Model, float]] = {}
+    statics: dict[int, Timed] = {}
     for value in spec.values[: max(GEARS)]:
-        statics[value] = compiled(spec.path, {"input_shape": spec.input_shape(value)})
-        console.print(f"[dim]{name}: static {spec.input_shape(value)} compiled in {statics[value][1]:.1f} s[/]")
-    static_latency = {v: latency_us(session, m, {d.name: d.origin_shape for d in m.inputs}) for v, (m, _) in statics.items()}
-    reference = statics[spec.values[0]][1]
-    first = statics[spec.values[0]][0]
-    rows.append([name, "1 (static)", spec.input_shape(spec.values[0]), f"{reference:.2f}", "1.00", "1.00", "1.000",
-                 f"{first.memory.sizes[Region.FEATURE_MAP]:,}", "-"])
+        statics[value] = timed(spec.path, {"input_shape": spec.input_shape(value)})
+        console.print(f"[dim]{name}: static {spec.input_shape(value)} compiled in {statics[value].wall:.1f} s ({statics[value].cpu:.1f} s CPU)[/]")
+    static_latency = {v: latency_us(session, t.model, {d.name: d.origin_shape for d in t.model.inputs}) for v, t in statics.items()}
+    reference = statics[spec.values[0]]
+    first = reference.model
+    rows.append([name, "1 (static)", spec.input_shape(spec.values[0]), f"{reference.wall:.2f}", f"{reference.cpu:.2f}", "1.00", "1.00", "-", "-", "-",
+                 "1.000", f"{first.memory.sizes[Region.FEATURE_MAP]:,}", "-"])
     dynamic = spec.input_shape(-1)
+    pool = distributed.backend("local") if parallel else None
     for n in GEARS:
-        model, seconds = compiled(spec.path, {"input_shape": dynamic, spec.option: spec.gears(n)})
-        console.print(f"[dim]{name}: {n} gears compiled in {seconds:.1f} s[/]")
+        flags = {"input_shape": dynamic, spec.option: spec.gears(n)}
+        built = timed(spec.path, flags)
+        model, cpu = built.model, built.cpu
+        console.print(f"[dim]{name}: {n} gears compiled in {built.wall:.1f} s ({cpu:.1f} s CPU)[/]")
+        in_parallel = f"{min(timed(spec.path, flags, pool).wall for _ in range(PARALLEL_RUNS)) / (n * reference.wall):.2f}" if pool is not None else "-"
         ratios = [latency_us(session, model, g.shapes) / static_latency[spec.values[i]] for i, g in enumerate(model.gears)]
-        same = sum(statics[v][1] for v in spec.values[:n])
+        same = sum(statics[v].cpu for v in spec.values[:n])
         shared = model.build["gears"]
+        made = shared["compile"]  # type: ignore[index]
         fm_sum = shared["feature_map"]["sum_of_gears_bytes"]  # type: ignore[index]
         rows.append([
-            name, str(n), spec.gears(n), f"{seconds:.2f}", f"{seconds / (n * reference):.2f}", f"{seconds / same:.2f}",
+            name, str(n), spec.gears(n), f"{built.wall:.2f}", f"{cpu:.2f}", f"{cpu / (n * reference.cpu):.2f}", f"{cpu / same:.2f}", in_parallel,
+            str(made["derived_weights"]), f"{made['kernels_taken']} of {made['kernels_lowered'] + made['kernels_taken']}",
             f"{max(ratios):.3f}", f"{model.memory.sizes[Region.FEATURE_MAP]:,}", f"{fm_sum:,}",
         ])
         if n == max(GEARS):
+            timings = model.build["timings"]
+            total = sum(timings.values())  # type: ignore[arg-type]
+            alone = {p: sum(statics[v].model.build["timings"].get(p, 0.0) for v in spec.values[:n]) for p in timings}  # type: ignore[union-attr]
+            for phase, spent in sorted(timings.items(), key=lambda kv: -kv[1]):  # type: ignore[union-attr]
+                if spent >= PHASE_FLOOR * total:
+                    ratio = f"{spent / alone[phase]:.2f}" if alone[phase] else "-"
+                    phases.append([name, phase, f"{spent:.2f}", f"{100 * spent / total:.0f} %", f"{alone[phase]:.2f}", ratio])
             w, k = shared["weights"], shared["kernels"]  # type: ignore[index]
             notes.append(
-                f"{name}, {n} gears: compile {seconds / (n * reference):.2f} x N static compiles (goal < {COMPILE_GOAL}: "
-                f"{'met' if seconds / (n * reference) < COMPILE_GOAL else 'NOT met'}); worst gear latency {max(ratios):.3f} x static "
-                f"(goal <= {LATENCY_GOAL}: {'met' if max(ratios) <= LATENCY_GOAL else 'NOT met'}); weights stored "
-                f"{w['stored_bytes']:,} bytes for {w['per_gear_bytes']:,} over the gears; kernels {k['stored']} stored for {k['per_gear']}"
+                f"{name}, {n} gears: compile {cpu / (n * reference.cpu):.2f} x N static compiles in CPU time (goal < {COMPILE_GOAL}: "
+                f"{'met' if cpu / (n * reference.cpu) < COMPILE_GOAL else 'NOT met'}), {cpu / same:.2f} x the static compiles of "
+                f"the same shapes{f', {in_parallel} x N static compiles in wall time in parallel' if pool is not None else ''}; worst gear latency "
+                f"{max(ratios):.3f} x static (goal <= {LATENCY_GOAL}: {'met' if max(ratios) <= LATENCY_GOAL else 'NOT met'}); weights "
+                f"stored {w['stored_bytes']:,} bytes for {w['per_gear_bytes']:,} over the gears, {made['derived_weights']} derived once; "
+                f"kernels {k['stored']} stored for {k['per_gear']}, {made['kernels_taken']} taken from an earlier gear"
             )
 
 
@@ -186,27 +238,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=["resnet50", "bert_like"], choices=["resnet50", "bert_like", "tiny_resnet"])
     parser.add_argument("--strategies", nargs="*", default=["gears", "dynamic"], choices=["gears", "dynamic"])
-    parser.add_argument("--readme", action="store_true", help="print the table as Markdown for benchmarks/README.md")
+    parser.add_argument("--parallel", action="store_true", help="also build the gears over ge.distributed.backend('local')")
+    parser.add_argument("--readme", action="store_true", help="print the tables as Markdown for benchmarks/README.md")
     args = parser.parse_args()
     rows: list[list[str]] = []
     dynamic_rows: list[list[str]] = []
     notes: list[str] = []
+    phases: list[list[str]] = []
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    console.print(f"{date.today()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average {load} at the start")
     with tempfile.TemporaryDirectory() as folder:
         every = specs(Path(folder))
         for name in args.only:
             spec = every[name]()
             if "gears" in args.strategies:
-                bench(name, spec, rows, notes)
+                bench(name, spec, rows, notes, phases, args.parallel)
             if "dynamic" in args.strategies:
                 bench_dynamic(name, spec, dynamic_rows, notes)
-    columns = ["model", "gears", "gear values", "compile s", "/ (N x static)", "/ sum of statics", "gear / static latency (worst)", "feature map B", "sum over gears B"]
+    columns = ["model", "gears", "gear values", "compile s", "CPU s", "/ (N x static)", "/ sum of statics", "parallel / (N x static)",
+               "weights derived once", "kernels taken", "gear / static latency (worst)", "feature map B", "sum over gears B"]
+    phase_columns = ["model", f"phase ({max(GEARS)} gears)", "gears s", "share", "statics s", "gears / statics"]
     dynamic_columns = ["model", "shape", "dynamic compile s", "/ static compile", "static us", "dynamic graph sunk us", "dynamic us", "dynamic / static",
                        "+ us", "host us charged", "kernel ops static / dynamic", "+ us per op", "first-run host build s"]  # fmt: skip
-    tables = [(t, c, r) for t, c, r in (("static and multi-gear builds", columns, rows), ("fully dynamic builds", dynamic_columns, dynamic_rows)) if r]
+    tables = [(t, c, r) for t, c, r in (("static and multi-gear builds", columns, rows), ("where the largest build's time goes", phase_columns, phases),
+                                         ("fully dynamic builds", dynamic_columns, dynamic_rows)) if r]  # fmt: skip
     for title, cols, body in tables:
         table = Table(title=title, title_justify="left")
         for c in cols:
-            table.add_column(c, justify="left" if c in ("model", "gear values", "shape") else "right")
+            table.add_column(c, justify="left" if c in ("model", "gear values", "shape", cols[1]) else "right")
         for row in body:
             table.add_row(*row)
         console.print(table)

@@ -15,14 +15,23 @@ that shape.
 Work that does not depend on the gear is done once: the ONNX file is read,
 checked, upgraded and its functions inlined once (`prepare`), and the gears are
 converted from that one proto, each initializer read and hashed into the weight
-store once (`GearImporter`). The gears are then merged
+store once (`GearImporter`). While the gears build, a weight a pass derives from
+weights (a BatchNorm folded into a filter, a FRACTAL_Z or NC1HWC0 layout, a float16
+conversion) is computed once for all of them (`ge.core.weights.derived_once`), and a
+scope whose kernel an earlier gear lowered (the same key, as the kernel cache keys
+it) takes a copy of it (`passes.lower_to_kernel.shared_kernels`): either way the
+gear gets the bytes its static compile would make. The graph passes themselves run
+per gear: fusion, precision and format selection and the lowering read the shapes
+(UB fusion by the footprint, tilings by the sizes), so each gear is optimised at its
+own shapes. The gears are then merged
 (`merge`): each distinct weight is stored once, each distinct kernel once, and the
 memory layout is shared: the feature map as large as the largest gear's (gears
-never run at once), the inputs and outputs as the largest gear's. What was shared
-is in `Model.build["gears"]`. GE clones the graph into a Case of N branches behind
-a MapIndex; here the runtime picks the gear's task list from the input shapes
-(`ge.om.gears.pick`) and the simulator charges that pick as one fixed
-`ge.sim.timing.GEAR_SELECT_US`, without label tasks.
+never run at once), the inputs and outputs as the largest gear's, and after the
+inputs the gear-index input. What was shared is in `Model.build["gears"]`. As GE
+clones the graph into a Case of N branches behind a MapIndex, the device runs the
+Case (`ge.om.gears.case`): the runtime maps the input shapes to the gear
+(`ge.om.gears.pick`) and fills the gear index, and a LABEL_SWITCH_BY_INDEX jumps to
+that gear's tasks.
 
 Fully dynamic shapes are `ge.dynamic`'s; with dynamic_fallback=1 a dynamic graph is
 compiled beside the gears (`ge.dynamic.hybrid`) and runs the inputs no gear matches.
@@ -31,12 +40,14 @@ compiled beside the gears (`ge.dynamic.hybrid`) and runs the inputs no gear matc
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
+import math
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -47,6 +58,8 @@ from dialects.shapes import DYN, Shape
 from ge.core.errors import GEError, ModelError, OptionError
 from ge.core.gear_options import gear_option, parse_gears
 from ge.core.options import CompileOptions
+from ge.core.weights import derived_once
+from ge.distributed import Backend
 from ge.frontend.input_shape import parse_input_shape
 from ge.frontend.onnx_importer import Importer, _input_shapes, _utf8, prepare
 from ge.om import (
@@ -58,8 +71,11 @@ from ge.om import (
     Region,
     Task,
     TensorDesc,
+    limits,
 )
-from ge.om.gears import Gear, describe
+from ge.om.gears import GEAR_INDEX, GEAR_INDEX_DTYPE, Gear, describe
+from ge.om.memory import align
+from passes.lower_to_kernel import SharedKernels, shared_kernels
 
 GearShapes = dict[str, tuple[int, ...]]
 """Every graph input's static shape in one gear, in the model's input order."""
@@ -129,31 +145,102 @@ def _values(name: str, gear: tuple[int, ...], dynamic: Sequence[tuple[str, int]]
     return dict(zip(dynamic, gear))
 
 
-def compile(model: str | os.PathLike, options: CompileOptions) -> Model:
+def compile(model: str | os.PathLike, options: CompileOptions, workers: Backend | None = None) -> Model:
     """The multi-gear model of an ONNX file: its import prepared once, each gear built
-    static by the whole pipeline, the builds merged."""
-    from ge.compiler import _compile
+    static by the whole pipeline, the builds merged.
 
+    With `workers` (a `ge.distributed` backend of forked processes, or this one), each
+    gear is a job on the workers, the largest first: a worker inherits the prepared
+    import and every initializer read once here (by converting the first gear's
+    graph), and shares derived weights and kernels among the gears it builds."""
     started = time.perf_counter()
     importer, _, where = prepare(os.fspath(model))
     strategy, gears = gear_shapes(options, _input_shapes(importer.model))
+    job = _Job(importer, where, {}, options, strategy)
+    if workers is None or workers.workers == 1:
+        prepared = time.perf_counter() - started
+        shares = _Shares()
+        built = [_gear_build(job, shares, i, shapes) for i, shapes in enumerate(gears)]
+        return merge(built, gears, options.given(), strategy, prepared, shares.counts())
+    with _utf8(where):
+        GearImporter(importer.model, importer.store.key, importer.opset, job.read).run({n: tuple(s) for n, s in gears[0].items()})
     prepared = time.perf_counter() - started
-    built = []
-    read: dict[str, _Initializer] = {}
-    for index, shapes in enumerate(gears):
-        static = dataclasses.replace(options, input_shape=describe(shapes), **{n: None for n in ("dynamic_batch_size", "dynamic_image_size", "dynamic_dims")})
-        t = time.perf_counter()
-        try:
-            with _utf8(where):
-                module = GearImporter(importer.model, importer.store.key, importer.opset, read).run({n: tuple(s) for n, s in shapes.items()})
-            converted = time.perf_counter() - t
+    global _forked, _worker_shares
+    _forked = job
+    gc.freeze()  # the forked workers' collector leaves this process's objects alone: no walks over them, no copied pages
+    try:
+        order = sorted(range(len(gears)), key=lambda i: -sum(math.prod(s) for s in gears[i].values()))
+        done = dict(zip(order, workers.map(_gear_job, [(i, gears[i]) for i in order])))
+    finally:
+        gc.unfreeze()
+        _forked = _worker_shares = None
+    counts = {k: sum(more[k] for _, more in done.values()) for k in _Shares().counts()}
+    built = [done[i][0] for i in range(len(gears))]
+    return merge(built, gears, options.given(), strategy, prepared, counts | {"workers": workers.workers})
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every gear's build needs: the prepared import, the initializers read so far, the options."""
+
+    importer: Importer
+    where: str
+    read: dict[str, _Initializer]
+    options: CompileOptions
+    strategy: str
+
+
+@dataclass
+class _Shares:
+    """What the gears one process builds share: weights derived once, kernels lowered once."""
+
+    weights: dict[Hashable, object] = field(default_factory=dict)
+    kernels: SharedKernels = field(default_factory=SharedKernels)
+
+    def counts(self) -> dict[str, int]:
+        return {"derived_weights": len(self.weights), "kernels_lowered": len(self.kernels.kernels), "kernels_taken": self.kernels.hits}
+
+
+_forked: _Job | None = None
+"""The job a parallel compile's forked workers inherit (set only while they run)."""
+_worker_shares: _Shares | None = None
+"""What the gears a worker builds share, from its first gear job to its last."""
+
+
+def _gear_job(item: tuple[int, GearShapes]) -> tuple[Model, dict[str, int]]:
+    """One gear (its index and shapes) built by a worker with the job it inherited, the
+    weights as bytes so that the model travels back; and what it added to the worker's shares."""
+    from ge.compiler import collecting_less
+
+    global _worker_shares
+    assert _forked is not None, "gear jobs run in processes forked by a parallel multi-gear compile"
+    if _worker_shares is None:
+        _worker_shares = _Shares()
+    before = _worker_shares.counts()
+    with collecting_less():  # as ge.compile compiles
+        built = _gear_build(_forked, _worker_shares, *item)
+    after = _worker_shares.counts()
+    return dataclasses.replace(built, weights=bytes(built.weights)), {k: after[k] - before[k] for k in after}
+
+
+def _gear_build(job: _Job, shares: _Shares, index: int, shapes: GearShapes) -> Model:
+    """The static build of one gear, its import converted from the prepared proto, sharing `shares`."""
+    from ge.compiler import _compile
+
+    static = dataclasses.replace(job.options, input_shape=describe(shapes), **{n: None for n in ("dynamic_batch_size", "dynamic_image_size", "dynamic_dims")})
+    t = time.perf_counter()
+    try:
+        with _utf8(job.where):
+            importer = job.importer
+            module = GearImporter(importer.model, importer.store.key, importer.opset, job.read).run({n: tuple(s) for n, s in shapes.items()})
+        converted = time.perf_counter() - t
+        with derived_once(shares.weights), shared_kernels(shares.kernels):
             one = _compile(module, static)
-        except GEError as e:  # which gear failed, with the static compile's own message
-            raise type(e)(f"gear {index} ({describe(shapes)}) of --{strategy}: {e.args[0]}") from e
-        timings = dict(one.build["timings"])  # type: ignore[arg-type]
-        timings["import"] = timings.get("import", 0.0) + converted
-        built.append(dataclasses.replace(one, build={**one.build, "timings": timings}))
-    return merge(built, gears, options.given(), strategy, prepared)
+    except GEError as e:  # which gear failed, with the static compile's own message
+        raise type(e)(f"gear {index} ({describe(shapes)}) of --{job.strategy}: {e.args[0]}") from e
+    timings = dict(one.build["timings"])  # type: ignore[arg-type]
+    timings["import"] = timings.get("import", 0.0) + converted
+    return dataclasses.replace(one, build={**one.build, "timings": timings})
 
 
 @dataclass(frozen=True)
@@ -195,7 +282,10 @@ class GearImporter(Importer):
         return op.out
 
 
-def merge(built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str, object], strategy: str, prepared: float) -> Model:
+def merge(
+    built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str, object], strategy: str, prepared: float,
+    shares: Mapping[str, int],
+) -> Model:
     """One model of the static builds `built` of `gears`: shared memory layout, weights and
     kernels, the largest gear's ports and tasks as the model's own."""
     from ge.core import soc as socs
@@ -203,6 +293,8 @@ def merge(built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str
     weights, offsets = _shared_weights(built)
     kernels, names = _shared_kernels(built)
     sizes = {r: max(m.memory.sizes[r] for m in built) for r in REGION_ORDER} | {Region.WEIGHT: len(weights)}
+    index_at = sizes[Region.INPUT]  # the gear-index input, after the largest gear's inputs
+    sizes[Region.INPUT] += align(limits.ITEMSIZE[GEAR_INDEX_DTYPE])
     bases, at = {}, 0
     for r in REGION_ORDER:
         bases[r], at = at, at + sizes[r]
@@ -226,6 +318,7 @@ def merge(built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str
         "weights": {"stored_bytes": len(weights), "per_gear_bytes": sum(m.memory.sizes[Region.WEIGHT] for m in built)},
         "kernels": {"stored": len(set().union(*(n.values() for n in names))), "per_gear": sum(len(n) for n in names)},
         "feature_map": {"planned_bytes": sizes[Region.FEATURE_MAP], "sum_of_gears_bytes": sum(m.memory.sizes[Region.FEATURE_MAP] for m in built)},
+        "compile": dict(shares),
     }
     timings: dict[str, float] = {"import": prepared}
     for m in built:
@@ -238,6 +331,8 @@ def merge(built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str
         "timings": timings,
         "gears": shared,
     }
+    size = limits.ITEMSIZE[GEAR_INDEX_DTYPE]
+    index = TensorDesc(GEAR_INDEX, GEAR_INDEX_DTYPE, (1,), "ND", "ND", (1,), size, bases[Region.INPUT] + index_at)
     return Model(
         soc_version=built[0].soc_version,
         options=options,
@@ -251,6 +346,7 @@ def merge(built: Sequence[Model], gears: Sequence[GearShapes], options: dict[str
         weights=memoryview(bytes(weights)).toreadonly(),
         build=build,
         gears=table,
+        gear_index=index,
     )
 
 

@@ -16,9 +16,11 @@ A run whose outputs hold inf or NaN warns once with `ge.sim.dump.NonFiniteWarnin
 naming the first op (in run order) that turned finite inputs into them and the
 precision options that keep it in float32 (`ge run` prints it as a warning line).
 
-A multi-gear model (`ge.gears`) takes any gear's inputs: the run picks the gear whose
-input shapes they have (refusing, with the list of gears, inputs of none), its outputs
-have that gear's shapes, and the pick costs `timing.GEAR_SELECT_US` per iteration.
+A multi-gear model (`ge.gears`) takes any gear's inputs: the host maps their shapes to
+the gear whose input shapes they are (refusing, with the list of gears, inputs of none),
+the runtime fills the gear-index input with it, and the device runs GE's Case, which
+switches to that gear's tasks (`Model.gear`, `ge.om.gears.case`); its outputs have
+that gear's shapes. A timing-only run without inputs runs the largest gear.
 
 A session keeps each model it has run loaded (its device memory layout, decoded
 kernels and block timings), so running a model again costs only the run.
@@ -70,18 +72,18 @@ from typing import TYPE_CHECKING, Self
 
 import numpy as np
 
+from ge.core.errors import InputError, OptionError
+from ge.core.files import check_output_directory, published
+from ge.core.options import DEVICES
 from ge.om import Model, read
 from ge.om.gears import pick
 from ge.om.memory import Region
 from ge.om.model import ExternalWeight
-from ge.core.errors import InputError, OptionError
-from ge.core.files import check_output_directory, published
-from ge.core.options import DEVICES
+from ge.sim import timing
 from ge.sim.chip import ChipRun, run_tenants
 from ge.sim.config import RunConfig
 from ge.sim.dump import NonFiniteWarning, Overflow
 from ge.sim.profile import Profile
-from ge.sim import timing
 from ge.sim.runtime import Runtime, Timeouts
 
 if TYPE_CHECKING:
@@ -229,17 +231,17 @@ class Session:
         the others (a loop of 1,000 costs one run)."""
         _, runtime, turn = self._load(model)
         feeds = _by_name(runtime.model, inputs)
-        runtime, turn, select_us = self._gear_runtime(model, runtime, turn, feeds)
+        runtime, turn = self._gear_runtime(model, runtime, turn, feeds)
         with turn:
-            return self._run(runtime, feeds, select_us)
+            return self._run(runtime, feeds)
 
-    def _run(self, runtime: Runtime, feeds: Mapping[str, np.ndarray] | None, select_us: float) -> Result:
+    def _run(self, runtime: Runtime, feeds: Mapping[str, np.ndarray] | None) -> Result:
         n = self.config.iterations_per_loop
         simulated = n if self.config.enable_dump or self.config.enable_dump_debug else 1
         device_us, overflows = 0.0, []
         for _ in range(simulated):
             out = runtime.run(feeds, device_us)
-            device_us += out.profile.device_us + select_us
+            device_us += out.profile.device_us
             overflows += out.overflows
         device_us *= n / simulated
         Timeouts.of(self.config, runtime.soc.clock_mhz, 0.0).by(device_us * runtime.soc.clock_mhz, [])  # the loop's stream sync
@@ -249,33 +251,34 @@ class Session:
 
     def _gear_runtime(
         self, model: Model | str | os.PathLike, runtime: Runtime, turn: threading.Lock, feeds: Mapping[str, np.ndarray] | None
-    ) -> tuple[Runtime, threading.Lock, float]:
+    ) -> tuple[Runtime, threading.Lock]:
         """The runtime of the gear `feeds` match (loaded once per session, with the lock
-        its runs take turns on), and the pick's cost; a static model's own runtime and no
-        cost. Without inputs (timing only) the model's own tasks, its largest gear's, run.
-        A dynamic model's inputs that match no gear run the build of their shapes (`ge.dynamic`)."""
+        its runs take turns on); a static model's own runtime. Without inputs (timing
+        only) the largest gear runs. A dynamic model's inputs that match no gear run the
+        build of their shapes (`ge.dynamic`)."""
         gears, dynamic = runtime.model.gears, runtime.model.dynamic
         if not gears and dynamic is None:
-            return runtime, turn, 0.0
+            return runtime, turn
         if feeds is None:
             if not gears:
                 raise InputError("a fully dynamic model needs its inputs: their shapes choose the build that runs (timing_only too)")
-            return runtime, turn, timing.GEAR_SELECT_US
-        shapes = {name: tuple(np.shape(value)) for name, value in feeds.items()}
-        try:
-            index = pick(gears, shapes) if gears else -1
-        except InputError:
-            if dynamic is None:
-                raise
-            index = -1
-        if index < 0:
-            return (*self._shape_builds(model, runtime.model).runtime(shapes), timing.GEAR_SELECT_US if gears else 0.0)
+            index = max(range(len(gears)), key=lambda i: (sum(t.size for t in gears[i].inputs), i))
+        else:
+            shapes = {name: tuple(np.shape(value)) for name, value in feeds.items()}
+            try:
+                index = pick(gears, shapes) if gears else -1
+            except InputError:
+                if dynamic is None:
+                    raise
+                index = -1
+            if index < 0:
+                return self._shape_builds(model, runtime.model).runtime(shapes)
         key = (_key(model), "gear", index)
         with self._loading:
             if key not in self._loaded:
-                self._loaded[key] = (runtime.model, Runtime(runtime.model.gear(index), self.config), threading.Lock())
+                self._loaded[key] = (runtime.model, Runtime(runtime.model.gear(index), self.config, like=runtime), threading.Lock())
             _, gear, gear_turn = self._loaded[key]
-        return gear, gear_turn, timing.GEAR_SELECT_US
+        return gear, gear_turn
 
     def _shape_builds(self, model: Model | str | os.PathLike, loaded: Model) -> ShapeBuilds:
         """The per-shape builds of a dynamic model (made once per session)."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from dialects.ascend_graph import (
@@ -47,6 +47,7 @@ from dialects.ascend_graph import (
     is_float,
     shape_of,
 )
+from ge.core.weights import derived, digest
 from passes.graph_match import constant_value, new_constant, store_around
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
 
@@ -104,8 +105,16 @@ def _folded_conv(
     values, rounded here), its new constants inserted before the matched op."""
     store = store_around(conv)
     dtype = dtype_of(conv.y.type)
-    filt = np.asarray(constant_value(conv.filter), np.float64) * scale.reshape(-1, 1, 1, 1)
-    consts = [new_constant(filt, dtype, f"{conv.label}.filter", store)]
+    name = f"{conv.label}.filter"
+
+    def scaled() -> tuple[Attribute, Attribute]:
+        filt = np.asarray(constant_value(conv.filter), np.float64) * scale.reshape(-1, 1, 1, 1)
+        made = new_constant(filt, dtype, name, store)
+        return made.value, made.out.type
+
+    source = conv.filter.owner.value if isinstance(conv.filter.owner, ConstOp) else conv.filter
+    value, type_ = derived(("scaled filter", store.key, source, digest(scale), dtype, name), scaled)
+    consts = [ConstOp(value, type_, name)]
     if bias is not None:
         consts.append(new_constant(bias, dtype, f"{conv.label}.bias", store))
     rewriter.insert(consts)

@@ -63,7 +63,7 @@ from dialects import formats, shapes
 from ge.core import soc as socs
 from ge.core.options import check_fields, option_field
 from ge.core.reference import const_value
-from ge.core.weights import WeightStore, store_of
+from ge.core.weights import WeightStore, derived, store_of
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
 
 
@@ -240,12 +240,16 @@ class _Selector:
 
     def fold(self, const: ag.ConstOp, fmt: str) -> SSAValue:
         """A new constant holding the value laid out in `fmt` (in the weight store)."""
-        array = np.asarray(const_value(const, self.store))
-        if fmt == NC1HWC0 and array.ndim == 3:  # a per-channel [C, 1, 1], as [1, C, 1, 1]
-            array = array.reshape((1,) + array.shape)
         origin = formats.origin_format_of(fmt)
-        ref = self.store.add(f"{const.label}.{fmt}", formats.to_physical(array, fmt, origin))
-        typed = ag.device_tensor(ag.dtype_of(const.out.type), fmt, origin, array.shape)
+
+        def laid_out() -> tuple[ag.WeightRefAttr, tuple[int, ...]]:
+            array = np.asarray(const_value(const, self.store))
+            if fmt == NC1HWC0 and array.ndim == 3:  # a per-channel [C, 1, 1], as [1, C, 1, 1]
+                array = array.reshape((1,) + array.shape)
+            return self.store.add(f"{const.label}.{fmt}", formats.to_physical(array, fmt, origin)), array.shape
+
+        ref, shape = derived(("layout", self.store.key, const.value, const.out.type, const.label, fmt), laid_out)
+        typed = ag.device_tensor(ag.dtype_of(const.out.type), fmt, origin, shape)
         new = ag.ConstOp(ref, typed, const.label)
         new.attributes.update(const.attributes)  # what earlier passes noted of the value (precision's saturation)
         self.block.insert_op_after(new, const)

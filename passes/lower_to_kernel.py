@@ -58,8 +58,10 @@ import heapq
 import io
 import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
@@ -150,6 +152,32 @@ def _snake(op_type: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", op_type).lower()
 
 
+@dataclass
+class SharedKernels:
+    """The kernels built within `shared_kernels`, by scope key (the ops in their modules,
+    which a scope taking one clones), and how many scopes took one."""
+
+    kernels: dict[str, KernelOp] = field(default_factory=dict)
+    hits: int = 0
+
+
+_shared: ContextVar[SharedKernels | None] = ContextVar("shared_kernels", default=None)
+
+
+@contextmanager
+def shared_kernels(shared: SharedKernels | None = None) -> Iterator[SharedKernels]:
+    """Within it, a scope whose key (`Scope.key`, as the kernel cache keys it) an earlier
+    lowering in the context built takes a copy of that kernel, renamed and given its own
+    compute region, as a kernel cache hit does: the kernel a lowering of it would build.
+    A multi-gear compile lowers its gears in one such context, in memory and whatever
+    op_compiler_cache_mode says. Yields `shared` when given: what an earlier such context lowered."""
+    token = _shared.set(shared if shared is not None else SharedKernels())
+    try:
+        yield _shared.get()  # type: ignore[misc]
+    finally:
+        _shared.reset(token)
+
+
 class _Lowering:
     """Lowers the scopes of one module, sharing kernels between equal scopes."""
 
@@ -188,11 +216,18 @@ class _Lowering:
         key = f"{scope.key(self.soc)}\nbounds {bounds}"
         if key in self.kernels:
             return self.kernels[key]
+        shared = _shared.get()
+        first = shared.kernels.get(key) if shared is not None else None
         cache = kernel_cache.current()
-        if cache is None:
+        if first is not None:
+            kernel = self.adopted(first.clone(), scope)
+            shared.hits += 1  # type: ignore[union-attr]
+        elif cache is None:
             kernel = self.build(scope)
         else:
             kernel = self.cached(cache, scope, f"{kernel_cache.compiler_version(LOWERING_SOURCES)}\n{key}")
+        if shared is not None and first is None:
+            shared.kernels[key] = kernel  # cloned when a later scope takes it
         self.module.body.block.add_op(kernel)
         self.kernels[key] = kernel
         return kernel
@@ -223,6 +258,10 @@ class _Lowering:
         except ParseError as e:
             cache.discard(cache.path(key), f"not a kernel: {str(e).strip().splitlines()[-1]}")
             return None
+        return self.adopted(kernel, scope)
+
+    def adopted(self, kernel: KernelOp, scope: Scope) -> KernelOp:
+        """A copy of another scope's kernel made this scope's: a fresh name, this scope's compute region."""
         prefix = "aicpu_" if kernel.core_type.data == AICPU else "te_"
         kernel.properties["sym_name"] = StringAttr(self.fresh_name([t.data for t in kernel.op_types], prefix))
         old = kernel.compute.block

@@ -98,7 +98,7 @@ from ge.core.opinfo import OpInfo, OpInfoLibrary, Support
 from ge.core.options import AICPU_ENGINE, check_fields, option_field
 from ge.core.precision_files import BF16_MODES, DtypeRule, PrecisionSettings, settings_of
 from ge.core.reference import const_value
-from ge.core.weights import store_of
+from ge.core.weights import derived, store_of
 
 log = logging.getLogger("ge")
 
@@ -722,15 +722,18 @@ class _Selector:
         """The constant in `dtype`, converted now rather than cast at run time: a weight
         gets a new entry in the store, an inline value a new inline value."""
         store = store_of(self.module)
-        array, saturated = _saturated(const_value(const, store), _attr_numpy(dtype))
         t = const.out.type
         assert isinstance(t, TensorType)
         new_type = ag.tensor(_attr(dtype), t.get_shape())
-        if isinstance(const.value, ag.WeightRefAttr):
-            value: Attribute = store.add(f"{const.value.weight.data}_{dtype}", array)
-        else:
+
+        def converted() -> tuple[Attribute, tuple[int, float] | None]:
+            array, saturated = _saturated(const_value(const, store), _attr_numpy(dtype))
+            if isinstance(const.value, ag.WeightRefAttr):
+                return store.add(f"{const.value.weight.data}_{dtype}", array), saturated
             data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
-            value = DenseIntOrFPElementsAttr(new_type, BytesAttr(data))
+            return DenseIntOrFPElementsAttr(new_type, BytesAttr(data)), saturated
+
+        value, saturated = derived(("dtype", store.key, const.value, t, dtype), converted)
         new = ag.ConstOp(value, new_type, f"{const.label}_{dtype}")
         new.attributes[REASON] = StringAttr(f"{BOUNDARY}: converted in the weight store")
         if saturated is not None:

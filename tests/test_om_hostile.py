@@ -178,7 +178,7 @@ def test_a_4_gib_member_in_a_4_mb_file_is_refused_before_it_is_inflated(tiny, tm
         (lambda d: first_kernel(d)["inputs"][0].__setitem__(2, 2**50), ("argument 0", "outside the plan")),
         (lambda d: first_kernel(d).update(block_dim=2.5), ("block_dim", "must be an integer", "2.5")),
         (lambda d: d["tasks"][0].update(port=3), ("tasks[0].port", "is 3", "1 inputs")),
-        (lambda d: d["tasks"][0].update(kind="STREAM_ACTIVE"), ("tasks[0].kind", "STREAM_ACTIVE", "KERNEL")),
+        (lambda d: d["tasks"][0].update(kind="PROFILER_TRACE"), ("tasks[0].kind", "PROFILER_TRACE", "KERNEL")),
         (lambda d: d["outputs"].extend(d["outputs"] * limits.PORTS), ("outputs has", f"at most {limits.PORTS}")),
         (lambda d: d.pop("memory"), ("memory is missing",)),
     ],

@@ -17,7 +17,7 @@ import ge
 from ge.core.errors import InputError, OptionError
 from ge.core.options import CompileOptions
 from ge.models import DEMO_MODELS
-from ge.om import KernelTask, Region
+from ge.om import ALIGNMENT, KernelTask, Region
 from ge.om.model import OmError
 from ge.session import Session
 from ge.sim import timing
@@ -120,7 +120,8 @@ def test_image_size_gears(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_each_gear_is_the_static_build(resnet_gears: ge.Model, resnet_static: dict[int, ge.Model]) -> None:
     for index, b in enumerate(BATCHES):
-        gear, static = resnet_gears.gear(index), resnet_static[b]
+        static = resnet_static[b]
+        gear = dataclasses.replace(resnet_gears.gear(index), tasks=resnet_gears.gears[index].tasks)  # its own tasks, without the Case
         assert gear.inputs[0].origin_shape == (b, 3, 32, 32)
         assert kernel_tasks(gear) == kernel_tasks(static)
         assert any("+" in name for name, _ in kernel_tasks(gear))  # fused, as the static build
@@ -133,7 +134,7 @@ def test_each_bert_gear_is_the_static_build(bert_gears: ge.Model, bert_path: Pat
     fm = []
     for index, seq in enumerate(SEQS):
         static = ge.compile(bert_path, {"input_shape": f"input_ids:1,{seq};attention_mask:1,{seq}"})
-        gear = bert_gears.gear(index)
+        gear = dataclasses.replace(bert_gears.gear(index), tasks=bert_gears.gears[index].tasks)  # its own tasks, without the Case
         assert kernel_tasks(gear) == kernel_tasks(static)
         assert any(name.count("+") >= 2 for name, _ in kernel_tasks(gear))
         launched = [t.kernel for t in gear.tasks if isinstance(t, KernelTask)]
@@ -147,10 +148,11 @@ def test_memory_is_the_largest_gear_not_the_sum(resnet_gears: ge.Model, resnet_s
     fm = [resnet_static[b].memory.sizes[Region.FEATURE_MAP] for b in BATCHES]
     plan = resnet_gears.memory
     assert plan.sizes[Region.FEATURE_MAP] == max(fm) < sum(fm)
-    assert plan.sizes[Region.INPUT] == max(resnet_static[b].memory.sizes[Region.INPUT] for b in BATCHES)
+    index_bytes = ALIGNMENT  # the gear-index input, after the largest gear's inputs
+    assert plan.sizes[Region.INPUT] == max(resnet_static[b].memory.sizes[Region.INPUT] for b in BATCHES) + index_bytes
     assert plan.sizes[Region.WEIGHT] == resnet_static[1].memory.sizes[Region.WEIGHT]  # stored once for three gears
     largest = resnet_static[max(BATCHES)].memory
-    assert plan.total == largest.total
+    assert plan.total == largest.total + index_bytes
     shared = resnet_gears.build["gears"]
     assert shared["weights"]["per_gear_bytes"] == 3 * plan.sizes[Region.WEIGHT]
     assert shared["feature_map"] == {"planned_bytes": max(fm), "sum_of_gears_bytes": sum(fm)}
@@ -163,7 +165,10 @@ def test_gear_latency_is_the_static_latency(resnet_gears: ge.Model, resnet_stati
         x = np.zeros((b, 3, 32, 32), np.float32)
         geared = session.run(resnet_gears, {"input": x}).latency_us
         static = session.run(resnet_static[b], {"input": x}).latency_us
-        assert geared == pytest.approx(static + timing.GEAR_SELECT_US)
+        gear = resnet_gears.gears[BATCHES.index(b)]
+        case = timing.LABEL_SWITCH_US + timing.LABEL_US + (timing.STREAM_ACTIVE_US if gear.streams > 1 else 0.0)
+        index = resnet_gears.gear_index.size / timing.PCIE_BYTES_PER_US  # its copy is fused with the input's
+        assert geared == pytest.approx(static + case + index)
 
 
 # ---------------------------------------------------------------- run time

@@ -12,7 +12,7 @@ from ge.core.errors import OptionError
 from ge.core.gear_options import gear_option
 from ge.core.options import CompileOptions
 from ge.om import Model, Region
-from ge.om.gears import describe
+from ge.om.gears import GEAR_INDEX, describe
 
 STATIC = "none (static shapes)"
 
@@ -66,7 +66,7 @@ def show(model: Model, console: Console) -> None:
         )
     if not model.gears:
         return
-    table = Table(title="gears (the run picks the one whose input shapes match)", title_justify="left")
+    table = Table(title=f"gears (the host maps the input shapes to a gear, the device's Case switches to it on '{GEAR_INDEX}')", title_justify="left")
     for column in ("gear", "input shape", "output shapes", "tasks", "feature map bytes"):
         table.add_column(column, justify="right" if column in ("gear", "tasks", "feature map bytes") else "left")
     for i, g in enumerate(model.gears):
@@ -83,6 +83,9 @@ def show(model: Model, console: Console) -> None:
             f"; weights stored once: {w.get('stored_bytes', 0):,} bytes for {w.get('per_gear_bytes', 0):,} over the gears; "
             f"kernels: {k.get('stored')} stored for {k.get('per_gear')} over the gears; the ONNX import read and checked once"
         )
+    made = shared.get("compile") if isinstance(shared, dict) else None
+    if isinstance(made, dict):
+        line += f"; compiled once for every gear: {made.get('derived_weights')} derived weights, {made.get('kernels_taken')} kernels taken from an earlier gear"
     console.print(line, soft_wrap=True)
 
 

@@ -133,8 +133,8 @@ def run(
     benchmark tool does: zeros, or seeded random values with --seed.
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads (see the module docstring)
-    from ge.sim.config import RunConfig
     from ge.session import Session
+    from ge.sim.config import RunConfig
 
     config = RunConfig(
         input_fusion_size=input_fusion_size, aicore_num=aicore_num, timing_only=timing_only, profile_level=profile_level, l2_cache=l2_cache,
@@ -197,10 +197,13 @@ def run(
     shapes = {d.name: tuple(d.origin_shape) for d in runtime.model.inputs} if feeds is None else {k: tuple(v.shape) for k, v in feeds.items()}
     if runtime.model.gears and not (dynamic is not None and not any(g.shapes == shapes for g in runtime.model.gears)):
         from ge.om.gears import describe, pick
-        from ge.sim.timing import GEAR_SELECT_US
 
         index = pick(runtime.model.gears, shapes)
-        console.print(f"gear {index} of {len(runtime.model.gears)} ran: {describe(runtime.model.gears[index].shapes)} (its pick: {GEAR_SELECT_US:g} us)")
+        console.print(
+            f"gear {index} of {len(runtime.model.gears)} ran: {describe(runtime.model.gears[index].shapes)} "
+            "(the device's Case switched to it on the gear-index input)",
+            soft_wrap=True,
+        )
     elif dynamic is not None:
         kernels = result.profile.kernels() + result.profile.aicpu_kernels()
         console.print(

@@ -17,7 +17,10 @@ import hashlib
 import os
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -29,6 +32,9 @@ from ge.core.files import published
 WEIGHTS_ATTR = "ascend_graph.weights"
 
 _live: dict[str, WeightStore] = {}
+
+T = TypeVar("T")
+_derivations: ContextVar[dict[Hashable, object] | None] = ContextVar("derivations", default=None)
 
 INLINE_LIMIT = 64
 """Constants with at most this many elements stay inline in the IR; larger ones live
@@ -203,6 +209,31 @@ def sidecar(module: ModuleOp, output: str, refs: Iterable[WeightRefAttr]) -> Wei
         saved.add(ref.weight.data, source.get(ref))
     attach(module, saved)
     return saved
+
+
+@contextmanager
+def derived_once(memo: dict[Hashable, object] | None = None) -> Iterator[dict[Hashable, object]]:
+    """Within it, a weight a pass derives from weights (a folded BatchNorm, a layout, a
+    dtype) is computed once for the same inputs (`derived`): a multi-gear compile's gears
+    derive the same weights from the same initializers. Yields the memo (its size is
+    what was derived), `memo` when given: what an earlier such context derived."""
+    token = _derivations.set(memo if memo is not None else {})
+    try:
+        yield _derivations.get()  # type: ignore[misc]
+    finally:
+        _derivations.reset(token)
+
+
+def derived(key: Hashable, make: Callable[[], T]) -> T:
+    """`make()`, or within `derived_once` its result for the same `key` (which must name
+    everything the result depends on: the store, the source weights' digests, the
+    transform and its parameters). A pass computes the same bytes and handle either way."""
+    memo = _derivations.get()
+    if memo is None:
+        return make()
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]  # type: ignore[return-value]
 
 
 def store_for(key: str) -> WeightStore:

@@ -21,11 +21,12 @@ from ge.om.tasks import (
     LabelSwitchTask,
     MemcpyTask,
     ModelEndGraphTask,
+    StreamActiveTask,
     Task,
 )
 
 __all__ = [
     "ALIGNMENT", "FORMAT_VERSION", "REGION_ORDER", "TASK_KINDS", "AicpuTask", "Arg", "DeviceCopyTask", "Direction",
     "EventRecordTask", "EventWaitTask", "KernelTask", "LabelGotoTask", "LabelSetTask", "LabelSwitchTask", "MemcpyTask",
-    "MemoryPlan", "Model", "ModelEndGraphTask", "OmError", "Placement", "Region", "Task", "TensorDesc", "read", "write",
+    "MemoryPlan", "Model", "ModelEndGraphTask", "OmError", "Placement", "Region", "StreamActiveTask", "Task", "TensorDesc", "read", "write",
 ]

@@ -14,7 +14,9 @@ The file is our own container, not CANN's: a zip holding
 
 A multi-gear model (format version 3) adds to model.json a gear table, `gears`:
 each gear's input shapes, ports, placements, streams, events and tasks in the
-model's one memory layout (`ge.om.gears`), checked on read as the model's own are.
+model's one memory layout (`ge.om.gears`), checked on read as the model's own are;
+from format version 5 also its gear-index input, `gear_index`, which the device's
+Case switches on (a multi-gear model of an earlier version has none and is refused).
 A fully dynamic or hybrid model (format version 4) adds `dynamic` (`ge.om.dynamic`):
 the shape ranges, the optimised graph with its dynamic dims, and its weights' places
 in weights.bin; a fully dynamic model has no task list of its own (ports, tasks and
@@ -62,7 +64,7 @@ from ge.core.errors import ModelError
 from ge.core.files import published
 from ge.om import limits
 from ge.om.dynamic import DynamicGraph
-from ge.om.gears import Gear
+from ge.om.gears import GEAR_INDEX, GEAR_INDEX_DTYPE, Gear, case, index_placement
 from ge.om.limits import Malformed, integer, items, mapping, text
 from ge.om.memory import REGION_ORDER, MemoryPlan, Region
 from ge.om.tasks import (
@@ -76,6 +78,7 @@ from ge.om.tasks import (
     LabelSetTask,
     LabelSwitchTask,
     MemcpyTask,
+    StreamActiveTask,
     Task,
 )
 
@@ -83,8 +86,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 MAGIC = "ascend-ge-om"
-FORMAT_VERSION = 4
-"""2: `external_weights`; 3: `gears`; 4: `dynamic` (older files, without them, are read as before)."""
+FORMAT_VERSION = 5
+"""2: `external_weights`; 3: `gears`; 4: `dynamic`; 5: `gear_index` (older files, without them, are read as before)."""
 MANIFEST = "manifest.json"
 MODEL = "model.json"
 KERNELS = "kernels.mlir"
@@ -199,14 +202,23 @@ class Model:
     """A multi-gear model's gears (`ge.om.gears`); empty for a static model."""
     dynamic: DynamicGraph | None = None
     """A fully dynamic or hybrid model's graph and ranges (`ge.om.dynamic`)."""
+    gear_index: TensorDesc | None = None
+    """A multi-gear model's gear-index input (`ge.om.gears.GEAR_INDEX`), in the input region after every gear's inputs."""
 
     def gear(self, index: int) -> Model:
-        """Gear `index` as a static model of its own: its ports, placements and tasks
-        over the model's memory layout, weights and kernels."""
+        """Gear `index` as the device runs it: its ports and placements over the model's
+        memory layout, weights and kernels, the gear-index input after its inputs (the
+        runtime fills it with `index`), and GE's Case over every gear as the task list
+        (`ge.om.gears.case`)."""
         g = self.gears[index]
+        assert self.gear_index is not None
+        arg = Arg(len(g.memory.placements), self.gear_index.addr, self.gear_index.size)
+        tasks, streams = case(self.gears, arg)
+        memory = dataclasses.replace(g.memory, placements=(*g.memory.placements, index_placement(self.gears, arg)))
         return dataclasses.replace(
-            self, inputs=g.inputs, outputs=g.outputs, memory=g.memory, streams=g.streams, events=g.events,
-            tasks=g.tasks, gears=(), dynamic=None, build={**self.build, "gear": index},
+            self, inputs=(*g.inputs, self.gear_index), outputs=g.outputs, memory=memory, streams=streams,
+            events=max(x.events for x in self.gears), tasks=tasks, gears=(), gear_index=None, dynamic=None,
+            build={**self.build, "gear": index},
         )
 
     def weight_bytes(self) -> bytes | memoryview:
@@ -251,7 +263,7 @@ class Model:
             "tasks": [t.to_json() for t in self.tasks],
             "build": self.build,
         } | ({"external_weights": external} if self.external else {}) | (
-            {"gears": [g.to_json() for g in self.gears]} if self.gears else {}
+            {"gears": [g.to_json() for g in self.gears], "gear_index": self.gear_index.to_json()} if self.gears and self.gear_index else {}
         ) | ({"dynamic": self.dynamic.to_json()} if self.dynamic is not None else {})
 
 
@@ -429,7 +441,27 @@ def _model(d: object, entry: Callable[[str, int], bytes]) -> Model:
     dynamic = DynamicGraph.from_json(d["dynamic"], memory.sizes[Region.WEIGHT]) if d.get("dynamic") is not None else None
     if dynamic is not None and external:
         raise Malformed("a dynamic model keeps its weights in weights.bin; it has external_weights")
-    return dataclasses.replace(model, gears=_gears(d.get("gears"), model, soc), dynamic=dynamic)
+    gears = _gears(d.get("gears"), model, soc)
+    return dataclasses.replace(model, gears=gears, gear_index=_gear_index(d.get("gear_index"), gears, memory, soc), dynamic=dynamic)
+
+
+def _gear_index(data: object, gears: tuple[Gear, ...], memory: MemoryPlan, soc: socs.SocProfile) -> TensorDesc | None:
+    """The gear-index input of a multi-gear model: one int32 in the input region, after every gear's inputs."""
+    if not gears:
+        if data is not None:
+            raise Malformed("gear_index is given, but the model has no gears")
+        return None
+    if data is None:
+        raise Malformed("the model has gears but no gear_index (a multi-gear model written by an older ge); compile it again")
+    (desc,) = _descs([data], "gear_index", memory, soc)
+    want = (GEAR_INDEX, GEAR_INDEX_DTYPE, (1,), limits.ITEMSIZE[GEAR_INDEX_DTYPE])
+    if (desc.name, desc.dtype, desc.origin_shape, desc.size) != want:
+        raise Malformed(f"gear_index is {desc.name!r} {desc.dtype}{list(desc.origin_shape)} of {desc.size} bytes; it must be {want[0]!r} {want[1]}[1] of {want[3]} bytes")
+    base, end = memory.bases[Region.INPUT], memory.bases[Region.INPUT] + memory.sizes[Region.INPUT]
+    taken = max((t.addr + t.size for g in gears for t in g.inputs), default=base)
+    if not taken <= desc.addr <= end - desc.size:
+        raise Malformed(f"gear_index at {desc.addr} must lie in the input region [{base}, {end}) after every gear's inputs (which end at {taken})")
+    return desc
 
 
 def _gears(data: object, model: Model, soc: socs.SocProfile) -> tuple[Gear, ...]:
@@ -529,6 +561,9 @@ def _check_tasks(model: Model, prefix: str = "") -> None:
             args = (*task.inputs, *task.outputs, *task.workspace)
         elif isinstance(task, DeviceCopyTask):
             args = (task.src, task.dst)
+        elif isinstance(task, StreamActiveTask):
+            for j, stream in enumerate(task.streams):
+                integer(stream, f"{at}.streams[{j}]", 0, model.streams - 1, f" (the model has {model.streams} streams)")
         elif isinstance(task, LabelGotoTask | LabelSwitchTask):
             targets = (task.label,) if isinstance(task, LabelGotoTask) else task.labels
             for label in targets:

@@ -9,7 +9,9 @@
     EVENT_RECORD / EVENT_WAIT   event id; a wait consumes its record
     LABEL_SET / LABEL_GOTO      a label of the stream's task list / a jump to one
     LABEL_SWITCH_BY_INDEX       a jump to `labels[i]`, i the unsigned integer in
-                     `index` (If: [else, then]; a Loop's test: [exit, body])
+                     `index` (If: [else, then]; a Loop's test: [exit, body]; a
+                     multi-gear model's Case: one label per gear)
+    STREAM_ACTIVE    starts `streams`, which wait for it (a Case branch's other streams)
     MODEL_END_GRAPH  last, on stream 0, after every stream has finished
 
 An argument is (tensor, addr, size): `tensor` indexes the memory plan's tensors,
@@ -243,10 +245,30 @@ class LabelSwitchTask(Task):
         )
 
 
+@dataclass(frozen=True)
+class StreamActiveTask(Task):
+    """GE's StreamActive: `streams`, inactive until it runs, go on from its end (a stream
+    that a STREAM_ACTIVE of the list names runs only once one has run)."""
+
+    KIND: ClassVar[str] = "STREAM_ACTIVE"
+    streams: tuple[int, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.KIND, "stream": self.stream, "streams": list(self.streams)}
+
+    @classmethod
+    def _decode(cls, data: Mapping, where: str) -> Task:
+        streams = items(field(data, "streams", where), f"{where}.streams", limits.STREAMS)
+        return cls(
+            integer(field(data, "stream", where), f"{where}.stream"),
+            tuple(integer(v, f"{where}.streams[{i}]") for i, v in enumerate(streams)),
+        )
+
+
 TASK_KINDS: dict[str, type[Task]] = {
     cls.KIND: cls
     for cls in (
         KernelTask, AicpuTask, EventRecordTask, EventWaitTask, MemcpyTask, ModelEndGraphTask,
-        DeviceCopyTask, LabelSetTask, LabelGotoTask, LabelSwitchTask,
+        DeviceCopyTask, LabelSetTask, LabelGotoTask, LabelSwitchTask, StreamActiveTask,
     )
 }

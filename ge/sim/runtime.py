@@ -38,9 +38,17 @@ size, the weight blob at the weight region's base. A run then:
    - LABEL_SET marks a place in its stream's list; LABEL_GOTO goes on at a label's
      place, LABEL_SWITCH_BY_INDEX at `labels[i]`, i the integer its index tensor
      holds once the task before it has ended (If, Loop: a loop's body tasks run, and
-     are profiled, once per iteration). Without numerics there is no index to
-     read: a switch takes `labels[0]` (an If's else branch; a Loop's exit);
-   - MODEL_END_GRAPH ends the model.
+     are profiled, once per iteration; a multi-gear model's Case: the gear's). Without
+     numerics there is no index to read: a switch takes `labels[0]` (an If's else
+     branch; a Loop's exit), except the Case's, which takes the gear the host filled in;
+   - STREAM_ACTIVE starts the streams it names, which wait until one does (the other
+     streams of a Case's gear: a gear not taken leaves its streams asleep);
+   - MODEL_END_GRAPH ends the model (its stream runs nothing after it).
+
+A multi-gear model runs as one of its gears (`Model.gear`): the host maps the
+inputs' shapes to the gear (`ge.session`), and the runtime fills the gear-index
+input (`ge.om.gears.GEAR_INDEX`) with the gear's index; the copy of that input, the
+switch and the label tasks are charged like any task.
 3. returns the outputs in their logical layout, with every task's times.
 
 The run's timeouts are in simulated time (`Timeouts`): a KERNEL task running longer
@@ -89,8 +97,12 @@ from ml_dtypes import bfloat16
 
 from dialects.ascend_kernel import AICPU
 from ge.core import soc as socs
+from ge.core.errors import InputError, ModelError, OptionError, RunTimeout
+from ge.core.files import FileError
 from ge.core.kernel_cache import DebugConfig, read_debug_config
+from ge.core.limits import check_host_allocation
 from ge.om import Model, Region, TensorDesc
+from ge.om.gears import GEAR_INDEX
 from ge.om.limits import BLOCK_DIM
 from ge.om.tasks import (
     AicpuTask,
@@ -105,16 +117,14 @@ from ge.om.tasks import (
     LabelSwitchTask,
     MemcpyTask,
     ModelEndGraphTask,
+    StreamActiveTask,
 )
-from ge.core.errors import InputError, ModelError, OptionError, RunTimeout
-from ge.core.files import FileError
-from ge.core.limits import check_host_allocation
-from ge.sim.config import RunConfig
 from ge.sim import program, timing
-from ge.sim.l2 import L2
+from ge.sim.config import RunConfig
 from ge.sim.debug import check_oom, dump_exception, exception_dump_dir, largest_writes
 from ge.sim.dump import Overflow, Watch
 from ge.sim.kernels import Layout, Numerics
+from ge.sim.l2 import L2
 from ge.sim.profile import Profile, TaskRecord
 
 RUN_BLOCKS = 1 << 20
@@ -171,7 +181,10 @@ class _State:
 class Runtime:
     """A model loaded on a simulated device of its SoC."""
 
-    def __init__(self, model: Model, config: RunConfig | None = None, host_us: tuple[float, ...] = ()):
+    def __init__(self, model: Model, config: RunConfig | None = None, host_us: tuple[float, ...] = (), like: Runtime | None = None):
+        """`host_us`: a dynamic-shape run's host time per task before its launch; `like`: a
+        runtime of another view of the same model (a multi-gear model and its gears share
+        their kernels), whose decoded kernels and block timings this one reuses."""
         self.model = model
         self.config = config if config is not None else RunConfig()
         self.soc = socs.load(model.soc_version)
@@ -192,11 +205,17 @@ class Runtime:
         self.cores = self._cores()
         share = max(1, self.soc.aicpu.cores * self.cores["AiCore"] // self.soc.ai_cores)  # a slice's share, as of vector cores
         self.aicpu_parallel = min(_aicpu_parallel(model, self.soc.aicpu.cores), share)
-        self.kernels = program.split_kernels(model.kernels)
+        if like is not None and like.model.kernels is not model.kernels:
+            raise ModelError("a runtime shares the kernels of a view of the same model only")
+        self.kernels = like.kernels if like is not None else program.split_kernels(model.kernels)
         self.debug = read_debug_config(self.config.op_debug_config) if self.config.op_debug_config else DebugConfig((), None)
         self.compiled_oom = _compiled_oom(model)
+        self.gear_input = next((d for d in model.inputs if d.name == GEAR_INDEX), None) if "gear" in model.build else None
+        """A multi-gear model's gear-index input, in the view of one gear (`Model.gear`), which the runtime fills."""
+        self.gear = _gear(model) if self.gear_input is not None else None
+        """The gear that view runs: what the runtime fills the gear-index input with."""
         self._largest_writes: dict[str, dict[str, int]] = {}
-        self._timings: dict[tuple[str, bool], timing.BlockTiming] = {}
+        self._timings: dict[tuple[str, bool], timing.BlockTiming] = like._timings if like is not None else {}
         self._layouts_in = [_layout(d) for d in model.inputs]
         self._layouts_out = [_layout(d) for d in model.outputs]
         written = self._check_tasks()
@@ -251,7 +270,7 @@ class Runtime:
                 written.append((task.dst.addr, task.dst.addr + task.dst.size))
             elif isinstance(task, LabelSwitchTask):
                 args = (task.index,)
-            elif isinstance(task, EventRecordTask | EventWaitTask | ModelEndGraphTask | LabelSetTask | LabelGotoTask):
+            elif isinstance(task, EventRecordTask | EventWaitTask | ModelEndGraphTask | LabelSetTask | LabelGotoTask | StreamActiveTask):
                 args = ()
             else:
                 raise ModelError(f"task {i}: the simulator cannot run task kind {task.KIND}")
@@ -283,6 +302,11 @@ class Runtime:
         arrays = []
         for desc, layout in zip(self.model.inputs, self._layouts_in):
             want = f"{layout.dtype}{list(layout.origin_shape)}"
+            if desc is self.gear_input:
+                if desc.name in inputs:
+                    raise InputError(f"input '{GEAR_INDEX}' is the gear index, which the runtime fills from the other inputs' shapes; leave it out")
+                arrays.append(np.array([self.gear], layout.dtype))
+                continue
             if desc.name not in inputs:
                 raise InputError(f"input '{desc.name}' ({want}) is missing")
             array = np.asarray(inputs[desc.name])
@@ -489,11 +513,10 @@ class Runtime:
         return end
 
     def _input_arg(self, port: int) -> Arg:
-        """The H2D task argument of input `port`."""
-        for task in self.model.tasks:
-            if isinstance(task, MemcpyTask) and task.direction is Direction.H2D and task.port == port:
-                return task.arg
-        raise ModelError(f"no MEMCPY_ASYNC H2D task copies input '{self.model.inputs[port].name}'")
+        """Where input `port` goes: its buffer, as its port describes it (the same as its H2D
+        task's argument; a Case's task list holds one such task per gear)."""
+        desc = self.model.inputs[port]
+        return Arg(port, desc.addr, desc.size)
 
     def _profile(self, records: list[TaskRecord], trace: bool) -> Profile:
         return Profile(
@@ -531,6 +554,8 @@ class Execution:
         self.order = {s: list(q) for s, q in self.queues.items()}
         """Each stream's tasks in list order: where a jump goes on."""
         self.labels = {t.label: i for i, t in enumerate(runtime.model.tasks) if isinstance(t, LabelSetTask)}
+        self.asleep = {other for t in runtime.model.tasks if isinstance(t, StreamActiveTask) for other in t.streams}
+        """Streams that run only once a STREAM_ACTIVE starts them."""
         self.ready = {s: 0.0 for s in self.queues}
         self.waiting: dict[int, int] = {}
         self.recorded: dict[int, float] = {}
@@ -542,7 +567,7 @@ class Execution:
 
     def next_time(self) -> float | None:
         """When the next task can start (None: no stream can go on)."""
-        return min((self._ready(s) for s, q in self.queues.items() if q and s not in self.waiting), default=None)
+        return min((self._ready(s) for s, q in self.queues.items() if q and s not in self.waiting and s not in self.asleep), default=None)
 
     def _ready(self, stream: int) -> float:
         """When the stream's next task can start: its stream free and, in a dynamic-shape
@@ -554,7 +579,7 @@ class Execution:
         """Run the task that can start first."""
         runtime, state, records = self.runtime, self.state, self.records
         clock = runtime.soc.clock_mhz  # cycles per microsecond
-        now, s = min((self._ready(s), s) for s, q in self.queues.items() if q and s not in self.waiting)
+        now, s = min((self._ready(s), s) for s, q in self.queues.items() if q and s not in self.waiting and s not in self.asleep)
         index = self.queues[s][0]
         task = runtime.model.tasks[index]
         self.limits.by(now, self._waits())
@@ -592,6 +617,12 @@ class Execution:
         elif isinstance(task, LabelSetTask):
             end = now + timing.LABEL_US * clock
             records.append(TaskRecord(index, task.KIND, s, f"label {task.label}", now, end))
+        elif isinstance(task, StreamActiveTask):
+            end = now + timing.STREAM_ACTIVE_US * clock
+            records.append(TaskRecord(index, task.KIND, s, f"start streams {', '.join(map(str, task.streams))}", now, end))
+            for other in task.streams:
+                self.asleep.discard(other)
+                self.ready[other] = max(self.ready.get(other, 0.0), end)
         elif isinstance(task, LabelGotoTask | LabelSwitchTask):
             target = task.label if isinstance(task, LabelGotoTask) else task.labels[self._index(task, index)]
             us = timing.LABEL_US if isinstance(task, LabelGotoTask) else timing.LABEL_SWITCH_US
@@ -605,16 +636,22 @@ class Execution:
             end = now + timing.MODEL_END_US * clock
             records.append(TaskRecord(index, task.KIND, s, "model end", now, end))
             self.ended = True
+            self.queues[s].clear()
+            self.ready[s] = end
+            self.limits.by(end, ())
+            return
         self.limits.by(end, ())
         self.queues[s].popleft()
         self.ready[s] = end
 
     def _index(self, task: LabelSwitchTask, index: int) -> int:
-        """The index a switch reads (0 without numerics: no values to read)."""
-        memory = self.state.memory
+        """The index a switch reads (without numerics, no values to read: the gear the host
+        filled in for a switch on the gear-index input, else 0)."""
+        memory, gear = self.state.memory, self.runtime.gear_input
         if memory is None:
-            return 0
-        value = int.from_bytes(memory[task.index.addr : task.index.addr + task.index.size].tobytes(), "little")
+            value = self.runtime.gear if gear is not None and task.index.addr == gear.addr else 0
+        else:
+            value = int.from_bytes(memory[task.index.addr : task.index.addr + task.index.size].tobytes(), "little")
         if value >= len(task.labels):
             raise ModelError(f"task {index}: LABEL_SWITCH_BY_INDEX reads index {value}, but has {len(task.labels)} labels")
         return value
@@ -635,7 +672,7 @@ class Execution:
 
     def finish(self) -> RunOutput:
         """The run's outputs and profile, once no stream can go on; refuses a task list that did not end."""
-        if any(self.queues.values()):
+        if any(q for s, q in self.queues.items() if s not in self.asleep):
             self.limits.by(math.inf, self._waits())
             stuck = ", ".join(f"stream {s} on event {e}" for s, e in sorted(self.waiting.items()))
             raise ModelError(f"the task list deadlocks: {stuck} wait for records that never come")
@@ -729,6 +766,14 @@ def _aicpu_parallel(model: Model, cores: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= cores:
         raise ModelError(f"the model's build entry 'aicpu_parallel' is {str(value)[:80]}; it must be an integer from 1 to the SoC's {cores} AI CPU cores")
     return value
+
+
+def _gear(model: Model) -> int:
+    """The gear a multi-gear model's view runs (`Model.build["gear"]`), checked as read."""
+    gear = model.build["gear"]
+    if isinstance(gear, bool) or not isinstance(gear, int) or gear < 0:
+        raise ModelError(f"the model has a gear-index input, but its build entry 'gear' is {str(gear)[:80]}; it must be the index of the gear it runs")
+    return gear
 
 
 def _compiled_oom(model: Model) -> frozenset[str]:

@@ -79,10 +79,6 @@ MODEL_LAUNCH_US = 10.0
 the task list is on the device already)."""
 HOST_SYNC_US = 5.0
 """The host seeing the model's end (stream synchronise returning)."""
-GEAR_SELECT_US = 3.0
-"""A multi-gear model's pick of its gear, per run: GE's MapIndex (the input shapes to a
-gear index) and the Case's LABEL_SWITCH_BY_INDEX jumping to the gear's tasks, taken
-as one fixed cost (about a small kernel launch and a task) before the gear's first task."""
 HOST_TILING_US = 6.0
 """A dynamic-shape run's host work per kernel op before its launch: InferShape, the op's
 tiling function on the actual shape, and the tiling data's copy into the launch
@@ -101,6 +97,8 @@ MODEL_END_US = 0.5
 """MODEL_END_GRAPH: the end of the task list."""
 LABEL_US = 0.5
 """A LABEL_SET or LABEL_GOTO task's own time on its stream."""
+STREAM_ACTIVE_US = 0.5
+"""STREAM_ACTIVE: the stream's scheduler starting other streams (a task like an event record)."""
 LABEL_SWITCH_US = 1.5
 """LABEL_SWITCH_BY_INDEX: the stream's scheduler reading the index from GM (once the
 task before it has written it), then going on at the label it picks."""
