@@ -209,6 +209,13 @@ from ge.cli.compare import compare  # noqa: E402  (its heavy imports happen insi
 app.command(name="compare")(compare)
 
 
+# ------------------------------------------------------------------------------- aoe
+
+from ge.cli.aoe import aoe  # noqa: E402  (its heavy imports happen inside)
+
+app.command(name="aoe")(aoe)
+
+
 # ------------------------------------------------------------------------------ main
 
 
