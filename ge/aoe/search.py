@@ -51,18 +51,24 @@ class Kernel:
     seed: Tiling | None
     """The analytic tiling in the space's terms, if legal there."""
     launches: int
+    inputs: list[int]
+    outputs: list[int]
+    resident: list[tuple[int, list[float]]]
+    """See `measure.Job`."""
     op_types: tuple[str, ...] = ()
     analytic: float = math.inf
     roofline: float = 0.0
     best: Tiling | None = None
     best_cycles: float = math.inf
+    live: float = math.inf
+    """The least cycles timed so far, as results come back (progress only)."""
     timed: dict[tuple[int, ...], float] = field(default_factory=dict)
     pruned: int = 0
     done: bool = False
     _pool: list[Tiling] | None = None
 
     def job(self, soc: str, tiling: Tiling | None) -> measure.Job:
-        return {"kernel": self.text, "soc": soc, "tiling": tiling}
+        return {"kernel": self.text, "soc": soc, "tiling": tiling, "inputs": self.inputs, "outputs": self.outputs, "resident": self.resident}
 
     def bound(self, t: Tiling) -> float:
         """No kernel with tiling `t` runs faster: the roofline, and for a cube kernel its
@@ -136,9 +142,32 @@ class Progress:
     total: int | None
     """The budget's candidates, if it has a count."""
     best_cycles: float
-    """The kernels' time in the model at their best tilings so far (cycles alone x launches)."""
+    """The kernels' time at their best tilings so far (all their launches)."""
     analytic_cycles: float
     elapsed: float
+
+
+@dataclass
+class _Tally:
+    """One round's progress as its candidates come back, in whatever order."""
+
+    kernels: list[Kernel]
+    owners: list[Kernel]
+    """The kernel of each candidate of the round."""
+    base: int
+    total: int | None
+    analytic: float
+    started: float
+    on_progress: Callable[[Progress], None] | None
+    count: int = 0
+
+    def done(self, i: int, cycles: float) -> None:
+        self.count += 1
+        owner = self.owners[i]
+        owner.live = min(owner.live, cycles)
+        if self.on_progress is not None:
+            best = sum(min(k.live, k.analytic) for k in self.kernels)
+            self.on_progress(Progress(self.base + self.count, self.total, best, self.analytic, time.perf_counter() - self.started))
 
 
 def search(
@@ -152,11 +181,11 @@ def search(
     bounds = backend.map(measure.roofline, [k.job(soc, None) for k in kernels])
     for k, cycles, bound in zip(kernels, first, bounds):
         k.analytic, k.roofline = cycles, bound
-        k.best_cycles = cycles
+        k.best_cycles = k.live = cycles
         if k.seed is not None and k.space.legal(k.seed):
             k.timed[_sig(k.seed)] = cycles
             k.best = dict(k.seed)
-    analytic = sum(k.analytic * k.launches for k in kernels)
+    analytic = sum(k.analytic for k in kernels)
     evaluated = 0
 
     def out_of_budget() -> bool:
@@ -173,19 +202,8 @@ def search(
             batch = batch[: budget.candidates - evaluated]
         if not batch:
             break
-        base, count = evaluated, 0
-        live = {id(k): k.best_cycles for k in kernels}
-
-        def done(i: int, cycles: float) -> None:
-            nonlocal count
-            k = batch[i][0]
-            live[id(k)] = min(live[id(k)], cycles)
-            count += 1
-            if on_progress is not None:
-                best = sum(min(live[id(x)], x.analytic) * x.launches for x in kernels)
-                on_progress(Progress(base + count, budget.candidates, best, analytic, time.perf_counter() - started))
-
-        results = backend.map(measure.cycles, [k.job(soc, t) for k, t in batch], done)
+        tally = _Tally(kernels, [k for k, _ in batch], evaluated, budget.candidates, analytic, started, on_progress)
+        results = backend.map(measure.cycles, [k.job(soc, t) for k, t in batch], tally.done)
         for (k, t), cycles in zip(batch, results):
             k.record(t, cycles)  # in order: the same best whatever order the jobs finished in
         evaluated += len(batch)

@@ -18,6 +18,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TypedDict
 
 from ge.aoe.search import Budget, Progress
@@ -28,6 +29,7 @@ from ge.distributed import backend as make_backend
 from passes.fusion import FUSION_PASSES
 
 SWITCH_FILE = "fusion_switch.cfg"
+DEFAULT_BUDGET = Budget(candidates=50)
 
 
 class Job(TypedDict):
@@ -74,9 +76,16 @@ def matched_passes(model: str, flags: Mapping[str, object]) -> list[str]:
     return sorted({name for (kind, name), c in stats.counts.items() if c.match_times and name in FUSION_PASSES and FUSION_PASSES[name].closable})
 
 
+def _progress(
+    on_progress: Callable[[Progress], None] | None, base: int, total: int | None, best: float, before: float, started: float, i: int, us: float,
+) -> None:
+    if on_progress is not None:
+        on_progress(Progress(base + i + 1, total, min(best, us), before, time.perf_counter() - started))
+
+
 def tune_subgraphs(
     model: str | os.PathLike, soc_version: str, backend: str = "local", workers: int | None = None, seed: int = 0,
-    budget: Budget = Budget(candidates=50), options: Mapping[str, object] | None = None, output: str | os.PathLike | None = None,
+    budget: Budget = DEFAULT_BUDGET, options: Mapping[str, object] | None = None, output: str | os.PathLike | None = None,
     ray_address: str | None = None, on_progress: Callable[[Progress], None] | None = None,
 ) -> Report:
     """Search the fusion switches of `model` for `soc_version`; the report's `passes`
@@ -101,13 +110,8 @@ def tune_subgraphs(
             open_ = open_[: budget.candidates - evaluated]
         if not open_ or (budget.seconds is not None and time.perf_counter() - started >= budget.seconds):
             break
-        base = evaluated
-
-        def done(i: int, us: float) -> None:
-            if on_progress is not None:
-                on_progress(Progress(base + i + 1, budget.candidates, min(best, us), before, time.perf_counter() - started))
-
-        results = runner.map(latency, [{"model": path, "flags": flags, "closed": [*closed, c]} for c in open_], done)
+        progress = partial(_progress, on_progress, evaluated, budget.candidates, best, before, started)
+        results = runner.map(latency, [{"model": path, "flags": flags, "closed": [*closed, c]} for c in open_], progress)
         evaluated += len(open_)
         for c, us in zip(open_, results):
             alone.setdefault(c, us)

@@ -34,6 +34,7 @@ from passes.lower_to_kernel import bank_key, parse_kernel, scope_of_kernel
 from passes.lowering import space
 
 JOB_TYPES = {1: "subgraph tuning", 2: "operator tuning"}
+DEFAULT_BUDGET = Budget(candidates=200)
 VERIFY_ROUNDS = 4
 """Model runs that may each hand analytic tilings back to kernels slower in the model."""
 
@@ -99,7 +100,7 @@ class Report:
 
 def tune(
     model: str | os.PathLike, soc_version: str, job_type: int = 2, backend: str = "local", workers: int | None = None,
-    seed: int = 0, budget: Budget = Budget(candidates=200), options: Mapping[str, object] | None = None,
+    seed: int = 0, budget: Budget = DEFAULT_BUDGET, options: Mapping[str, object] | None = None,
     bank_root: str | None = None, output: str | os.PathLike | None = None, ray_address: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> Report:
@@ -178,10 +179,7 @@ def _run(model: str | os.PathLike, flags: Mapping[str, object], tuned: Mapping[s
 def _kernels(compiled: Model, soc: str, timed: Timed) -> tuple[list[Kernel], dict[str, str]]:
     """The kernels the tuner can tile, and every kernel's bank key, by symbol."""
     profile = socs.load(soc)
-    launches: dict[str, int] = defaultdict(int)
-    for task in compiled.tasks:
-        if isinstance(task, KernelTask) and not isinstance(task, AicpuTask):
-            launches[task.kernel] += 1
+    launches = _launches(compiled)
     kernels: list[Kernel] = []
     keys: dict[str, str] = {}
     for name, text in program.split_kernels(compiled.kernels).items():
@@ -196,8 +194,35 @@ def _kernels(compiled: Model, soc: str, timed: Timed) -> tuple[list[Kernel], dic
             continue
         tiling = {k: v.value.data for k, v in kernel.tiling.data.items()}  # type: ignore[attr-defined]
         seed = seed_of(found, tiling, kernel.block_dim.value.data)
-        kernels.append(Kernel(name, source, found, seed, launches[name], tuple(t.data for t in kernel.op_types.data)))
+        task, shares = launches[name][0][0], [s for _, s in launches[name]]
+        resident = [(shares.count(s), list(s)) for s in dict.fromkeys(shares)]
+        kernels.append(Kernel(
+            name, source, found, seed, len(shares), [a.size for a in task.inputs], [a.size for a in task.outputs], resident,
+            tuple(t.data for t in kernel.op_types.data),
+        ))
     return kernels, keys
+
+
+def _launches(compiled: Model) -> dict[str, list[tuple[KernelTask, tuple[float, ...]]]]:
+    """Each AI Core kernel's tasks, with the share of each input the L2 holds as the
+    task starts: the task list replayed through the L2 model in list order, as a run
+    fills it (`ge.sim.l2`; what it holds depends on the ranges tasks touch only)."""
+    from ge.session import Session
+    from ge.sim.config import RunConfig
+    from ge.sim.l2 import L2
+
+    runtime = Session(RunConfig(timing_only=True)).runtime(compiled)
+    l2 = L2.of(socs.load(compiled.soc_version))
+    found: dict[str, list[tuple[KernelTask, tuple[float, ...]]]] = defaultdict(list)
+    for task in compiled.tasks:
+        if not isinstance(task, KernelTask) or isinstance(task, AicpuTask):
+            continue
+        shares = tuple(l2.cache.resident(a.addr, a.addr + a.size) / a.size if a.size else 0.0 for a in task.inputs)
+        found[task.kernel].append((task, shares))
+        block = runtime.block_timing(task.kernel)
+        per_input = [task.block_dim * (block.arg_reads[i] if i < len(block.arg_reads) else 0.0) for i in range(len(task.inputs))] if block.arg_reads else None
+        l2.kernel([(a.addr, a.size) for a in task.inputs], [(a.addr, a.size) for a in task.outputs], task.block_dim * block.gm_read, per_input)
+    return found
 
 
 def _kind(k: Kernel) -> str:

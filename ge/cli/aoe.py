@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from ge.core.errors import OptionError
@@ -105,16 +112,17 @@ def show(report: Report) -> None:
         _show_passes(report)
         return
     table = Table(title=f"{report.model} on {report.soc_version}: job_type {report.job_type}", title_justify="left")
-    for name, justify in (("kernel", "left"), ("op types", "left"), ("kind", "left"), ("launches", "right"), ("alone before (cycles)", "right"),
-                          ("alone after", "right"), ("in model before (us)", "right"), ("in model after", "right"), ("change", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("kernel (launches)", overflow="fold")
+    table.add_column("alone, cycles", justify="right")
+    table.add_column("in the model, us", justify="right")
+    table.add_column("change", justify="right")
     for k in report.kernels:
         change = k.model_after_us / k.model_before_us - 1 if k.model_before_us else 0.0
         table.add_row(
-            k.name, k.op_types, k.kind, str(k.launches), f"{k.analytic_cycles:,.0f}", f"{k.tuned_cycles:,.0f}",
-            f"{k.model_before_us:.2f}", f"{k.model_after_us:.2f}", f"{change:+.1%}", style="green" if k.tiling is not None else None,
+            f"{k.name} ({k.launches})", f"{k.analytic_cycles:,.0f} -> {k.tuned_cycles:,.0f}", f"{k.model_before_us:.2f} -> {k.model_after_us:.2f}",
+            f"{change:+.1%}", style="green" if k.tiling is not None else None,
         )
-    table.add_row("model latency", "", "", "", "", "", f"{report.before_us:.2f}", f"{report.after_us:.2f}", f"{-report.gain:+.1%}", style="bold")
+    table.add_row("model latency", "", f"{report.before_us:.2f} -> {report.after_us:.2f}", f"{-report.gain:+.1%}", style="bold")
     console.print(table)
     console.print(
         f"{len(report.tuned)} of {len(report.kernels)} kernels tuned; {report.evaluated} candidates timed ({report.pruned} pruned by the roofline) "
@@ -125,10 +133,12 @@ def show(report: Report) -> None:
 
 def _show_passes(report: Report) -> None:
     table = Table(title=f"{report.model} on {report.soc_version}: job_type 1", title_justify="left")
-    for name, justify in (("fusion pass", "left"), ("kind", "left"), ("latency closed alone (us)", "right"), ("closed", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("fusion pass", overflow="fold")
+    table.add_column("kind")
+    table.add_column("latency closed alone, us", justify="right")
+    table.add_column("closed")
     for p in report.passes:
         table.add_row(p.name, p.kind, f"{p.closed_alone_us:.2f}", "yes" if p.closed else "", style="green" if p.closed else None)
-    table.add_row("model latency", "", f"{report.before_us:.2f} -> {report.after_us:.2f} ({-report.gain:+.1%})", "", style="bold")
+    table.add_row("model latency", "", f"{report.before_us:.2f} -> {report.after_us:.2f}", f"{-report.gain:+.1%}", style="bold")
     console.print(table)
     console.print(f"{sum(p.closed for p in report.passes)} fusion passes closed; {report.evaluated} candidates timed in {report.seconds:.0f} s", soft_wrap=True)

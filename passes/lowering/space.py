@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from xdsl.ir import Operation, SSAValue
 
@@ -33,7 +34,15 @@ from dialects.ascend_kernel import BIAS_TABLE_BYTES
 from dialects.kernel_boundary import virtual_cores
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
-from passes.lowering.cube import Gemm, CubeTiling, _panels, block_splits, cube_k, epilogue_of, gemm_of
+from passes.lowering.cube import (
+    CubeTiling,
+    Gemm,
+    _panels,
+    block_splits,
+    cube_k,
+    epilogue_of,
+    gemm_of,
+)
 from passes.lowering.program import ACC_BYTES, ACC_FRACTAL_BYTES, FRACTAL, FRACTAL_BYTES
 from passes.lowering.vector import ub_bytes, vector_space, vector_values
 
@@ -181,7 +190,8 @@ class VectorSpace:
     cores: int
     exact: bool
 
-    def _shape(self) -> tuple[int, int, int, list]:
+    @cached_property
+    def shape(self) -> tuple[int, int, int, list]:
         """Rows, the unit of a tile (rows of a 32-byte block when rows are single elements), units, values."""
         space = vector_space(self.ops)
         values = vector_values(self.ops, set(self.inputs) | set(self.outputs), space, space.rows)
@@ -189,13 +199,13 @@ class VectorSpace:
         return space.rows, unit, -(-space.rows // unit), values
 
     def fits_whole_rows(self) -> bool:
-        rows, unit, units, values = self._shape()
+        rows, unit, _, values = self.shape
         return ub_bytes(self.profile, values, min(unit, rows)) <= self.profile.ub_bytes
 
     def legal(self, t: Mapping[str, int]) -> bool:
         if any(k not in t for k in VECTOR_KEYS):
             return False
-        rows, unit, units, values = self._shape()
+        rows, unit, units, values = self.shape
         block_dim, tile = t["block_dim"], t["tile_rows"]
         if not 1 <= block_dim <= (self.cores if self.exact else min(self.cores, units)) or (self.exact and block_dim != self.cores):
             return False
@@ -204,13 +214,14 @@ class VectorSpace:
 
     def _tiles(self, block_dim: int) -> list[int]:
         """The tile sizes of a block: its rows in 1 to VECTOR_TILE_COUNTS even tiles, whole units each."""
-        rows, unit, units, _ = self._shape()
+        rows, unit, units, _ = self.shape
         block_rows = min(rows, -(-units // block_dim) * unit)
-        sizes = {min(block_rows, -(-(-(-block_rows // n)) // unit) * unit) for n in range(1, VECTOR_TILE_COUNTS + 1)}
+        shares = {-(-block_rows // n) for n in range(1, VECTOR_TILE_COUNTS + 1)}
+        sizes = {min(block_rows, -(-share // unit) * unit) for share in shares}
         return sorted((s for s in sizes if self.legal({"block_dim": block_dim, "tile_rows": s})), reverse=True)
 
     def candidates(self) -> Iterator[Tiling]:
-        _, _, units, _ = self._shape()
+        _, _, units, _ = self.shape
         dims = [self.cores] if self.exact else range(1, min(self.cores, units) + 1)
         for block_dim in dims:
             for tile in self._tiles(block_dim):
@@ -271,7 +282,7 @@ _lookup: ContextVar[Lookup | None] = ContextVar("tuned_tilings", default=None)
 
 def analytic(key: str) -> None:
     """The lookup of a compile that takes every tiling from the analytic choice."""
-    return None
+    return
 
 
 def current() -> Lookup | None:
