@@ -136,12 +136,11 @@ class CubeSpace:
     def widest_k1(self, t: Mapping[str, int]) -> Tiling:
         """`t` with the largest K panel that fits L1 (k0 if none larger does)."""
         k0 = t["k0"]
-        best = {**t, "k1": k0}
-        k1 = k0 * 2
-        while k1 <= max(self.kf * self.kc, k0) and self.legal({**t, "k1": k1}):
-            best = {**t, "k1": k1}
-            k1 += k0
-        return best
+        lo, hi = 1, max(1, -(-self.kf * self.kc // k0))
+        while lo < hi:  # L1 use grows with k1: the largest multiple of k0 that fits
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if self.legal({**t, "k1": mid * k0}) else (lo, mid - 1)
+        return {**t, "k1": lo * k0}
 
     def candidates(self) -> Iterator[Tiling]:
         """Every legal tiling: each one-wave split, L0 tile, k0 (its largest, a half and a
