@@ -65,8 +65,8 @@ def tuned(model: str, candidates: int, workers: int) -> Tuned:
 
 def throughput(jobs: int) -> list[list[str]]:
     """Seconds to time `jobs` candidates (ResNet-50's kernels' neighbours) per backend."""
-    compiled, timed = _run(batched_path("resnet50", 1), {"soc_version": SOC}, {})
-    kernels = _kernels(compiled, SOC, timed)[0]
+    compiled, _ = _run(batched_path("resnet50", 1), {"soc_version": SOC}, {})
+    kernels = _kernels(compiled, SOC)[0]
     pools = [[k.job(SOC, t) for t in k.space.neighbours(k.seed)] for k in kernels if k.seed is not None]
     batch = [job for group in zip_longest(*pools) for job in group if job is not None][:jobs]
     rows, single = [], {}

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from ge.aoe import Budget, measure, tune
+from ge.aoe import bank as banks
 from ge.aoe.tune import Timed, _kernels, _run
 from ge.cli.main import main
 from ge.core import soc as socs
@@ -19,7 +20,7 @@ from ge.core.errors import ModelError, OptionError
 from ge.session import Session
 from ge.sim import timing
 from ge.sim.config import RunConfig
-from passes.lower_to_kernel import build_kernel, parse_kernel, scope_of_kernel
+from passes.lower_to_kernel import bank_key, build_kernel, parse_kernel, scope_of_kernel
 from passes.lowering import space
 
 SOC = "Ascend310P3"
@@ -57,7 +58,7 @@ def bank_dir(tmp_path, monkeypatch) -> Path:
 def tiny() -> tuple[list, Timed]:
     """The tunable kernels of tiny_resnet, and its analytic model's run."""
     compiled, timed = _run(TINY_RESNET, {"soc_version": SOC}, {})
-    return _kernels(compiled, SOC, timed)[0], timed
+    return _kernels(compiled, SOC)[0], timed
 
 
 @pytest.fixture(scope="module")
@@ -211,3 +212,23 @@ def main_code(args: list[str]) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 1
     return 0
+
+
+def test_the_kernel_cache_keys_on_the_tuned_tiling(conv, bank_dir, tmp_path) -> None:
+    """A kernel built with a tuned tiling is a different cache entry from the analytic one."""
+    flags = {"soc_version": SOC, "op_compiler_cache_mode": "enable", "op_compiler_cache_dir": str(tmp_path / "cache")}
+    analytic = ge.compile(conv, flags)
+    kernel = next(k for k in _kernels(analytic, SOC)[0] if isinstance(k.space, space.CubeSpace))
+    other = another_tiling(kernel)
+    banks.Bank(str(bank_dir), SOC).store(banks.Entry(
+        bank_key(scope_of_kernel(parse_kernel(kernel.text)), SOC), "cube", kernel.op_types, other, 1.0, 1.0,
+    ))
+    tuned = ge.compile(conv, flags)
+    assert tuned.build["tune_bank"]["tuned"] == 1
+    assert tuned.build["kernel_cache"]["misses"] == 1  # the tuned kernel; the others are hits
+    assert f"m0 = {other['m0']} : i64, n0 = {other['n0']} : i64" in tuned.kernels
+
+
+def another_tiling(kernel) -> dict[str, int]:
+    """A legal tiling of the kernel other than its analytic one, with another L0 tile."""
+    return next(t for t in kernel.space.neighbours(kernel.seed) if (t["m0"], t["n0"]) != (kernel.seed["m0"], kernel.seed["n0"]))

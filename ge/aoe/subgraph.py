@@ -93,7 +93,7 @@ def tune_subgraphs(
     socs.load(soc_version)
     if options and "fusion_switch_file" in options:
         raise OptionError("subgraph tuning chooses the fusion switches itself; give no fusion_switch_file")
-    runner = make_backend(backend, workers, **({"address": ray_address} if ray_address else {}))
+    runner = make_backend(backend, workers, **({"address": ray_address} if backend == "ray" and ray_address else {}))
     started = time.perf_counter()
     path = os.fspath(model)
     flags: dict[str, object] = {**(options or {}), "soc_version": soc_version}

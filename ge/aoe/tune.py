@@ -115,11 +115,11 @@ def tune(
         raise OptionError(f"job_type {job_type} is not allowed; use 1 ({JOB_TYPES[1]}) or 2 ({JOB_TYPES[2]})")
     socs.load(soc_version)
     bank = banks.for_tuning(soc_version, bank_root)
-    runner = make_backend(backend, workers, **({"address": ray_address} if ray_address else {}))
+    runner = make_backend(backend, workers, **({"address": ray_address} if backend == "ray" and ray_address else {}))
     started = time.perf_counter()
     flags = {**(options or {}), "soc_version": soc_version}
     before_model, before = _run(model, flags, {})
-    kernels, keys = _kernels(before_model, soc_version, before)
+    kernels, keys = _kernels(before_model, soc_version)
     evaluated = search(kernels, soc_version, runner, budget, seed, on_progress)
     tuned = {keys[k.name]: k.best for k in kernels if k.best is not None and k.best_cycles < k.analytic * (1 - 1e-9)}
     names = {t.name: t.kernel for t in before_model.tasks if isinstance(t, KernelTask)}
@@ -176,7 +176,7 @@ def _run(model: str | os.PathLike, flags: Mapping[str, object], tuned: Mapping[s
     return compiled, Timed(result.latency_us, dict(per))
 
 
-def _kernels(compiled: Model, soc: str, timed: Timed) -> tuple[list[Kernel], dict[str, str]]:
+def _kernels(compiled: Model, soc: str) -> tuple[list[Kernel], dict[str, str]]:
     """The kernels the tuner can tile, and every kernel's bank key, by symbol."""
     profile = socs.load(soc)
     launches = _launches(compiled)
