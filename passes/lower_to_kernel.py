@@ -38,6 +38,10 @@ kernel's IR text; a kernel read from it takes a fresh symbol name and a compute
 region cloned from this scope, so that it carries this scope's node names: a model
 compiled from the cache is the model compiled without it.
 
+A tuner's tilings (`passes.lowering.space.using`, which `ge.compile` sets from the
+tune bank) replace the analytic ones of the scopes they name by `bank_key`; a kernel
+built with one is its own entry in the kernel cache.
+
 The launches are placed in a topological order that keeps the graph's order where
 it can (a scope's launch goes where its first op was, once its inputs exist), so
 the build can plan memory and emit tasks in list order.
@@ -154,6 +158,7 @@ def build_kernel(soc: str, scope: Scope, tiling: dict[str, int] | None = None) -
 
 
 def kernel_text(kernel: KernelOp) -> str:
+    """The kernel's IR text, as a kernel cache entry holds it."""
     return _text(kernel)
 
 

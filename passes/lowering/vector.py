@@ -167,6 +167,8 @@ def vector_plan(
     block_dim = cores if exact else min(cores, units)  # exact: idle blocks where the work is short
     if tiling is not None:
         block_dim = tiling["block_dim"]
+        if not 1 <= block_dim <= cores:
+            raise ModelError(f"{scope_label(ops)}: the tiling {dict(tiling)} does not fit: 1 to {cores} blocks")
     block_rows = min(space.rows, -(-units // block_dim) * unit)
     if ub_bytes(profile, values, min(unit, block_rows)) > profile.ub_bytes:
         if tiling is not None:
@@ -179,7 +181,7 @@ def vector_plan(
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if ub_bytes(profile, values, mid * unit) <= profile.ub_bytes else (lo, mid - 1)
     tile = min(lo * unit, block_rows) if tiling is None else tiling["tile_rows"]
-    if tiling is not None and not (1 <= block_dim <= cores and 0 < tile <= block_rows and (tile % unit == 0 or tile == block_rows) and tile <= lo * unit):
+    if tiling is not None and not (0 < tile <= block_rows and (tile % unit == 0 or tile == block_rows) and tile <= lo * unit):
         raise ModelError(f"{scope_label(ops)}: the tiling {dict(tiling)} does not fit: at most {cores} blocks and {min(lo * unit, block_rows)} rows a tile, in multiples of {unit}")
     computes = any(recipe(op) for op in ops)
     tiling = {
