@@ -38,8 +38,8 @@ class Job(TypedDict):
     kernel: str
     """The kernel's IR text (its compute region is the scope)."""
     soc: str
-    tiling: dict[str, int] | None
-    """None: the analytic tiling."""
+    tilings: list[dict[str, int] | None]
+    """The candidates to time, a batch (None: the analytic tiling)."""
     inputs: list[int]
     outputs: list[int]
     """The bytes of each argument of its tasks."""
@@ -53,11 +53,22 @@ def _scope(text: str) -> Scope:
     return scope_of_kernel(parse_kernel(text))
 
 
-def cycles(job: Job) -> float:
-    """The kernel's cycles alone with the job's tiling; inf when the tiling is refused."""
+def warm(text: str) -> None:
+    """Parse a kernel's text in this process ahead of its jobs: forked workers inherit it."""
+    _scope(text)
+
+
+def cycles(job: Job) -> list[float]:
+    """The kernel's cycles alone with each of the job's tilings, in order (one task per
+    batch: the kernel is parsed and the job shipped once for all of them)."""
+    return [_cycles(job, tiling) for tiling in job["tilings"]]
+
+
+def _cycles(job: Job, tiling: dict[str, int] | None) -> float:
+    """The kernel's cycles alone with `tiling`; inf when the tiling is refused."""
     profile = socs.load(job["soc"])
     try:
-        kernel = build_kernel(job["soc"], _scope(job["kernel"]), job["tiling"])
+        kernel = build_kernel(job["soc"], _scope(job["kernel"]), tiling)
     except ModelError:
         return math.inf
     text = next(iter(program.split_kernels(kernel_text(kernel)).values()))

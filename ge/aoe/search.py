@@ -4,7 +4,8 @@ search over its neighbours (`passes.lowering.space`), timed by the simulator.
 Rounds: each kernel still searching proposes up to `WIDTH` untimed neighbours of its
 best tiling (in an order drawn from `random.Random(seed)`), or, once its
 neighbourhood is spent, as many tilings drawn from its whole space (a restart);
-the round's candidates of every kernel go to the backend as one batch. A candidate
+a kernel's proposals are one job (a batch: its text shipped and parsed once), and
+the round's jobs go to the backend together. A candidate
 whose lower bound (the kernel's roofline, or its largest block's cube work at peak)
 is not below the kernel's best is pruned untimed; a kernel within `ROOFLINE_SLACK`
 of its roofline, or whose space is spent, stops. The budget is a number of timed
@@ -67,8 +68,8 @@ class Kernel:
     done: bool = False
     _pool: list[Tiling] | None = None
 
-    def job(self, soc: str, tiling: Tiling | None) -> measure.Job:
-        return {"kernel": self.text, "soc": soc, "tiling": tiling, "inputs": self.inputs, "outputs": self.outputs, "resident": self.resident}
+    def job(self, soc: str, tilings: list[Tiling | None]) -> measure.Job:
+        return {"kernel": self.text, "soc": soc, "tilings": tilings, "inputs": self.inputs, "outputs": self.outputs, "resident": self.resident}
 
     def bound(self, t: Tiling) -> float:
         """No kernel with tiling `t` runs faster: the roofline, and for a cube kernel its
@@ -153,7 +154,7 @@ class _Tally:
 
     kernels: list[Kernel]
     owners: list[Kernel]
-    """The kernel of each candidate of the round."""
+    """The kernel of each batch of the round."""
     base: int
     total: int | None
     analytic: float
@@ -161,10 +162,10 @@ class _Tally:
     on_progress: Callable[[Progress], None] | None
     count: int = 0
 
-    def done(self, i: int, cycles: float) -> None:
-        self.count += 1
+    def done(self, i: int, timed: list[float]) -> None:
+        self.count += len(timed)
         owner = self.owners[i]
-        owner.live = min(owner.live, cycles)
+        owner.live = min(owner.live, *timed)
         if self.on_progress is not None:
             best = sum(min(k.live, k.analytic) for k in self.kernels)
             self.on_progress(Progress(self.base + self.count, self.total, best, self.analytic, time.perf_counter() - self.started))
@@ -177,9 +178,11 @@ def search(
     """Tune `kernels` in place (their `best`); the number of candidates timed."""
     started = time.perf_counter()
     rng = random.Random(seed)
-    first = backend.map(measure.cycles, [k.job(soc, None) for k in kernels])
-    bounds = backend.map(measure.roofline, [k.job(soc, None) for k in kernels])
-    for k, cycles, bound in zip(kernels, first, bounds):
+    for k in kernels:
+        measure.warm(k.text)
+    first = backend.map(measure.cycles, [k.job(soc, [None]) for k in kernels])
+    bounds = backend.map(measure.roofline, [k.job(soc, []) for k in kernels])
+    for k, (cycles,), bound in zip(kernels, first, bounds):
         k.analytic, k.roofline = cycles, bound
         k.best_cycles = k.live = cycles
         if k.seed is not None and k.space.legal(k.seed):
@@ -194,19 +197,23 @@ def search(
         return spent or late
 
     while not out_of_budget():
-        batch: list[tuple[Kernel, Tiling]] = []
+        batches: list[tuple[Kernel, list[Tiling]]] = []
+        room = math.inf if budget.candidates is None else budget.candidates - evaluated
         for k in kernels:
-            if not k.settled:
-                batch += [(k, t) for t in k.propose(rng, WIDTH)]
-        if budget.candidates is not None:
-            batch = batch[: budget.candidates - evaluated]
-        if not batch:
+            if room <= 0:
+                break
+            proposed = k.propose(rng, int(min(room, WIDTH))) if not k.settled else []
+            if proposed:
+                batches.append((k, proposed))
+                room -= len(proposed)
+        if not batches:
             break
-        tally = _Tally(kernels, [k for k, _ in batch], evaluated, budget.candidates, analytic, started, on_progress)
-        results = backend.map(measure.cycles, [k.job(soc, t) for k, t in batch], tally.done)
-        for (k, t), cycles in zip(batch, results):
-            k.record(t, cycles)  # in order: the same best whatever order the jobs finished in
-        evaluated += len(batch)
+        tally = _Tally(kernels, [k for k, _ in batches], evaluated, budget.candidates, analytic, started, on_progress)
+        results = backend.map(measure.cycles, [k.job(soc, list(ts)) for k, ts in batches], tally.done)
+        for (k, ts), timed in zip(batches, results):
+            for t, cycles in zip(ts, timed):
+                k.record(t, cycles)  # in order: the same best whatever order the batches finished in
+            evaluated += len(ts)
     return evaluated
 
 
