@@ -5,8 +5,7 @@ Rounds: each kernel still searching proposes up to `WIDTH` untimed neighbours of
 best tiling (in an order drawn from `random.Random(seed)`), or, once its
 neighbourhood is spent, as many tilings drawn from its whole space (a restart);
 a kernel's proposals are one job (a batch: its text shipped and parsed once), and
-the round's jobs go to the backend together. A candidate
-whose lower bound (the kernel's roofline, or its largest block's cube work at peak)
+the round's jobs go to the backend together. A candidate whose lower bound (the kernel's roofline, or its largest block's cube work at peak)
 is not below the kernel's best is pruned untimed; a kernel within `ROOFLINE_SLACK`
 of its roofline, or whose space is spent, stops. The budget is a number of timed
 candidates (deterministic: the same seed and budget time the same candidates) or
@@ -72,13 +71,13 @@ class Kernel:
         return {"kernel": self.text, "soc": soc, "tilings": tilings, "inputs": self.inputs, "outputs": self.outputs, "resident": self.resident}
 
     def bound(self, t: Tiling) -> float:
-        """No kernel with tiling `t` runs faster: the roofline, and for a cube kernel its
-        largest block's padded cube blocks at one a cycle."""
+        """No kernel with tiling `t` runs faster (all its launches): the roofline, and for
+        a cube kernel its largest block's padded cube blocks at one a cycle per launch."""
         if not isinstance(self.space, CubeSpace):
             return self.roofline
         bb, mbf, nbf = self.space.blocks(t)
         m0f, n0f = t["m0"] // FRACTAL, t["n0"] // FRACTAL
-        return max(self.roofline, bb * -(-mbf // m0f) * m0f * -(-nbf // n0f) * n0f * self.space.kf)
+        return max(self.roofline, self.launches * bb * -(-mbf // m0f) * m0f * -(-nbf // n0f) * n0f * self.space.kf)
 
     def pool(self, rng: random.Random) -> list[Tiling]:
         """The kernel's space (its first SPACE_SAMPLE tilings) in a random order, drawn once."""
