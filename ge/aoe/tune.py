@@ -5,10 +5,12 @@ as the cost model, into the tune bank that later compiles take their tilings fro
 2. Every cube and vector kernel whose tiling the tuner can choose (`passes.lowering.space`)
    is searched on the backend's workers (`ge.aoe.search`), each candidate timed alone.
 3. The kernels that got faster alone are compiled into the model and it is run again:
-   the model run, with the L2 state between kernels, is the judge. A kernel slower in
-   the model than with its analytic tiling (all its launches together) gets its
-   analytic tiling back, and the model is run again, until none is slower; if the
-   model as a whole is then slower, every kernel gets its analytic tiling back.
+   the model run is the judge. A tuned kernel slower in the model than with its
+   analytic tiling (all its launches together) gets its analytic tiling back, and the
+   model is run again, until none is slower; if a kernel left analytic is then slower
+   (sharing the chip with another stream's tuned kernel) or the model is, the tuned
+   tilings are tried one at a time instead (`_verify`). No kernel, and not the model,
+   ends slower than with the analytic tilings.
 4. The tilings kept go to the bank (`ge.aoe.bank`); the tuned model is the model a
    compile with that bank builds.
 """
@@ -123,7 +125,8 @@ def tune(
     evaluated = search(kernels, soc_version, runner, budget, seed, on_progress)
     tuned = {keys[k.name]: k.best for k in kernels if k.best is not None and k.best_cycles < k.analytic * (1 - 1e-9)}
     names = {t.name: t.kernel for t in before_model.tasks if isinstance(t, KernelTask)}
-    after_model, after = _verify(model, flags, tuned, keys, before, names)
+    gains = {keys[k.name]: k.analytic - k.best_cycles for k in kernels}
+    after_model, after = _verify(model, flags, tuned, keys, before, names, gains)
     for k in kernels:
         if keys[k.name] in tuned:
             bank.store(banks.Entry(keys[k.name], _kind(k), k.op_types, tuned[keys[k.name]], k.analytic, k.best_cycles))
@@ -231,20 +234,37 @@ def _kind(k: Kernel) -> str:
 
 def _verify(
     model: str | os.PathLike, flags: Mapping[str, object], tuned: dict[str, dict[str, int]], keys: Mapping[str, str], before: Timed,
-    names: Mapping[str, str],
+    names: Mapping[str, str], gains: Mapping[str, float],
 ) -> tuple[Model, Timed]:
-    """The model with `tuned` tilings, each kept only where its kernel is not slower in
-    the model (the dict is trimmed in place); the model itself never slower. `names`:
-    the analytic model's kernel of each task name."""
+    """The model with `tuned` tilings (the dict trimmed in place) where no kernel is
+    slower in the model than with the analytic tilings, and the model not slower.
+    First a tuned kernel slower in the model gets its analytic tiling back, round by
+    round; if then a kernel not tuned is slower (another stream's tuned kernel shares
+    the chip with it), the tilings are taken one at a time, the largest `gains` first,
+    each kept only if the model stays so. `names`: the analytic model's kernel of each
+    task name."""
     for _ in range(VERIFY_ROUNDS):
         compiled, after = _run(model, flags, tuned, names)
-        was, now = before.by_key(keys), after.by_key(keys)
-        slower = [key for key in tuned if now.get(key, 0.0) > was.get(key, 0.0) * (1 + 1e-9)]
+        slower = _slower(before, after, keys)
         if not slower and after.latency_us <= before.latency_us:
             return compiled, after
-        for key in slower:
-            del tuned[key]
-        if not slower:
+        if not set(slower) & set(tuned):
             break
+        for key in set(slower) & set(tuned):
+            del tuned[key]
+    kept: dict[str, dict[str, int]] = {}
+    best = _run(model, flags, {}, names)
+    for key in sorted(tuned, key=lambda k: -gains[k]):
+        trial = _run(model, flags, {**kept, key: tuned[key]}, names)
+        if not _slower(before, trial[1], keys) and trial[1].latency_us <= best[1].latency_us:
+            kept[key] = tuned[key]
+            best = trial
     tuned.clear()
-    return _run(model, flags, {}, names)
+    tuned.update(kept)
+    return best
+
+
+def _slower(before: Timed, after: Timed, keys: Mapping[str, str]) -> list[str]:
+    """The kernels (bank keys) slower in `after` than in `before`."""
+    was, now = before.by_key(keys), after.by_key(keys)
+    return [key for key in now if now[key] > was.get(key, 0.0) * (1 + 1e-9)]
