@@ -214,6 +214,7 @@ def main_code(args: list[str]) -> int:
     return 0
 
 
+@pytest.mark.slow
 def test_the_kernel_cache_keys_on_the_tuned_tiling(conv, bank_dir, tmp_path) -> None:
     """A kernel built with a tuned tiling is a different cache entry from the analytic one."""
     flags = {"soc_version": SOC, "op_compiler_cache_mode": "enable", "op_compiler_cache_dir": str(tmp_path / "cache")}
