@@ -159,17 +159,20 @@ class CubeSpace:
 
     def neighbours(self, t: Mapping[str, int]) -> list[Tiling]:
         """The legal tilings one step from `t`: a split dimension, m0, n0 or k0 one unit
-        or a factor 2 away, B's residency flipped, the K panel narrowed or widened;
-        each with its K panel kept and widened."""
+        or a factor 2 away, M and N trading a factor 2 (of the split or of the L0 tile,
+        whose L0C use stays), B's residency flipped, the K panel narrowed or widened;
+        each with its K panel kept (k0 where it no longer is a multiple) and widened."""
         steps = {"batch_dim": 1, "m_dim": 1, "n_dim": 1, "m0": FRACTAL, "n0": FRACTAL, "k0": self.kc, "k1": t["k0"]}
         moved: list[Tiling] = [{**t, "b_resident": 1 - t["b_resident"]}]
         for key, step in steps.items():
             v = t[key]
             moved += [{**t, key: x} for x in (v - step, v + step, v * 2, v // 2 // step * step) if x > 0 and x != v]
+        for m, n in (("m_dim", "n_dim"), ("m0", "n0")):
+            moved += [{**t, m: t[m] * 2, n: t[n] // 2}, {**t, m: t[m] // 2, n: t[n] * 2}]
         found: dict[tuple[int, ...], Tiling] = {}
         for m in moved:
-            for c in (m, self.widest_k1(m) if m["k1"] % m["k0"] == 0 or self.legal({**m, "k1": m["k0"]}) else m):
-                c = {**c, "k1": c["k1"] if c["k1"] % c["k0"] == 0 else c["k0"]}
+            kept = {**m, "k1": m["k1"] if m["k0"] > 0 and m["k1"] % m["k0"] == 0 else m["k0"]}
+            for c in (kept, self.widest_k1(kept) if kept["k0"] > 0 else kept):
                 if c != dict(t) and self.legal(c):
                     found.setdefault(tuple(c[k] for k in CUBE_KEYS), c)
         return list(found.values())
