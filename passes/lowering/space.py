@@ -159,15 +159,16 @@ class CubeSpace:
 
     def neighbours(self, t: Mapping[str, int]) -> list[Tiling]:
         """The legal tilings one step from `t`: a split dimension, m0, n0 or k0 one unit
-        or a factor 2 away, M and N trading a factor 2 (of the split or of the L0 tile,
-        whose L0C use stays), B's residency flipped, the K panel narrowed or widened;
+        or a factor 2 away, two of them trading a factor 2 (M and N of the split; m0 and
+        n0, whose L0C use stays; m0 or n0 and k0, whose L0A or L0B use stays), B's
+        residency flipped, the K panel narrowed or widened;
         each with its K panel kept (k0 where it no longer is a multiple) and widened."""
         steps = {"batch_dim": 1, "m_dim": 1, "n_dim": 1, "m0": FRACTAL, "n0": FRACTAL, "k0": self.kc, "k1": t["k0"]}
         moved: list[Tiling] = [{**t, "b_resident": 1 - t["b_resident"]}]
         for key, step in steps.items():
             v = t[key]
             moved += [{**t, key: x} for x in (v - step, v + step, v * 2, v // 2 // step * step) if x > 0 and x != v]
-        for m, n in (("m_dim", "n_dim"), ("m0", "n0")):
+        for m, n in (("m_dim", "n_dim"), ("m0", "n0"), ("m0", "k0"), ("n0", "k0")):
             moved += [{**t, m: t[m] * 2, n: t[n] // 2}, {**t, m: t[m] // 2, n: t[n] * 2}]
         found: dict[tuple[int, ...], Tiling] = {}
         for m in moved:
