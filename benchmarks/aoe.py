@@ -130,7 +130,7 @@ def lines(rows: list[Tuned], speed: list[list[str]], spare: str, candidates: int
     out += ["| " + " | ".join(r) + " |" for r in speed]
     out += [
         "",
-        f"- The same machine ran a pure-Python loop {spare} faster on 2 local workers than on 1 at the time: the cores other users left free.",
+        f"- At the time, 2 local workers ran a pure-Python loop at {spare} the speed of 1: what the cores other users left free gave.",
         f"- Measured {date.today().isoformat()} on this machine (2 cores, shared), timing only, default options.",
     ]
     return out
