@@ -10,6 +10,10 @@ fusion, Split no-task), lowering every kernel scope to a tiled `ascend_kernel`
 kernel (`lower-to-kernel`), then the build: streams, memory, tasks, weights and
 kernels (see `ge.backend`).
 
+The lowering takes a kernel's tiling from the tune bank (`ge.aoe.bank`) where the
+bank's folder for the SoC has an entry for it, as ATC uses AOE's custom bank; how
+many did is in `Model.build["tune_bank"]` (path, kernels looked up, tilings taken).
+
 The lowering reads and fills the kernel compile cache (`ge.core.kernel_cache`) as
 op_compiler_cache_mode and op_compiler_cache_dir say (disable by default here, unlike
 CANN); its folder is checked before anything is compiled, and what the cache did
@@ -49,11 +53,13 @@ from contextlib import contextmanager
 from xdsl.dialects.builtin import ModuleOp
 
 from ge import model_cache
+from ge.aoe import bank as tune_bank
 from ge.core import kernel_cache, soc
 from ge.core.errors import OptionError
 from ge.core.gear_options import gear_option
 from ge.core.options import CompileOptions
 from ge.om import Model, OmError, TensorDesc, read
+from passes.lowering import space
 
 __all__ = ["Model", "OmError", "TensorDesc", "compile", "load_model"]
 
@@ -88,6 +94,19 @@ def collecting_less() -> Iterator[None]:
 
 def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapping[str, object] | None) -> Model:
     options = _options(options)
+    if space.current() is not None:  # a tuner chose the tilings
+        return _compile_tiled(model, options, tuned=True)
+    bank = tune_bank.for_compile(options.soc_version)
+    if bank is None:
+        return _compile_tiled(model, options, tuned=False)
+    with space.using(bank.lookup):
+        compiled = _compile_tiled(model, options, tuned=True)
+    return dataclasses.replace(compiled, build={**compiled.build, "tune_bank": bank.report()})
+
+
+def _compile_tiled(model: str | os.PathLike | ModuleOp, options: CompileOptions, tuned: bool) -> Model:
+    """The compile, its tilings from the tune bank or a tuner when `tuned` (no whole
+    build is then taken from or put in the model cache, which does not key on them)."""
     if gear_option(dataclasses.asdict(options)) is not None:
         if isinstance(model, ModuleOp):
             raise OptionError("a multi-gear compile (dynamic_batch_size, dynamic_image_size, dynamic_dims) imports each gear from the ONNX model; give its path, not a module")
@@ -106,7 +125,7 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
         options.op_compiler_cache_mode, options.op_compiler_cache_dir, options.op_debug_level, options.op_debug_config
     )
     started = time.perf_counter()
-    models, unused = model_cache.for_compile(cache, model, options)
+    models, unused = model_cache.for_compile(cache, model, options) if not tuned else (None, "the tilings come from the tune bank")
     hit = models.load() if models is not None else None
     if hit is not None:
         return _from_cache(hit, models, options, time.perf_counter() - started)  # type: ignore[arg-type]

@@ -38,6 +38,10 @@ kernel's IR text; a kernel read from it takes a fresh symbol name and a compute
 region cloned from this scope, so that it carries this scope's node names: a model
 compiled from the cache is the model compiled without it.
 
+A tuner's tilings (`passes.lowering.space.using`, which `ge.compile` sets from the
+tune bank) replace the analytic ones of the scopes they name by `bank_key`; a kernel
+built with one is its own entry in the kernel cache.
+
 The launches are placed in a topological order that keeps the graph's order where
 it can (a scope's launch goes where its first op was, once its inputs exist), so
 the build can plan memory and emit tasks in list order.
@@ -75,19 +79,32 @@ from xdsl.utils.lexer import Input, Span
 
 import dialects
 import passes.lowering
-
 from dialects import ascend_graph as ag
+from dialects.ascend_kernel import (
+    AICPU,
+    ArgAttr,
+    BufferType,
+    KernelOp,
+    LaunchOp,
+    YieldOp,
+    verify_fits,
+)
 from dialects.formats import SMALL_CHANNEL_ATTR
-from dialects.ascend_kernel import AICPU, ArgAttr, BufferType, KernelOp, LaunchOp, YieldOp, verify_fits
+from dialects.kernel_boundary import (
+    ENGINE_ATTR,
+    is_aicpu,
+    makes_kernel,
+    scope_of,
+    virtual_cores,
+)
 from dialects.shapes import DYN, ShapeError, fmt, is_static
 from ge.core import dtypes, ir, kernel_cache
 from ge.core import soc as socs
-from ge.core.options import check_fields, option_field
 from ge.core.errors import ModelError
+from ge.core.options import check_fields, option_field
 from ge.core.weights import WeightStore, store_of
 from passes.graph_match import new_constant
-from passes.lowering import plan
-from dialects.kernel_boundary import ENGINE_ATTR, is_aicpu, makes_kernel, scope_of, virtual_cores
+from passes.lowering import plan, space
 
 LOWERING_SOURCES = (
     __file__,
@@ -133,6 +150,36 @@ class Scope:
             parts.append(f"{op.name}({operands}){props}{mode}{engine}{small}->{results}")
         parts.append(",".join(index[v] for v in self.outputs))
         return "\n".join(parts)
+
+
+def bank_key(scope: Scope, soc: str) -> str:
+    """What a tuned tiling is stored under (`ge.aoe.bank`): the compiler's version and
+    the scope's key (SoC, ops, properties, types, formats, impl mode, virtual cores)."""
+    return f"{kernel_cache.compiler_version(LOWERING_SOURCES)}\n{scope.key(soc)}"
+
+
+def scope_of_kernel(kernel: KernelOp) -> Scope:
+    """The scope a kernel was built from: its compute region's ops, arguments and yield."""
+    block = kernel.compute.block
+    ops = list(block.ops)
+    last = ops[-1]
+    assert isinstance(last, YieldOp)
+    return Scope(tuple(ops[:-1]), tuple(block.args), tuple(last.operands))
+
+
+def build_kernel(soc: str, scope: Scope, tiling: dict[str, int] | None = None) -> KernelOp:
+    """One scope's kernel outside any module (a tuner timing a tiling)."""
+    return _Lowering(ModuleOp([]), soc).build(scope, tiling)
+
+
+def kernel_text(kernel: KernelOp) -> str:
+    """The kernel's IR text, as a kernel cache entry holds it."""
+    return _text(kernel)
+
+
+def parse_kernel(text: str) -> KernelOp:
+    """A kernel from its IR text (one `ascend_kernel.kernel` op), a private copy."""
+    return _prototype(text).clone()
 
 
 def kernel_scopes_of(block: Block) -> list[list[Operation]]:
@@ -216,6 +263,12 @@ class _Lowering:
         key = f"{scope.key(self.soc)}\nbounds {bounds}"
         if key in self.kernels:
             return self.kernels[key]
+        lookup = space.current()
+        bounded = any(v in self.bounds for v in (*scope.inputs, *scope.outputs))
+        tuned = None if lookup is None or bounded or is_aicpu(scope.ops[0]) else lookup(bank_key(scope, self.soc))
+        tiling = dict(tuned) if tuned is not None else None
+        if tiling is not None:
+            key += f"\ntuned {sorted(tiling.items())}"
         shared = _shared.get()
         first = shared.kernels.get(key) if shared is not None else None
         cache = kernel_cache.current()
@@ -223,16 +276,16 @@ class _Lowering:
             kernel = self.adopted(first.clone(), scope)
             shared.hits += 1  # type: ignore[union-attr]
         elif cache is None:
-            kernel = self.build(scope)
+            kernel = self.build(scope, tiling)
         else:
-            kernel = self.cached(cache, scope, f"{kernel_cache.compiler_version(LOWERING_SOURCES)}\n{key}")
+            kernel = self.cached(cache, scope, f"{kernel_cache.compiler_version(LOWERING_SOURCES)}\n{key}", tiling)
         if shared is not None and first is None:
             shared.kernels[key] = kernel  # cloned when a later scope takes it
         self.module.body.block.add_op(kernel)
         self.kernels[key] = kernel
         return kernel
 
-    def cached(self, cache: kernel_cache.KernelCache, scope: Scope, key: str) -> KernelOp:
+    def cached(self, cache: kernel_cache.KernelCache, scope: Scope, key: str, tiling: dict[str, int] | None) -> KernelOp:
         """The scope's kernel from the cache, or built and stored there."""
         names = [op.label if isinstance(op, ag.AscendOp) else op.name for op in scope.ops]
         listed = cache.listed(names, _op_types(scope.ops))
@@ -243,7 +296,7 @@ class _Lowering:
                 cache.hits += 1
                 return kernel
         cache.misses += 1
-        kernel = self.build(scope)
+        kernel = self.build(scope, tiling)
         if not listed:  # an op_debug_list op is built for debugging: it stays out of the cache
             text = _text(kernel)
             cache.store(key, text)
@@ -270,10 +323,11 @@ class _Lowering:
         old.erase()
         return kernel
 
-    def build(self, scope: Scope) -> KernelOp:
+    def build(self, scope: Scope, tiling: dict[str, int] | None = None) -> KernelOp:
+        """The scope's kernel, with `tiling` (a tuned one) in place of the analytic choice."""
         if is_aicpu(scope.ops[0]):
             return self.build_aicpu(scope)
-        planned = plan(self.profile, scope.ops, scope.inputs, scope.outputs)
+        planned = plan(self.profile, scope.ops, scope.inputs, scope.outputs, tiling)
         gm_types = [BufferType("GM")] * (len(scope.inputs) + len(scope.outputs) + (planned.workspace > 0))
         program = Block(arg_types=gm_types)
         values = [*scope.inputs, *scope.outputs]

@@ -441,6 +441,9 @@ def report(model: Path, output: Path, compiled, saved: float) -> None:
     )
     console.print(block_dims(compiled))
     console.print(cache_line(compiled.build["kernel_cache"]))
+    if "tune_bank" in compiled.build:
+        bank = compiled.build["tune_bank"]
+        console.print(f"{bank['tuned']} of {bank['kernels']} kernels took their tiling from the tune bank ({bank['path']})", soft_wrap=True)
     plan = compiled.memory
     fm = plan.sizes[Region.FEATURE_MAP]
     ratio = f" ({fm / plan.feature_map_minimum:.2f}x)" if plan.feature_map_minimum else ""

@@ -216,6 +216,13 @@ from ge.cli.zoo import zoo  # its heavy imports happen inside
 app.command(name="zoo")(zoo)
 
 
+# ------------------------------------------------------------------------------- aoe
+
+from ge.cli.aoe import aoe  # its heavy imports happen inside
+
+app.command(name="aoe")(aoe)
+
+
 # ------------------------------------------------------------------------------ main
 
 

@@ -87,7 +87,7 @@ counters).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from xdsl.ir import Operation, SSAValue
@@ -107,24 +107,31 @@ from passes.lowering.cube import (
 )
 from passes.lowering.program import SETUP_INSTRS, Ops, Plan, Program
 from passes.lowering.recurrent import recurrent_plan
+from passes.lowering.space import CubeSpace
 from passes.lowering.vector import scope_label, vector_plan
 
 # ----------------------------------------------------------- planning a scope
 
 
-def plan(profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Plan:
+def plan(
+    profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
+    tiling: Mapping[str, int] | None = None,
+) -> Plan:
     """The plan of one kernel scope: `ops` in program order, read `inputs` and
-    written `outputs` (the values crossing the scope's boundary)."""
+    written `outputs` (the values crossing the scope's boundary). A `tiling` (a tuned
+    one, see `space`) replaces the analytic choice of a cube or vector kernel."""
     virtual = virtual_cores(ops)
     cubes = [op for op in ops if isinstance(op, ag.CubeOp)]
     if not cubes:
         if profile.split_cores:
             vector = profile.vector_cores if virtual is None else virtual * profile.vector_cores // profile.ai_cores
-            return vector_plan(profile, ops, inputs, outputs, vector, "VectorCore", exact=virtual is not None)
-        return vector_plan(profile, ops, inputs, outputs, virtual or profile.ai_cores, "AiCore", exact=virtual is not None)
+            return vector_plan(profile, ops, inputs, outputs, vector, "VectorCore", exact=virtual is not None, tiling=tiling)
+        return vector_plan(profile, ops, inputs, outputs, virtual or profile.ai_cores, "AiCore", exact=virtual is not None, tiling=tiling)
     cube = cubes[0]
     if len(cubes) > 1 or ops[0] is not cube:
         raise ModelError(f"{scope_label(ops)}: a kernel holds one cube op, its first; this scope has {len(cubes)}, after {ops[0].name}")
+    if tiling is not None and isinstance(cube, (ag.MultiHeadAttentionOp, ag.FusedInferAttentionScoreOp, ag.RecurrentOp)):
+        raise ModelError(f"{scope_label(ops)}: a {cube.name} kernel takes no tuned tiling")
     if isinstance(cube, ag.MultiHeadAttentionOp):
         return attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
     if isinstance(cube, ag.FusedInferAttentionScoreOp):
@@ -136,11 +143,15 @@ def plan(profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValu
     if e.nd_store:
         gemm = replace(gemm, out_nd=True)
     cores = virtual or profile.ai_cores
-    t = tile_gemm(
-        profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=e.bias is not None and profile.fix_pipe,
-        exact=virtual is not None, epilogue_gm=e.gm_bytes_per_element(gemm.out_bytes),
-        epilogue_vector=e.vector_cycles_per_element(gemm.out_bytes),
-    )
+    bias_table = e.bias is not None and profile.fix_pipe
+    if tiling is not None:
+        t = CubeSpace(profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table, virtual is not None).tiling(tiling)
+    else:
+        t = tile_gemm(
+            profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=bias_table,
+            exact=virtual is not None, epilogue_gm=e.gm_bytes_per_element(gemm.out_bytes),
+            epilogue_vector=e.vector_cycles_per_element(gemm.out_bytes),
+        )
     block_dim = t.block_dim if virtual is None else -(-t.block_dim // cores) * cores  # idle blocks where the work is short
     workspace = block_dim * e.workspace(t.m0, t.n0, gemm.out_bytes)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
@@ -163,12 +163,14 @@ def vector_values(
 
 def vector_plan(
     profile: SocProfile, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
-    cores: int, core_type: str, exact: bool = False,
+    cores: int, core_type: str, exact: bool = False, tiling: Mapping[str, int] | None = None,
 ) -> Plan:
     """Blocks and UB tiles of a vector scope, and its program. A row too long for
     the UB is cut into pieces that are: a reduction accumulates piece by piece, a
     normalisation (softmax, layer or instance norm) reads its pieces twice, once
-    for the row's statistics and once to normalise."""
+    for the row's statistics and once to normalise. A `tiling` (block_dim and
+    tile_rows, a tuned one: `passes.lowering.space`) replaces the analytic blocks
+    and tile; one that does not fit is refused."""
     space = vector_space(ops)
     crossing = set(inputs) | set(outputs)
     values = vector_values(ops, crossing, space, space.rows, inputs)
@@ -176,8 +178,14 @@ def vector_plan(
     unit = 32 // narrowest if space.row == 1 else 1  # rows of a 32-byte block of the narrowest value
     units = -(-space.rows // unit)
     block_dim = cores if exact else min(cores, units)  # exact: idle blocks where the work is short
+    if tiling is not None:
+        block_dim = tiling["block_dim"]
+        if not 1 <= block_dim <= cores:
+            raise ModelError(f"{scope_label(ops)}: the tiling {dict(tiling)} does not fit: 1 to {cores} blocks")
     block_rows = min(space.rows, -(-units // block_dim) * unit)
     if ub_bytes(profile, values, min(unit, block_rows)) > profile.ub_bytes:
+        if tiling is not None:
+            raise ModelError(f"{scope_label(ops)}: its rows are cut into pieces; it takes no tuned tiling")
         if space.row == 1:
             raise ModelError(f"{scope_label(ops)}: one 32-byte block of each value does not fit {profile.name}'s UB")
         return _row_pieces(profile, ops, inputs, outputs, space, block_dim, block_rows, core_type)
@@ -185,7 +193,9 @@ def vector_plan(
     while lo < hi:  # the largest tile, in units, that fits
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if ub_bytes(profile, values, mid * unit) <= profile.ub_bytes else (lo, mid - 1)
-    tile = pipelined_tile(profile, ops, inputs, outputs, values, block_rows, unit, lo * unit, block_dim)
+    tile = pipelined_tile(profile, ops, inputs, outputs, values, block_rows, unit, lo * unit, block_dim) if tiling is None else tiling["tile_rows"]
+    if tiling is not None and not (0 < tile <= block_rows and (tile % unit == 0 or tile == block_rows) and tile <= lo * unit):
+        raise ModelError(f"{scope_label(ops)}: the tiling {dict(tiling)} does not fit: at most {cores} blocks and {min(lo * unit, block_rows)} rows a tile, in multiples of {unit}")
     computes = any(recipe(op) for op in ops)
     tiling = {
         "rows": space.rows, "row": space.row, "elements": space.total, "block_rows": block_rows,

@@ -1,0 +1,303 @@
+"""The legal tiling space of a kernel, and tuned tilings in place of the analytic ones.
+
+A tuner (`ge.aoe`) searches this space with the simulator as its cost model; the
+lowering then builds a kernel from a tiling it is given (`plan`'s `tiling`, looked up
+through `using`) instead of the one `cube.tile_gemm` or `vector.vector_plan` derive.
+A tiling is a flat dict of ints, what the kernel's `tiling` attribute records:
+
+- cube (Conv2D, MatMulV2, ... with their tails; not attention or recurrent layers):
+  batch_dim, m_dim, n_dim (the blocks per dimension), m0, n0 (L0 tile, multiples of
+  16), k0, k1 (the K step in L0 and the K panel in L1, multiples of the cube's k),
+  b_resident (B's whole K kept in L1 across the M tiles);
+- vector (a scope whose whole rows fit the UB): block_dim and tile_rows.
+
+Legal is what the analytic choice checks: at most the kernel's cores in one wave, a
+split no finer than the work's units, L0A/L0B holding two k0 steps, L0C two m0 x n0
+accumulators, the bias table an n0 tile of float32 bias, L1 two A panels and B's
+panels (its whole K once when resident), the UB the epilogue's tiles; vector tiles
+in whole 32-byte blocks that fit the UB with their ping-pong buffers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+from xdsl.ir import Operation, SSAValue
+
+from dialects import ascend_graph as ag
+from dialects.ascend_kernel import BIAS_TABLE_BYTES
+from dialects.kernel_boundary import virtual_cores
+from ge.core.errors import ModelError
+from ge.core.soc import SocProfile
+from passes.lowering.cube import (
+    CubeTiling,
+    Gemm,
+    _panels,
+    block_splits,
+    cube_k,
+    epilogue_of,
+    gemm_of,
+)
+from passes.lowering.program import ACC_BYTES, ACC_FRACTAL_BYTES, FRACTAL, FRACTAL_BYTES
+from passes.lowering.vector import ub_bytes, vector_space, vector_values
+
+Tiling = dict[str, int]
+Lookup = Callable[[str], Mapping[str, int] | None]
+"""A tuned tiling by kernel key (`bank_key`), or None where the analytic one stays."""
+
+CUBE_KEYS = ("batch_dim", "m_dim", "n_dim", "m0", "n0", "k0", "k1", "b_resident")
+VECTOR_KEYS = ("block_dim", "tile_rows")
+VECTOR_TILE_COUNTS = 64
+"""A vector block's tiles range from one to this many (even shares of its rows)."""
+
+
+# ------------------------------------------------------------------ cube
+
+
+@dataclass(frozen=True)
+class CubeSpace:
+    """The tilings of one Gemm on `cores` cores."""
+
+    profile: SocProfile
+    gemm: Gemm
+    cores: int
+    epilogue_ub: Callable[[int, int], int]
+    bias_table: bool
+    exact: bool
+
+    @property
+    def kc(self) -> int:
+        return cube_k(self.profile, self.gemm.in_dtype)
+
+    @property
+    def units(self) -> tuple[int, int, int]:
+        return (self.gemm.batch, -(-self.gemm.m // FRACTAL), -(-self.gemm.n // FRACTAL))
+
+    @property
+    def kf(self) -> int:
+        return -(-self.gemm.k // self.kc)
+
+    @property
+    def l1(self) -> int:
+        return self.profile.l1_bytes - (BIAS_TABLE_BYTES if self.bias_table else 0)
+
+    def caps(self) -> tuple[int, int, int, int]:
+        """Fractals of L0A, L0B and L0C (halves: ping and pong) and of an n0 tile the bias table holds."""
+        p = self.profile
+        cap_b = p.l0b_bytes // FRACTAL_BYTES // 2
+        cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if self.bias_table else cap_b
+        return p.l0a_bytes // FRACTAL_BYTES // 2, cap_b, p.l0c_bytes // ACC_FRACTAL_BYTES // 2, cap_n
+
+    def blocks(self, t: Mapping[str, int]) -> tuple[int, int, int]:
+        """The batches, M and N fractals of the largest block."""
+        dims = (t["batch_dim"], t["m_dim"], t["n_dim"])
+        return tuple(-(-u // d) for u, d in zip(self.units, dims))  # type: ignore[return-value]
+
+    def legal(self, t: Mapping[str, int]) -> bool:
+        """True when `t` (all of CUBE_KEYS) fits the cores and the buffers."""
+        if any(k not in t for k in CUBE_KEYS):
+            return False
+        kc, kf = self.kc, self.kf
+        dims = (t["batch_dim"], t["m_dim"], t["n_dim"])
+        if min(dims) < 1 or any(d > u for d, u in zip(dims, self.units)) or math.prod(dims) > self.cores:
+            return False
+        if self.exact and math.prod(dims) != self.cores and any(math.prod(d) == self.cores for d in block_splits(self.units, self.cores, True).values()):
+            return False
+        if any(t[k] < 1 for k in ("m0", "n0", "k0", "k1")) or t["m0"] % FRACTAL or t["n0"] % FRACTAL or t["k0"] % kc or t["k1"] % t["k0"]:
+            return False
+        _, mbf, nbf = self.blocks(t)
+        m0f, n0f, k0f, k1f = t["m0"] // FRACTAL, t["n0"] // FRACTAL, t["k0"] // kc, t["k1"] // kc
+        cap_a, cap_b, cap_c, cap_n = self.caps()
+        if m0f > mbf or n0f > nbf or m0f > cap_a or n0f > min(cap_b, cap_n) or m0f * n0f > cap_c:
+            return False
+        if k0f > kf or k1f > max(kf, k0f) or m0f * k0f > cap_a or n0f * k0f > cap_b:
+            return False
+        if self.epilogue_ub(t["m0"], t["n0"]) > self.profile.ub_bytes:
+            return False
+        single = bool(t["b_resident"]) and nbf <= n0f
+        return _panels(self.profile, self.gemm, kc, m0f, n0f, k1f, kf if t["b_resident"] else k1f, single) <= self.l1
+
+    def tiling(self, t: Mapping[str, int]) -> CubeTiling:
+        """The CubeTiling of a legal `t`; an illegal one is refused."""
+        if not self.legal(t):
+            raise ModelError(f"the cube tiling {dict(t)} of a {self.gemm.m}x{self.gemm.k}x{self.gemm.n} matmul does not fit {self.profile.name}'s cores or buffers")
+        bb, mbf, nbf = self.blocks(t)
+        mb = min(mbf * FRACTAL, self.gemm.m)
+        return CubeTiling(
+            t["batch_dim"], t["m_dim"], t["n_dim"], bb, mb, nbf * FRACTAL, min(t["m0"], -(-mb // FRACTAL) * FRACTAL), t["n0"],
+            t["k0"], t["k1"], bool(t["b_resident"]), self.kc,
+        )
+
+    def widest_k1(self, t: Mapping[str, int]) -> Tiling:
+        """`t` with the largest K panel that fits L1 (k0 if none larger does)."""
+        k0 = t["k0"]
+        lo, hi = 1, max(1, -(-self.kf * self.kc // k0))
+        while lo < hi:  # L1 use grows with k1: the largest multiple of k0 that fits
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if self.legal({**t, "k1": mid * k0}) else (lo, mid - 1)
+        return {**t, "k1": lo * k0}
+
+    def candidates(self) -> Iterator[Tiling]:
+        """Every legal tiling: each one-wave split, L0 tile, k0 (its largest, a half and a
+        quarter of it), B resident or not, with the widest K panel that fits."""
+        cap_a, cap_b, cap_c, cap_n = self.caps()
+        for per, dims in sorted(block_splits(self.units, self.cores, self.exact).items()):
+            _, mbf, nbf = per
+            for m0f in range(1, min(mbf, cap_a) + 1):
+                for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
+                    most = min(self.kf, cap_a // m0f, cap_b // n0f)
+                    for k0f in sorted({most, max(1, most // 2), max(1, most // 4)}, reverse=True):
+                        for resident in (1, 0):
+                            t = dict(zip(CUBE_KEYS, (*dims, m0f * FRACTAL, n0f * FRACTAL, k0f * self.kc, k0f * self.kc, resident)))
+                            if self.legal(t):
+                                yield self.widest_k1(t)
+
+    def neighbours(self, t: Mapping[str, int]) -> list[Tiling]:
+        """The legal tilings one step from `t`: a split dimension, m0, n0 or k0 one unit
+        or a factor 2 away, two of them trading a factor 2 (M and N of the split; m0 and
+        n0, whose L0C use stays; m0 or n0 and k0, whose L0A or L0B use stays), B's
+        residency flipped, the K panel narrowed or widened;
+        each with its K panel kept (k0 where it no longer is a multiple) and widened."""
+        steps = {"batch_dim": 1, "m_dim": 1, "n_dim": 1, "m0": FRACTAL, "n0": FRACTAL, "k0": self.kc, "k1": t["k0"]}
+        moved: list[Tiling] = [{**t, "b_resident": 1 - t["b_resident"]}]
+        for key, step in steps.items():
+            v = t[key]
+            moved += [{**t, key: x} for x in (v - step, v + step, v * 2, v // 2 // step * step) if x > 0 and x != v]
+        for m, n in (("m_dim", "n_dim"), ("m0", "n0"), ("m0", "k0"), ("n0", "k0")):
+            moved += [{**t, m: t[m] * 2, n: t[n] // 2}, {**t, m: t[m] // 2, n: t[n] * 2}]
+        found: dict[tuple[int, ...], Tiling] = {}
+        for m in moved:
+            kept = {**m, "k1": m["k1"] if m["k0"] > 0 and m["k1"] % m["k0"] == 0 else m["k0"]}
+            for c in (kept, self.widest_k1(kept) if kept["k0"] > 0 else kept):
+                if c != dict(t) and self.legal(c):
+                    found.setdefault(tuple(c[k] for k in CUBE_KEYS), c)
+        return list(found.values())
+
+
+# ------------------------------------------------------------------ vector
+
+
+@dataclass(frozen=True)
+class VectorSpace:
+    """The tilings of a vector scope whose whole rows fit the UB."""
+
+    profile: SocProfile
+    ops: tuple[Operation, ...]
+    inputs: tuple[SSAValue, ...]
+    outputs: tuple[SSAValue, ...]
+    cores: int
+    exact: bool
+
+    @cached_property
+    def shape(self) -> tuple[int, int, int, list]:
+        """Rows, the unit of a tile (rows of a 32-byte block when rows are single elements), units, values."""
+        space = vector_space(self.ops)
+        values = vector_values(self.ops, set(self.inputs) | set(self.outputs), space, space.rows)
+        unit = 32 // min(v.element_bytes for v in values) if space.row == 1 else 1
+        return space.rows, unit, -(-space.rows // unit), values
+
+    def fits_whole_rows(self) -> bool:
+        rows, unit, _, values = self.shape
+        return ub_bytes(self.profile, values, min(unit, rows)) <= self.profile.ub_bytes
+
+    def legal(self, t: Mapping[str, int]) -> bool:
+        if any(k not in t for k in VECTOR_KEYS):
+            return False
+        rows, unit, units, values = self.shape
+        block_dim, tile = t["block_dim"], t["tile_rows"]
+        if not 1 <= block_dim <= (self.cores if self.exact else min(self.cores, units)) or (self.exact and block_dim != self.cores):
+            return False
+        block_rows = min(rows, -(-units // block_dim) * unit)
+        return 0 < tile <= block_rows and (tile % unit == 0 or tile == block_rows) and ub_bytes(self.profile, values, tile) <= self.profile.ub_bytes
+
+    def _tiles(self, block_dim: int) -> list[int]:
+        """The tile sizes of a block: its rows in 1 to VECTOR_TILE_COUNTS even tiles, whole units each."""
+        rows, unit, units, _ = self.shape
+        block_rows = min(rows, -(-units // block_dim) * unit)
+        shares = {-(-block_rows // n) for n in range(1, VECTOR_TILE_COUNTS + 1)}
+        sizes = {min(block_rows, -(-share // unit) * unit) for share in shares}
+        return sorted((s for s in sizes if self.legal({"block_dim": block_dim, "tile_rows": s})), reverse=True)
+
+    def candidates(self) -> Iterator[Tiling]:
+        _, _, units, _ = self.shape
+        dims = [self.cores] if self.exact else range(1, min(self.cores, units) + 1)
+        for block_dim in dims:
+            for tile in self._tiles(block_dim):
+                yield {"block_dim": block_dim, "tile_rows": tile}
+
+    def neighbours(self, t: Mapping[str, int]) -> list[Tiling]:
+        """Block counts one or a factor 2 away (each with its largest tile), and the
+        block's next larger and smaller tile sizes."""
+        found: list[Tiling] = []
+        b = t["block_dim"]
+        for d in sorted({b - 1, b + 1, b * 2, b // 2} - {b, 0}):
+            tiles = self._tiles(d) if d > 0 else []
+            if tiles:
+                found.append({"block_dim": d, "tile_rows": tiles[0]})
+        tiles = self._tiles(b)
+        if t["tile_rows"] in tiles:
+            i = tiles.index(t["tile_rows"])
+            found += [{"block_dim": b, "tile_rows": tiles[j]} for j in (i - 1, i + 1) if 0 <= j < len(tiles)]
+        return [c for c in found if self.legal(c)]
+
+
+# ------------------------------------------------------------------ which space
+
+
+def space_of(profile: SocProfile, ops: tuple[Operation, ...], inputs: tuple[SSAValue, ...], outputs: tuple[SSAValue, ...]) -> CubeSpace | VectorSpace | None:
+    """The tiling space of a kernel scope, as `plan` lowers it; None for a kernel
+    the tuner leaves alone (attention, recurrent layers, rows cut into pieces)."""
+    virtual = virtual_cores(ops)
+    cubes = [op for op in ops if isinstance(op, ag.CubeOp)]
+    if not cubes:
+        if profile.split_cores:
+            cores = profile.vector_cores if virtual is None else virtual * profile.vector_cores // profile.ai_cores
+        else:
+            cores = virtual or profile.ai_cores
+        vector = VectorSpace(profile, ops, inputs, outputs, cores, virtual is not None)
+        return vector if vector.fits_whole_rows() else None
+    cube = cubes[0]
+    if len(cubes) > 1 or ops[0] is not cube or isinstance(cube, (ag.MultiHeadAttentionOp, ag.FusedInferAttentionScoreOp, ag.RecurrentOp)):
+        return None
+    return cube_space(profile, cube, list(ops[1:]), outputs, virtual)
+
+
+def cube_space(profile: SocProfile, cube: ag.CubeOp, tail: list[Operation], outputs: tuple[SSAValue, ...] | list[SSAValue], virtual: int | None) -> CubeSpace:
+    """The space of a cube op with its tail, as `plan` sets up its Gemm and epilogue."""
+    gemm, n_logical = gemm_of(profile, cube)
+    e = epilogue_of(profile, cube, tail, outputs, n_logical)
+    if e.nd_store:
+        gemm = replace(gemm, out_nd=True)
+    return CubeSpace(
+        profile, gemm, virtual or profile.ai_cores, lambda m, n: e.ub_bytes(profile, m, n), e.bias is not None and profile.fix_pipe, virtual is not None,
+    )
+
+
+# ------------------------------------------------------------------ tuned tilings in a compile
+
+_lookup: ContextVar[Lookup | None] = ContextVar("tuned_tilings", default=None)
+
+
+def analytic(key: str) -> None:
+    """The lookup of a compile that takes every tiling from the analytic choice."""
+    return
+
+
+def current() -> Lookup | None:
+    """The lookup the lowering consults now; None when the compile has not chosen one."""
+    return _lookup.get()
+
+
+@contextmanager
+def using(lookup: Lookup) -> Iterator[None]:
+    """Lower with tuned tilings from `lookup` (the compile sets it from the tune bank)."""
+    token = _lookup.set(lookup)
+    try:
+        yield
+    finally:
+        _lookup.reset(token)
