@@ -132,6 +132,15 @@ def test_the_same_seed_finds_the_same_tilings_on_every_backend(conv, bank_dir) -
 
 
 @pytest.mark.slow
+def test_ray_started_here_finds_the_tilings_this_process_finds(conv, bank_dir) -> None:
+    """Ray on 2 CPUs, started in the test: the same seed gives the same tilings as in process."""
+    here = tune(conv, SOC, backend="inprocess", budget=Budget(candidates=12), seed=5)
+    ray = tune(conv, SOC, backend="ray", workers=2, budget=Budget(candidates=12), seed=5)
+    assert ray.backend == "ray" and ray.workers == 2
+    assert [(k.name, k.tiling, k.tuned_cycles) for k in here.kernels] == [(k.name, k.tiling, k.tuned_cycles) for k in ray.kernels]
+
+
+@pytest.mark.slow
 def test_atc_uses_the_bank_and_reproduces_the_tuned_latency(conv, bank_dir, tmp_path, capsys) -> None:
     report = tune(conv, SOC, backend="inprocess", budget=Budget(candidates=20), output=tmp_path / "out")
     assert report.tuned and report.after_us < report.before_us

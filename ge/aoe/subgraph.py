@@ -93,7 +93,7 @@ def tune_subgraphs(
     socs.load(soc_version)
     if options and "fusion_switch_file" in options:
         raise OptionError("subgraph tuning chooses the fusion switches itself; give no fusion_switch_file")
-    runner = make_backend(backend, workers, **({"address": ray_address} if backend == "ray" and ray_address else {}))
+    runner = make_backend(backend, workers, address=ray_address)
     started = time.perf_counter()
     path = os.fspath(model)
     flags: dict[str, object] = {**(options or {}), "soc_version": soc_version}
@@ -104,24 +104,28 @@ def tune_subgraphs(
     best = before
     alone: dict[str, float] = {}
     evaluated = 0
-    while candidates:
-        open_ = [c for c in candidates if c not in closed]
-        if budget.candidates is not None:
-            open_ = open_[: budget.candidates - evaluated]
-        if not open_ or (budget.seconds is not None and time.perf_counter() - started >= budget.seconds):
-            break
-        progress = partial(_progress, on_progress, evaluated, budget.candidates, best, before, started)
-        results = runner.map(latency, [{"model": path, "flags": flags, "closed": [*closed, c]} for c in open_], progress)
-        evaluated += len(open_)
-        for c, us in zip(open_, results):
-            alone.setdefault(c, us)
-        us, pick = min(zip(results, open_))
-        if us >= best * (1 - 1e-9):
-            break
-        closed.append(pick)
-        best = us
+    try:
+        while candidates:
+            open_ = [c for c in candidates if c not in closed]
+            if budget.candidates is not None:
+                open_ = open_[: budget.candidates - evaluated]
+            if not open_ or (budget.seconds is not None and time.perf_counter() - started >= budget.seconds):
+                break
+            progress = partial(_progress, on_progress, evaluated, budget.candidates, best, before, started)
+            results = runner.map(latency, [{"model": path, "flags": flags, "closed": [*closed, c]} for c in open_], progress)
+            evaluated += len(open_)
+            for c, us in zip(open_, results):
+                alone.setdefault(c, us)
+            us, pick = min(zip(results, open_))
+            if us >= best * (1 - 1e-9):
+                break
+            closed.append(pick)
+            best = us
+        used = runner.workers
+    finally:
+        runner.close()  # the pool's processes, or the Ray instance this run started
     rows = [PassRow(c, FUSION_PASSES[c].kind.value, alone[c], c in closed) for c in sorted(alone)]
-    report = Report(path, soc_version, 1, backend, runner.workers, seed, before, best, evaluated, 0, time.perf_counter() - started, "", passes=rows)
+    report = Report(path, soc_version, 1, backend, used, seed, before, best, evaluated, 0, time.perf_counter() - started, "", passes=rows)
     if output is not None:
         os.makedirs(output, exist_ok=True)
         with open(os.path.join(output, SWITCH_FILE), "w", encoding="utf-8") as f:

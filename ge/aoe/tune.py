@@ -117,12 +117,16 @@ def tune(
         raise OptionError(f"job_type {job_type} is not allowed; use 1 ({JOB_TYPES[1]}) or 2 ({JOB_TYPES[2]})")
     socs.load(soc_version)
     bank = banks.for_tuning(soc_version, bank_root)
-    runner = make_backend(backend, workers, **({"address": ray_address} if backend == "ray" and ray_address else {}))
+    runner = make_backend(backend, workers, address=ray_address)
     started = time.perf_counter()
     flags = {**(options or {}), "soc_version": soc_version}
     before_model, before = _run(model, flags, {})
     kernels, keys = _kernels(before_model, soc_version)
-    evaluated = search(kernels, soc_version, runner, budget, seed, on_progress)
+    try:
+        evaluated = search(kernels, soc_version, runner, budget, seed, on_progress)
+        used = runner.workers
+    finally:
+        runner.close()  # the pool's processes, or the Ray instance this run started
     tuned = {keys[k.name]: k.best for k in kernels if k.best is not None and k.best_cycles < k.analytic * (1 - 1e-9)}
     names = {t.name: t.kernel for t in before_model.tasks if isinstance(t, KernelTask)}
     gains = {keys[k.name]: k.analytic - k.best_cycles for k in kernels}
@@ -131,7 +135,7 @@ def tune(
         if keys[k.name] in tuned:
             bank.store(banks.Entry(keys[k.name], _kind(k), k.op_types, tuned[keys[k.name]], k.analytic, k.best_cycles))
     report = Report(
-        os.fspath(model), soc_version, job_type, backend, runner.workers, seed, before.latency_us, after.latency_us,
+        os.fspath(model), soc_version, job_type, backend, used, seed, before.latency_us, after.latency_us,
         evaluated, sum(k.pruned for k in kernels), time.perf_counter() - started, bank.folder,
     )
     for k in kernels:

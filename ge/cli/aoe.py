@@ -28,6 +28,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from ge.cli.distributed import BackendOption, RayAddressOption, WorkersOption
 from ge.core.errors import OptionError
 from ge.core.files import check_output_directory
 from ge.core.options import DEFAULT_SOC_VERSION
@@ -51,8 +52,9 @@ def aoe(
     tune_time: Annotated[float | None, typer.Option("--tune_time", "--tune-time", help="Seconds to search (instead of a candidate count).", show_default=False)] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", help=f"Candidates to time (default {DEFAULT_CANDIDATES}; deterministic for a seed).", show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the search's order.")] = 0,
-    workers: Annotated[int | None, typer.Option("--workers", help="Local worker processes (default: one per core).", show_default=False)] = None,
-    ray_address: Annotated[str | None, typer.Option("--ray_address", "--ray-address", help="Run the candidates on a Ray cluster: auto or HOST:PORT.", show_default=False)] = None,
+    backend: BackendOption = None,
+    workers: WorkersOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Tune a model's kernels (job_type 2) or fusion switches (job_type 1) on the simulator."""
     from ge.aoe import Budget, tune
@@ -73,9 +75,9 @@ def aoe(
         raise OptionError(f"--model '{model}' does not exist or is not a file")
     check_output_directory(output, "--output")
     budget = Budget(seconds=tune_time) if tune_time is not None else Budget(candidates=candidates or DEFAULT_CANDIDATES)
-    backend = "ray" if ray_address else "local"
+    kind = backend.value if backend is not None else ("ray" if ray_address is not None else "local")
     with _bar(budget) as update:
-        report = tune(model, soc_version, job_type, backend, workers, seed, budget, output=output, ray_address=ray_address, on_progress=update)
+        report = tune(model, soc_version, job_type, kind, workers, seed, budget, output=output, ray_address=ray_address, on_progress=update)
     show(report)
     console.print(f"report and tuned model in {output}", soft_wrap=True)
 
