@@ -25,12 +25,15 @@ shape) leaves attention over a dynamic sequence as its matmuls and softmax, and 
 fusion does not fuse a row-cut scope whose reduced dims are dynamic. The `.om` keeps the
 optimised graph as IR text, the ranges and the weights (`ge.om.dynamic`); it holds no
 task list and no kernel. The compile also infers the graph's shapes at a probe size
-(`PROBE_DIM` per dynamic dim) to refuse a graph whose shapes depend on values (a
-Shape -> Reshape chain), which no run could build.
+(`PROBE_DIM` per dynamic dim), as a run does, to refuse a graph whose shapes depend on
+data (a NonZero's count, a Reshape to an ArgMax), which no run could build.
 
 Run time (per input shape, `ShapeBuilds`): the shapes are checked against the ranges
 (an `InputError` listing them), every tensor's shape is inferred on the host by each
-op's shape rule, each kernel scope is tiled for its concrete shape by the lowering's
+op's shape rule, and, as GE's host InferShape does, the values shapes depend on (the
+Shape -> Gather -> Concat chains of transformer exports) are computed on the host by
+the reference kernels, so that a DynamicReshape, BroadcastTo, StridedSliceV2 or Range
+takes its size from them and the chains fold to constants (`infer_shapes`); each kernel scope is tiled for its concrete shape by the lowering's
 `plan` (the host tiling function) and the streams, memory plan and task list of that
 shape are built; all of it is cached per shape, so a shape seen again costs only the
 run. The simulator then runs that task list with every task launched from the host
@@ -272,10 +275,11 @@ def _probe(ranges: Ranges) -> dict[str, tuple[int, ...]]:
     return {n: tuple(max(lo, PROBE_DIM) if hi == UNBOUNDED else min(max(lo, PROBE_DIM), hi) for lo, hi in dims) for n, dims in ranges.items()}
 
 
-HOST_VALUE_LIMIT = 4096
+HOST_VALUE_LIMIT = 1 << 16
 """The most elements a tensor may hold for the host to compute its value while it infers
-shapes (a shape computation's vectors and scalars, a Range of positions): a graph cannot
-make the host evaluate a big tensor; a larger one stays an op of the graph."""
+shapes (a shape computation's vectors and scalars, a Range of positions), as many as
+constant folding computes at compile time (`ConstantFoldingPass.max_elements`): a graph
+cannot make the host evaluate a big tensor; a larger one stays an op of the graph."""
 
 VALUE_SIZED: tuple[type[ag.AscendOp], ...] = (ag.DynamicReshapeOp, ag.BroadcastToOp, ag.StridedSliceV2Op, ag.RangeOp)
 """The ops whose result shape is read from values (their `?` dims resolved on the host)."""
@@ -417,7 +421,10 @@ class _HostValues:
         elif isinstance(op, ag.StridedSliceV2Op):
             static = ag.StridedSliceOp([op.x], _slice_props(op, [self.get(v) for v in op.operands[1:]]), op.label, [y.type])
         else:
-            return  # a Range too large to compute on the host runs as it is
+            raise ModelError(
+                f"{op.OP_TYPE} '{op.label}': its {shape[0]} elements are more than the host computes while it infers shapes "
+                f"({HOST_VALUE_LIMIT}), and no device kernel computes a Range; fix its dims with --input_shape or build gears"
+            )
         Rewriter.replace_op(op, static)
 
     def erase_unread(self) -> None:
