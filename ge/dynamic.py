@@ -60,7 +60,7 @@ from collections.abc import Mapping
 
 import numpy as np
 from ml_dtypes import bfloat16
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import Rewriter
 
@@ -342,9 +342,8 @@ def _value_sized(op: ag.AscendOp, values: _HostValues) -> Shape:
         if value is None and i == 0 and not isinstance(op, ag.RangeOp):
             value = _stand_in(v)
         if value is None:
-            source = f"{v.owner.OP_TYPE} '{v.owner.label}'" if isinstance(v.owner, ag.AscendOp) else "a graph input"
             raise ModelError(
-                f"{op.OP_TYPE} '{op.label}': its result shape depends on values computed from data ({source}), not from the "
+                f"{op.OP_TYPE} '{op.label}': its result shape depends on values computed from data ({_data_source(v, values)}), not from the "
                 f"input shapes alone, so no host step can size it before it runs; fix those dims with --input_shape or build gears"
             )
         args.append(value)
@@ -355,6 +354,22 @@ def _value_sized(op: ag.AscendOp, values: _HostValues) -> Shape:
     except GEError as e:
         raise _Refused(f"{op.OP_TYPE} '{op.label}': its shape cannot be computed from the values of its operands: {e}") from None
     return tuple(result.shape)
+
+
+def _data_source(value: SSAValue, values: _HostValues) -> str:
+    """Where data (not shapes) comes into `value`: the integer op nearest the graph inputs
+    on its way (an ArgMax, a NonZero's count), else the input itself."""
+    owner, source = value.owner, None
+    while isinstance(owner, ag.AscendOp) and not isinstance(owner, ag.DataOp):
+        if any(isinstance(ag.dtype_of(r.type), IntegerType) for r in owner.results):
+            source = owner
+        unknown = [v.owner for v in owner.operands if values.get(v) is None]
+        if not unknown:
+            break
+        owner = unknown[0]
+    if source is not None:
+        return f"{source.OP_TYPE} '{source.label}'"
+    return f"input '{owner.label}'" if isinstance(owner, ag.DataOp) else "a graph input"
 
 
 def _range_length(op: ag.RangeOp, start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> int:
