@@ -63,6 +63,7 @@ from ml_dtypes import bfloat16
 from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import Rewriter
+from xdsl.traits import Pure
 
 from dialects import ascend_graph as ag
 from dialects.shapes import DYN, Shape, ShapeError
@@ -404,10 +405,12 @@ class _HostValues:
         return self._values.get(value)
 
     def evaluate(self, op: ag.AscendOp) -> None:
-        """Compute the op on the host if its operands have values and its results are small
-        (a Shape reads its operand's type); then fold it, or make a value-sized op static."""
+        """Compute the op on the host if it is pure, its operands have values and its results
+        are small and logical (a Shape reads its operand's type); then fold it into
+        constants, or make a value-sized op static."""
         args = [_stand_in(op.x)] if isinstance(op, ag.ShapeOp) else [self.get(v) for v in op.operands]
-        if all(a is not None for a in args) and all(_small(r) for r in op.results):
+        computable = op.has_trait(Pure) and all(_small(r) and ag.format_of(r.type) is None for r in op.results)
+        if computable and all(a is not None for a in args):
             try:
                 results = evaluate_op(op, args)  # type: ignore[arg-type]
             except GEError as e:
