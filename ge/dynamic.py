@@ -374,10 +374,14 @@ def _data_source(value: SSAValue, values: _HostValues) -> str:
 
 
 def _range_length(op: ag.RangeOp, start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> int:
-    """A Range's length, max(ceil((limit - start) / delta), 0), without computing it."""
-    if delta.item() == 0:
+    """A Range's length, max(ceil((limit - start) / delta), 0), without computing it
+    (exact for integers, as the reference kernel counts)."""
+    first, last, step = start.item(), limit.item(), delta.item()
+    if step == 0:
         raise _Refused(f"Range '{op.label}': delta is 0")
-    return max(math.ceil((limit.item() - start.item()) / delta.item()), 0)
+    if start.dtype.kind == "f":
+        return max(math.ceil((last - first) / step), 0)
+    return max(-((first - last) // step), 0)
 
 
 class _Refused(ModelError):
