@@ -21,9 +21,12 @@ shared between the gears, the gears take less of it than the statics. Models: th
 ResNet-50 export of `ge.testing.real_models` (batch gears), a BERT-like encoder of
 `ge.testing.gear_models` (hidden 256, 4 layers; the real BERT-base export and the
 bundled tiny BERT are traced at one batch and sequence length, which their Reshapes
-hold as constants, so they take no gears), and the bundled tiny ResNet.
+hold as constants, so they take no gears), and the bundled tiny ResNet. The BERT-base
+export with dynamic batch and sequence (`ge.testing.real_models.dynamic_path`, TorchScript
+exporter; its shape chains are sized on the host per shape, `ge.dynamic.infer_shapes`)
+is measured fully dynamic only, at its first two sequence lengths, the batch pinned to 1.
 
-    .venv/bin/python benchmarks/shapes.py [--only resnet50 bert_like tiny_resnet] [--parallel] [--readme]
+    .venv/bin/python benchmarks/shapes.py [--only resnet50 bert_like bert_base_dynamic tiny_resnet] [--parallel] [--readme]
 
 The fully dynamic build (`ge.dynamic`: the -1 input_shape, compiled once, built and
 tiled on the host per input shape at run time, every task launched from the host) gets
@@ -65,7 +68,7 @@ from ge.sim import timing
 from ge.sim.config import RunConfig
 from ge.sim.runtime import input_specs
 from ge.testing.gear_models import bert_like
-from ge.testing.real_models import model_path
+from ge.testing.real_models import dynamic_path, model_path
 
 console = Console(width=160)
 GEARS = (2, 4, 8)
@@ -91,6 +94,9 @@ class Spec:
     inputs: tuple[tuple[str, str], ...]
     """(input name, its dims with {} for the gear value)"""
     values: tuple[int, ...]
+    strategies: tuple[str, ...] = ("gears", "dynamic")
+    measured: int = DYNAMIC_SHAPES
+    """How many of `values` the dynamic build is measured at."""
 
     def input_shape(self, value: int | str) -> str:
         return ";".join(f"{name}:{dims.format(value)}" for name, dims in self.inputs)
@@ -106,10 +112,12 @@ def specs(folder: Path) -> dict[str, Callable[[], Spec]]:
     batches = (1, 2, 4, 8, 3, 6, 12, 16)
     seqs = (128, 64, 256, 32, 96, 192, 48, 160)
     bert = (("input_ids", "1,{}"), ("attention_mask", "1,{}"))
+    bert_base = (*bert, ("token_type_ids", "1,{}"))
     return {
         "resnet50": lambda: Spec(str(model_path("resnet50")), "dynamic_batch_size", (("input", "{},3,224,224"),), batches),
         "bert_like": lambda: Spec(bert_like(folder / "bert_like.onnx", hidden=BERT_HIDDEN, layers=BERT_LAYERS), "dynamic_dims", bert, seqs),
         "tiny_resnet": lambda: Spec(str(DEMO_MODELS[0].path), "dynamic_batch_size", (("input", "{},3,32,32"),), batches),
+        "bert_base_dynamic": lambda: Spec(str(dynamic_path("bert_base", "torchscript")), "dynamic_dims", bert_base, seqs, ("dynamic",), 2),
     }
 
 
@@ -159,7 +167,7 @@ def bench_dynamic(name: str, spec: Spec, rows: list[list[str]], notes: list[str]
     console.print(f"[dim]{name}: dynamic {spec.input_shape(-1)} compiled in {seconds:.1f} s[/]")
     gaps = []
     same = True
-    for value in spec.values[:DYNAMIC_SHAPES]:
+    for value in spec.values[: spec.measured]:
         static, _ = compiled(spec.path, {"input_shape": spec.input_shape(value)})
         shapes = {d.name: d.origin_shape for d in static.inputs}
         ran = session.run(static, feeds_of(static, shapes))
@@ -236,7 +244,7 @@ def bench(name: str, spec: Spec, rows: list[list[str]], notes: list[str], phases
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", default=["resnet50", "bert_like"], choices=["resnet50", "bert_like", "tiny_resnet"])
+    parser.add_argument("--only", nargs="*", default=["resnet50", "bert_like", "bert_base_dynamic"], choices=["resnet50", "bert_like", "bert_base_dynamic", "tiny_resnet"])
     parser.add_argument("--strategies", nargs="*", default=["gears", "dynamic"], choices=["gears", "dynamic"])
     parser.add_argument("--parallel", action="store_true", help="also build the gears over ge.distributed.backend('local')")
     parser.add_argument("--readme", action="store_true", help="print the tables as Markdown for benchmarks/README.md")
@@ -251,9 +259,9 @@ def main() -> None:
         every = specs(Path(folder))
         for name in args.only:
             spec = every[name]()
-            if "gears" in args.strategies:
+            if "gears" in args.strategies and "gears" in spec.strategies:
                 bench(name, spec, rows, notes, phases, args.parallel)
-            if "dynamic" in args.strategies:
+            if "dynamic" in args.strategies and "dynamic" in spec.strategies:
                 bench_dynamic(name, spec, dynamic_rows, notes)
     columns = ["model", "gears", "gear values", "compile s", "CPU s", "/ (N x static)", "/ sum of statics", "parallel / (N x static)",
                "weights derived once", "kernels taken", "gear / static latency (worst)", "feature map B", "sum over gears B"]

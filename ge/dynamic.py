@@ -25,12 +25,15 @@ shape) leaves attention over a dynamic sequence as its matmuls and softmax, and 
 fusion does not fuse a row-cut scope whose reduced dims are dynamic. The `.om` keeps the
 optimised graph as IR text, the ranges and the weights (`ge.om.dynamic`); it holds no
 task list and no kernel. The compile also infers the graph's shapes at a probe size
-(`PROBE_DIM` per dynamic dim) to refuse a graph whose shapes depend on values (a
-Shape -> Reshape chain), which no run could build.
+(`PROBE_DIM` per dynamic dim), as a run does, to refuse a graph whose shapes depend on
+data (a NonZero's count, a Reshape to an ArgMax), which no run could build.
 
 Run time (per input shape, `ShapeBuilds`): the shapes are checked against the ranges
 (an `InputError` listing them), every tensor's shape is inferred on the host by each
-op's shape rule, each kernel scope is tiled for its concrete shape by the lowering's
+op's shape rule, and, as GE's host InferShape does, the values shapes depend on (the
+Shape -> Gather -> Concat chains of transformer exports) are computed on the host by
+the reference kernels, so that a DynamicReshape, BroadcastTo, StridedSliceV2 or Range
+takes its size from them and the chains fold to constants (`infer_shapes`); each kernel scope is tiled for its concrete shape by the lowering's
 `plan` (the host tiling function) and the streams, memory plan and task list of that
 shape are built; all of it is cached per shape, so a shape seen again costs only the
 run. The simulator then runs that task list with every task launched from the host
@@ -48,6 +51,7 @@ graph, whose ranges are `--input_shape`'s (-1 or `lo~hi` on the gear dims).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import threading
@@ -56,17 +60,19 @@ from collections.abc import Mapping
 
 import numpy as np
 from ml_dtypes import bfloat16
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Attribute
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
+from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import Rewriter
+from xdsl.traits import Pure
 
 from dialects import ascend_graph as ag
 from dialects.shapes import DYN, Shape, ShapeError
 from dialects.shapes import fmt as shapes_fmt
 from ge import backend, pipeline
 from ge.core import dtypes, ir, shape_ranges
-from ge.core.errors import InputError, ModelError, OptionError
+from ge.core.errors import GEError, InputError, ModelError, OptionError
 from ge.core.options import CompileOptions
+from ge.core.reference import const_value, evaluate_op
 from ge.core.shape_ranges import UNBOUNDED, Ranges
 from ge.core.weights import WeightStore, attach, digest, store_of
 from ge.frontend.input_shape import parse_input_shape
@@ -78,6 +84,7 @@ from ge.om.tasks import KernelTask
 from ge.sim import timing
 from ge.sim.config import RunConfig
 from ge.sim.runtime import Runtime
+from passes.graph_match import new_constant, store_around
 
 STRATEGY = "dynamic"
 HYBRID = "hybrid"
@@ -269,11 +276,26 @@ def _probe(ranges: Ranges) -> dict[str, tuple[int, ...]]:
     return {n: tuple(max(lo, PROBE_DIM) if hi == UNBOUNDED else min(max(lo, PROBE_DIM), hi) for lo, hi in dims) for n, dims in ranges.items()}
 
 
+HOST_VALUE_LIMIT = 1 << 16
+"""The most elements a tensor may hold for the host to compute its value while it infers
+shapes (a shape computation's vectors and scalars, a Range of positions), as many as
+constant folding computes at compile time (`ConstantFoldingPass.max_elements`): a graph
+cannot make the host evaluate a big tensor; a larger one stays an op of the graph."""
+
+VALUE_SIZED: tuple[type[ag.AscendOp], ...] = (ag.DynamicReshapeOp, ag.BroadcastToOp, ag.StridedSliceV2Op, ag.RangeOp)
+"""The ops whose result shape is read from values (their `?` dims resolved on the host)."""
+
+
 def infer_shapes(module: ModuleOp, shapes: Mapping[str, tuple[int, ...]], probe: bool = False) -> None:
     """Give every tensor of `module` its shape for the input `shapes`, in place (the host's
-    InferShape); a result whose shape depends on values, not shapes, is refused. A `probe`
-    stops quietly at a shape rule that refuses the shapes (other sizes may fit it)."""
+    InferShape). As GE's does, it computes on the host the values that shapes depend on:
+    a Shape of a typed tensor, small constants and every small op of those (`HOST_VALUE_LIMIT`,
+    by its reference kernel) have values, which size the value-sized ops and replace the ops
+    computing them by constants; a value-sized op becomes its static form (Reshape, ExpandD,
+    StridedSliceD). A shape that depends on data (a NonZero's count, say) is refused. A
+    `probe` stops quietly where these `shapes` break a shape rule (other sizes may fit it)."""
     body = ir.graph_of(module)
+    values = _HostValues()
     for op in list(body.body.block.ops):
         if isinstance(op, ag.DataOp):
             shape = shapes[op.label]
@@ -282,22 +304,181 @@ def infer_shapes(module: ModuleOp, shapes: Mapping[str, tuple[int, ...]], probe:
             raise ModelError(f"{op.OP_TYPE} '{op.label}': control flow in a fully dynamic graph is not built; compile it with --input_shape fixing every dim, or with gears")
         elif isinstance(op, ag.AscendOp) and op.results and not isinstance(op, ag.ConstOp):
             try:
-                inferred = type(op).infer_result_types([v.type for v in op.operands], op.props)
-            except (ShapeError, NotImplementedError) as e:
+                _infer(op, shapes, values)
+            except _Refused:
                 if probe:
                     return
-                raise ModelError(f"{op.OP_TYPE} '{op.label}': its shape for inputs {dict(shapes)} cannot be inferred: {e}") from None
-            for r, t in zip(list(op.results), inferred):
-                if DYN in ag.shape_of(t):
-                    raise ModelError(
-                        f"{op.OP_TYPE} '{op.label}': its result shape {shapes_fmt(ag.shape_of(t))} depends on values computed from the "
-                        f"input shapes (a shape computation), which the fully dynamic build does not resolve; fix those dims with "
-                        f"--input_shape or build gears"
-                    )
-                typed = _retyped(r.type, ag.shape_of(t))
-                if r.type != typed:
-                    Rewriter.replace_value_with_new_type(r, typed)
+                raise
+    values.erase_unread()
     module.verify()
+
+
+def _infer(op: ag.AscendOp, shapes: Mapping[str, tuple[int, ...]], values: _HostValues) -> None:
+    """Type the results of one op for the input `shapes`, and fold it when the host has its value."""
+    try:
+        inferred = [ag.shape_of(t) for t in type(op).infer_result_types([v.type for v in op.operands], op.props)]
+    except (ShapeError, NotImplementedError) as e:
+        raise _Refused(f"{op.OP_TYPE} '{op.label}': its shape for inputs {dict(shapes)} cannot be inferred: {e}") from None
+    if isinstance(op, VALUE_SIZED):
+        inferred = [_value_sized(op, values)]
+    elif any(DYN in s for s in inferred):
+        raise ModelError(
+            f"{op.OP_TYPE} '{op.label}': its result shape {shapes_fmt(inferred[0])} depends on the values of its inputs "
+            f"(data), which a fully dynamic build cannot size before it runs; fix those dims with --input_shape or build gears"
+        )
+    for r, shape in zip(list(op.results), inferred):
+        typed = _retyped(r.type, shape)
+        if r.type != typed:
+            Rewriter.replace_value_with_new_type(r, typed)
+    values.evaluate(op)
+
+
+def _value_sized(op: ag.AscendOp, values: _HostValues) -> Shape:
+    """The result shape of an op sized by values, from the host's values of its operands
+    (its data operand, whose shape only it reads, stood in for), checked against the dims
+    the importer proved."""
+    args = []
+    for i, v in enumerate(op.operands):
+        value = values.get(v)
+        if value is None and i == 0 and not isinstance(op, ag.RangeOp):
+            value = _stand_in(v)
+        if value is None:
+            raise ModelError(
+                f"{op.OP_TYPE} '{op.label}': its result shape depends on values computed from data ({_data_source(v, values)}), not from the "
+                f"input shapes alone, so no host step can size it before it runs; fix those dims with --input_shape or build gears"
+            )
+        args.append(value)
+    if isinstance(op, ag.RangeOp):
+        return (_range_length(op, *args),)
+    try:
+        (result,) = evaluate_op(op, args)
+    except GEError as e:
+        raise _Refused(f"{op.OP_TYPE} '{op.label}': its shape cannot be computed from the values of its operands: {e}") from None
+    return tuple(result.shape)
+
+
+def _data_source(value: SSAValue, values: _HostValues) -> str:
+    """Where data (not shapes) comes into `value`: the integer op nearest the graph inputs
+    on its way (an ArgMax, a NonZero's count), else the input itself."""
+    owner, source = value.owner, None
+    while isinstance(owner, ag.AscendOp) and not isinstance(owner, ag.DataOp):
+        if any(isinstance(ag.dtype_of(r.type), IntegerType) for r in owner.results):
+            source = owner
+        unknown = [v.owner for v in owner.operands if values.get(v) is None]
+        if not unknown:
+            break
+        owner = unknown[0]
+    if source is not None:
+        return f"{source.OP_TYPE} '{source.label}'"
+    return f"input '{owner.label}'" if isinstance(owner, ag.DataOp) else "a graph input"
+
+
+def _range_length(op: ag.RangeOp, start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> int:
+    """A Range's length, max(ceil((limit - start) / delta), 0), without computing it
+    (exact for integers, as the reference kernel counts)."""
+    first, last, step = start.item(), limit.item(), delta.item()
+    if step == 0:
+        raise _Refused(f"Range '{op.label}': delta is 0")
+    if start.dtype.kind == "f":
+        return max(math.ceil((last - first) / step), 0)
+    return max(-((first - last) // step), 0)
+
+
+class _Refused(ModelError):
+    """These input shapes break a shape rule (a probe's sizes may, where a run's fit)."""
+
+
+def _stand_in(value: SSAValue) -> np.ndarray:
+    """Zeros of the value's (inferred, static) type that take no memory: for a kernel that
+    reads only the shape of this operand."""
+    return np.broadcast_to(np.zeros((), dtypes.to_numpy(ag.dtype_of(value.type))), ag.shape_of(value.type))
+
+
+class _HostValues:
+    """The values the host computes while it infers shapes: those of Shape ops, small
+    constants and small ops of them; each op computed is replaced by a constant."""
+
+    def __init__(self) -> None:
+        self._values: dict[SSAValue, np.ndarray] = {}
+        self._consts: list[ag.ConstOp] = []
+
+    def get(self, value: SSAValue) -> np.ndarray | None:
+        if value not in self._values and isinstance(value.owner, ag.ConstOp) and _small(value):
+            self._values[value] = const_value(value.owner)
+            self._consts.append(value.owner)
+        return self._values.get(value)
+
+    def evaluate(self, op: ag.AscendOp) -> None:
+        """Compute the op on the host if it is pure, its operands have values and its results
+        are small and logical (a Shape reads its operand's type); then fold it into
+        constants, or make a value-sized op static."""
+        args = [_stand_in(op.x)] if isinstance(op, ag.ShapeOp) else [self.get(v) for v in op.operands]
+        computable = op.has_trait(Pure) and all(_small(r) and ag.format_of(r.type) is None for r in op.results)
+        if computable and all(a is not None for a in args):
+            try:
+                results = evaluate_op(op, args)  # type: ignore[arg-type]
+            except GEError as e:
+                raise _Refused(f"{op.OP_TYPE} '{op.label}': the host cannot compute its value for this shape: {e}") from None
+            self._fold(op, results)
+        elif isinstance(op, VALUE_SIZED):
+            self._make_static(op)
+
+    def _fold(self, op: ag.AscendOp, results: list[np.ndarray]) -> None:
+        store = store_around(op)
+        names = [op.label] if len(results) == 1 else [f"{op.label}:{i}" for i in range(len(results))]
+        consts = [new_constant(value, ag.dtype_of(r.type), name, store) for value, r, name in zip(results, op.results, names)]
+        Rewriter.replace_op(op, consts, [c.out for c in consts])  # type: ignore[arg-type]
+        for c, value in zip(consts, results):
+            self._values[c.out] = value
+        self._consts.extend(consts)
+
+    def _make_static(self, op: ag.AscendOp) -> None:
+        """A value-sized op whose shape the host knows, but not its value: the static op."""
+        y = op.results[0]
+        shape = ag.shape_of(y.type)
+        if isinstance(op, ag.DynamicReshapeOp):
+            static: ag.AscendOp = ag.ReshapeOp([op.x], {"shape": ag.ints(shape)}, op.label, [y.type])
+        elif isinstance(op, ag.BroadcastToOp):
+            static = ag.ExpandOp([op.x], {"shape": ag.ints(shape)}, op.label, [y.type])
+        elif isinstance(op, ag.StridedSliceV2Op):
+            static = ag.StridedSliceOp([op.x], _slice_props(op, [self.get(v) for v in op.operands[1:]]), op.label, [y.type])
+        else:
+            raise ModelError(
+                f"{op.OP_TYPE} '{op.label}': its {shape[0]} elements are more than the host computes while it infers shapes "
+                f"({HOST_VALUE_LIMIT}), and no device kernel computes a Range; fix its dims with --input_shape or build gears"
+            )
+        Rewriter.replace_op(op, static)
+
+    def erase_unread(self) -> None:
+        """Erase the constants the host read or made that nothing reads any more (the
+        shape chains folded into other constants)."""
+        for const in dict.fromkeys(reversed(self._consts)):
+            if not const.out.uses:
+                Rewriter.erase_op(const)
+
+
+def _small(value: SSAValue) -> bool:
+    shape = ag.shape_of(value.type)
+    return DYN not in shape and int(np.prod(shape)) <= HOST_VALUE_LIMIT
+
+
+def _slice_props(op: ag.StridedSliceV2Op, args: list[np.ndarray | None]) -> dict[str, Attribute]:
+    """StridedSliceD's begin, end and strides (one per dim, clamped as ONNX's Slice clamps)
+    for the host's values of a StridedSliceV2's starts, ends, axes and steps."""
+    x = ag.shape_of(op.x.type)
+    begin, end, strides = [0] * len(x), list(x), [1] * len(x)
+    starts, ends, axes, steps = (np.asarray(a).astype(np.int64).tolist() for a in args)
+    for start, stop, axis, step in zip(starts, ends, axes, steps):
+        axis += len(x) if axis < 0 else 0
+        size = x[axis]
+        start += size if start < 0 else 0
+        stop += size if stop < 0 else 0
+        if step > 0:
+            begin[axis], end[axis] = min(max(start, 0), size), min(max(stop, 0), size)
+        else:
+            begin[axis], end[axis] = min(max(start, 0), size - 1), min(max(stop, -1), size - 1)
+        strides[axis] = step
+    return {"begin": ag.ints(begin), "end": ag.ints(end), "strides": ag.ints(strides)}
 
 
 def _retyped(old: Attribute, shape: Shape) -> TensorType:

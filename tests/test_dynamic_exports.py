@@ -22,7 +22,6 @@ import onnx
 import pytest
 
 import ge
-from ge.core.errors import OptionError
 from ge.frontend.symbolic import shapes_of
 from ge.session import Session
 from ge.testing.real_models import (
@@ -110,9 +109,3 @@ def test_pinning_both_dims_compiles_the_static_model(name: str, exporter: str) -
     shape = (2, 48)
     model = ge.compile(path, {"input_shape": ";".join(f"{n}:{shape[0]},{shape[1]}" for n in inputs(path)), "soc_version": SOC})
     agree(model, path, shape)
-
-
-@pytest.mark.parametrize(("name", "exporter"), EXPORTS)
-def test_without_pinned_dims_compile_asks_for_them(name: str, exporter: str) -> None:
-    with pytest.raises(OptionError, match=r"--input_shape=\"input_ids:<batch>,<sequence>;attention_mask:<batch>,<sequence>"):
-        ge.compile(dynamic_path(name, exporter), {"soc_version": SOC})
