@@ -13,6 +13,9 @@ kernels (see `ge.backend`).
 The lowering takes a kernel's tiling from the tune bank (`ge.aoe.bank`) where the
 bank's folder for the SoC has an entry for it, as ATC uses AOE's custom bank; how
 many did is in `Model.build["tune_bank"]` (path, kernels looked up, tilings taken).
+Without a fusion_switch_file, the fusion switches of the model's graph entry there
+(subgraph tuning's result for this ONNX file and these options) apply, recorded as
+`closed_passes`.
 
 The lowering reads and fills the kernel compile cache (`ge.core.kernel_cache`) as
 op_compiler_cache_mode and op_compiler_cache_dir say (disable by default here, unlike
@@ -43,16 +46,18 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import logging
 import math
 import os
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from xdsl.dialects.builtin import ModuleOp
 
-from ge import model_cache
+from ge import fusion_switch, model_cache
 from ge.aoe import bank as tune_bank
 from ge.core import kernel_cache, soc
 from ge.core.errors import OptionError
@@ -99,9 +104,16 @@ def _compile(model: str | os.PathLike | ModuleOp, options: CompileOptions | Mapp
     bank = tune_bank.for_compile(options.soc_version)
     if bank is None:
         return _compile_tiled(model, options, tuned=False)
-    with space.using(bank.lookup):
+    graph = bank.graph(tune_bank.graph_key(model, options)) if options.fusion_switch_file is None and not isinstance(model, ModuleOp) else None
+    with space.using(bank.lookup), tempfile.TemporaryDirectory(prefix="ge_switches_") as folder:
+        if graph is not None:  # subgraph tuning's fusion switches, as a switch file would give them
+            switch_file = os.path.join(folder, "fusion_switch.cfg")
+            with open(switch_file, "w", encoding="utf-8") as f:
+                json.dump(fusion_switch.closing(graph.closed), f)
+            options = dataclasses.replace(options, fusion_switch_file=switch_file)
         compiled = _compile_tiled(model, options, tuned=True)
-    return dataclasses.replace(compiled, build={**compiled.build, "tune_bank": bank.report()})
+    record = {**bank.report(), **({"closed_passes": list(graph.closed)} if graph is not None else {})}
+    return dataclasses.replace(compiled, build={**compiled.build, "tune_bank": record})
 
 
 def _compile_tiled(model: str | os.PathLike | ModuleOp, options: CompileOptions, tuned: bool) -> Model:

@@ -52,6 +52,14 @@ class FusionSwitches:
         return cls.kind not in self.all_off
 
 
+def closing(closed: list[str] | tuple[str, ...]) -> dict[str, object]:
+    """A switch file's JSON that closes the passes `closed` (subgraph tuning's result)."""
+    sections: dict[str, dict[str, str]] = {}
+    for name in sorted(closed):
+        sections.setdefault(FUSION_PASSES[name].kind.value, {})[name] = "off"
+    return {"Switch": sections}
+
+
 def load(path: str) -> FusionSwitches:
     """Read a switch file in either format; errors name the file and the key or line."""
     builtin_fusion_passes()  # the names are checked against every built-in pass

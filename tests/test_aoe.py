@@ -189,6 +189,34 @@ def test_subgraph_tuning_writes_a_switch_file(bank_dir, tmp_path) -> None:
     assert all(switches.enabled(p.name) != p.closed for p in report.passes)
 
 
+def test_compiles_take_the_fusion_switches_of_the_model_s_graph_entry(bank_dir, tmp_path) -> None:
+    """Subgraph tuning's result in the bank closes its passes in later compiles of that
+    model with those options, as the same switch file would; other options, a given
+    switch file or a corrupt entry leave the switches alone."""
+    from ge import fusion_switch
+    from ge.aoe.subgraph import matched_passes
+    from ge.core.options import CompileOptions
+
+    flags = {"soc_version": SOC}
+    closing = matched_passes(str(TINY_RESNET), flags)[:1]
+    assert closing
+    bank = banks.for_tuning(SOC)
+    key = banks.graph_key(TINY_RESNET, CompileOptions.from_flags(**flags))
+    path = bank.store(banks.GraphEntry(key, tuple(closing), 2.0, 1.0))
+    tuned = ge.compile(TINY_RESNET, flags)
+    assert tuned.build["tune_bank"]["closed_passes"] == closing
+    switch = tmp_path / "switch.cfg"
+    switch.write_text(json.dumps(fusion_switch.closing(closing)))
+    by_file = ge.compile(TINY_RESNET, {**flags, "fusion_switch_file": str(switch)})
+    assert "closed_passes" not in by_file.build["tune_bank"]
+    session = Session(RunConfig(timing_only=True))
+    assert session.run(tuned).latency_us == session.run(by_file).latency_us
+    assert len(tuned.tasks) == len(by_file.tasks)
+    assert "closed_passes" not in ge.compile(TINY_RESNET, {**flags, "precision_mode": "force_fp32"}).build["tune_bank"]
+    Path(path).write_text(Path(path).read_text().replace(closing[0], closing[0] + "x"))
+    assert "closed_passes" not in ge.compile(TINY_RESNET, flags).build["tune_bank"]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -17,8 +17,16 @@ folder) leave only whole entries. One that is not JSON, of another format, whose
 digest or key does not check (corrupt, truncated, a hash collision, another
 compiler's) is ignored with an info line, never loaded, and left where it is.
 
+Subgraph tuning's result, the fusion passes to close for one model, is a graph entry
+(`<root>/<soc>/graph/<sha256 of the key>.json`, as CANN keeps a graph bank beside the
+operator bank): its key is the compiler's version (every file of `passes` and
+`dialects`), the SoC, the SHA-256 of the ONNX file and the compile options that shape
+the graph; checked and written as a kernel's entry is.
+
 A compile (`ge.compile`, `ge atc`) takes its tilings from the bank whenever the
-SoC's folder has entries, as ATC uses a custom bank that exists.
+SoC's folder has entries, as ATC uses a custom bank that exists, and its fusion
+switches from the model's graph entry when it has one and is given no
+`fusion_switch_file`.
 """
 
 from __future__ import annotations
@@ -28,17 +36,24 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
+import dialects
+import passes
+from ge.core import kernel_cache
 from ge.core.errors import OptionError
 from ge.core.files import FileError, published
+from ge.core.options import CompileOptions
 from passes.lowering.space import CUBE_KEYS, VECTOR_KEYS
 
 log = logging.getLogger("ge")
 
 FORMAT = 1
 KINDS = {"cube": CUBE_KEYS, "vector": VECTOR_KEYS}
+GRAPH = "graph"
 SUFFIX = ".json"
+NOT_GRAPH_OPTIONS = frozenset({"fusion_switch_file", "export_compile_stat", "op_compiler_cache_mode", "op_compiler_cache_dir", "debug_dir", "session_id", "graph_id"})
+"""Compile options that do not change the optimised graph, left out of a graph key."""
 
 
 def default_root(environ: Mapping[str, str] = os.environ) -> str:
@@ -72,6 +87,28 @@ def _digest(payload: Mapping[str, object]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+def graph_key(model: str | os.PathLike, options: CompileOptions) -> str:
+    """What subgraph tuning's result for `model` compiled with `options` is stored under."""
+    with open(model, "rb") as f:
+        content = hashlib.file_digest(f, "sha256").hexdigest()
+    shaping = {k: v for k, v in sorted(asdict(options).items()) if k not in NOT_GRAPH_OPTIONS}
+    version = kernel_cache.compiler_version((os.path.dirname(passes.__file__), os.path.dirname(dialects.__file__)))
+    return f"{version}\nmodel {content}\noptions {json.dumps(shaping, sort_keys=True, default=str)}"
+
+
+@dataclass(frozen=True)
+class GraphEntry:
+    """One model's tuned fusion switches: the passes to close, and the latency (us) before and after."""
+
+    key: str
+    closed: tuple[str, ...]
+    before_us: float
+    after_us: float
+
+    def payload(self) -> dict[str, object]:
+        return {"format": FORMAT, "key": self.key, "kind": GRAPH, "closed": list(self.closed), "latency_us": {"before": self.before_us, "after": self.after_us}}
+
+
 @dataclass
 class Bank:
     """The bank's folder for one SoC: lookups (counted, for the compile's summary) and stores."""
@@ -97,7 +134,21 @@ class Bank:
         return self._names[kind]
 
     def __len__(self) -> int:
-        return sum(len(self.names(kind)) for kind in KINDS)
+        return sum(len(self.names(kind)) for kind in (*KINDS, GRAPH))
+
+    def graph(self, key: str) -> GraphEntry | None:
+        """The graph entry stored for `key`, or None; a bad one is logged and ignored."""
+        path = self.path(key, GRAPH)
+        if os.path.basename(path) not in self.names(GRAPH):
+            return None
+        data = _load(path)
+        reason = "" if data is None else _graph_problem(data, key)
+        if data is None or reason:
+            if reason:
+                log.info("tune bank: ignoring %s: %s", path, reason)
+            return None
+        latency = data["latency_us"]
+        return GraphEntry(key, tuple(data["closed"]), float(latency["before"]), float(latency["after"]))
 
     def entry(self, key: str) -> Entry | None:
         """The entry stored for `key`, or None; a bad one is logged and ignored."""
@@ -116,9 +167,10 @@ class Bank:
         self.taken += 1
         return found.tiling
 
-    def store(self, entry: Entry) -> str:
+    def store(self, entry: Entry | GraphEntry) -> str:
         """Write `entry` whole (a temporary file renamed into place); its path."""
-        path = self.path(entry.key, entry.kind)
+        kind = GRAPH if isinstance(entry, GraphEntry) else entry.kind
+        path = self.path(entry.key, kind)
         payload = entry.payload()
         content = json.dumps({**payload, "sha256": _digest(payload)}, sort_keys=True, indent=1)
         try:
@@ -127,20 +179,27 @@ class Bank:
                 f.write(content + "\n")
         except (OSError, FileError) as e:
             raise OptionError(f"tune bank '{self.root}': cannot write an entry: {e}; give a writable TUNE_BANK_PATH") from None
-        self._names.pop(entry.kind, None)
+        self._names.pop(kind, None)
         return path
 
     def report(self) -> dict[str, object]:
         return {"path": self.folder, "kernels": self.looked, "tuned": self.taken}
 
 
-def _read(path: str, key: str, kind: str) -> Entry | None:
-    """The entry at `path` if it checks (JSON, format, digest, key, tiling), else None, logged."""
+def _load(path: str) -> object | None:
+    """The JSON at `path`, or None (logged) when it cannot be read."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            return json.load(f)
     except (OSError, ValueError) as e:
         log.info("tune bank: ignoring %s: not a readable JSON entry (%s)", path, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        return None
+
+
+def _read(path: str, key: str, kind: str) -> Entry | None:
+    """The entry at `path` if it checks (JSON, format, digest, key, tiling), else None, logged."""
+    data = _load(path)
+    if data is None:
         return None
     reason = _problem(data, key, kind)
     if reason:
@@ -152,13 +211,10 @@ def _read(path: str, key: str, kind: str) -> Entry | None:
 
 def _problem(data: object, key: str, kind: str) -> str:
     """Why `data` is not a good entry for `key` of `kind` ('' when it is)."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return f"not a tune bank entry of format {FORMAT}"
-    payload = {k: v for k, v in data.items() if k != "sha256"}
-    if data.get("sha256") != _digest(payload):
-        return "its content does not match its digest (corrupt or edited)"
-    if data.get("key") != key:
-        return "it holds another key (another compiler version, or a hash collision)"
+    reason = _checked(data, key)
+    if reason:
+        return reason
+    assert isinstance(data, dict)
     tiling = data.get("tiling")
     if data.get("kind") != kind or not isinstance(tiling, dict) or sorted(tiling) != sorted(KINDS[kind]):
         return f"its tiling is not a {kind} tiling ({', '.join(KINDS[kind])})"
@@ -169,6 +225,31 @@ def _problem(data: object, key: str, kind: str) -> str:
         return "its cycles are missing"
     if not isinstance(data.get("op_types"), list):
         return "its op types are missing"
+    return ""
+
+
+def _checked(data: object, key: str) -> str:
+    """Why `data` is not a whole entry of this format for `key` ('' when it is)."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return f"not a tune bank entry of format {FORMAT}"
+    if data.get("sha256") != _digest({k: v for k, v in data.items() if k != "sha256"}):
+        return "its content does not match its digest (corrupt or edited)"
+    if data.get("key") != key:
+        return "it holds another key (another compiler version, or a hash collision)"
+    return ""
+
+
+def _graph_problem(data: object, key: str) -> str:
+    """Why `data` is not a good graph entry for `key` ('' when it is)."""
+    reason = _checked(data, key)
+    if reason:
+        return reason
+    assert isinstance(data, dict)
+    closed, latency = data.get("closed"), data.get("latency_us")
+    if data.get("kind") != GRAPH or not isinstance(closed, list) or not all(isinstance(c, str) for c in closed):
+        return "its closed passes are not a list of names"
+    if not isinstance(latency, dict) or not all(isinstance(latency.get(k), (int, float)) for k in ("before", "after")):
+        return "its latencies are missing"
     return ""
 
 

@@ -6,7 +6,8 @@ whole model with that fusion switch file and running it timing only. The search 
 greedy: each round closes, one at a time, every pass still open, and keeps the one
 that lowers the latency most; it stops when none does or the budget is spent. The
 best set is written as a fusion switch file (`fusion_switch.cfg` in the output
-folder), for `ge atc --fusion_switch_file`.
+folder), and, when it closes any, as the model's graph entry in the tune bank
+(`ge.aoe.bank`), which later compiles of the model with the same options use.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TypedDict
 
+from ge import fusion_switch
+from ge.aoe import bank as banks
 from ge.aoe.search import Budget, Progress
 from ge.aoe.tune import PassRow, Report
 from ge.core import soc as socs
 from ge.core.errors import OptionError
+from ge.core.options import CompileOptions
 from ge.distributed import backend as make_backend
 from passes.fusion import FUSION_PASSES
 
@@ -38,14 +42,6 @@ class Job(TypedDict):
     closed: list[str]
 
 
-def switch_document(closed: list[str]) -> dict[str, object]:
-    """A fusion switch file's JSON closing `closed`."""
-    sections: dict[str, dict[str, str]] = {}
-    for name in sorted(closed):
-        sections.setdefault(FUSION_PASSES[name].kind.value, {})[name] = "off"
-    return {"Switch": sections}
-
-
 def latency(job: Job) -> float:
     """The model's simulated latency (us) compiled with `closed` passes closed; inf if it fails to compile."""
     import ge
@@ -56,7 +52,7 @@ def latency(job: Job) -> float:
     with tempfile.TemporaryDirectory(prefix="ge_aoe_") as folder:
         path = os.path.join(folder, SWITCH_FILE)
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(switch_document(job["closed"]), f)
+            json.dump(fusion_switch.closing(job["closed"]), f)
         try:
             compiled = ge.compile(job["model"], {**job["flags"], "fusion_switch_file": path})
         except GEError:
@@ -86,13 +82,14 @@ def _progress(
 def tune_subgraphs(
     model: str | os.PathLike, soc_version: str, backend: str = "local", workers: int | None = None, seed: int = 0,
     budget: Budget = DEFAULT_BUDGET, options: Mapping[str, object] | None = None, output: str | os.PathLike | None = None,
-    ray_address: str | None = None, on_progress: Callable[[Progress], None] | None = None,
+    ray_address: str | None = None, on_progress: Callable[[Progress], None] | None = None, bank_root: str | None = None,
 ) -> Report:
     """Search the fusion switches of `model` for `soc_version`; the report's `passes`
     say which it closes, and `output` gets the switch file and the report."""
     socs.load(soc_version)
     if options and "fusion_switch_file" in options:
         raise OptionError("subgraph tuning chooses the fusion switches itself; give no fusion_switch_file")
+    bank = banks.for_tuning(soc_version, bank_root)
     runner = make_backend(backend, workers, address=ray_address)
     started = time.perf_counter()
     path = os.fspath(model)
@@ -125,11 +122,13 @@ def tune_subgraphs(
     finally:
         runner.close()  # the pool's processes, or the Ray instance this run started
     rows = [PassRow(c, FUSION_PASSES[c].kind.value, alone[c], c in closed) for c in sorted(alone)]
-    report = Report(path, soc_version, 1, backend, used, seed, before, best, evaluated, 0, time.perf_counter() - started, "", passes=rows)
+    if closed:
+        bank.store(banks.GraphEntry(banks.graph_key(path, CompileOptions.from_flags(**flags)), tuple(closed), before, best))
+    report = Report(path, soc_version, 1, backend, used, seed, before, best, evaluated, 0, time.perf_counter() - started, bank.folder, passes=rows)
     if output is not None:
         os.makedirs(output, exist_ok=True)
         with open(os.path.join(output, SWITCH_FILE), "w", encoding="utf-8") as f:
-            json.dump(switch_document(closed), f, indent=1)
+            json.dump(fusion_switch.closing(closed), f, indent=1)
         with open(os.path.join(output, "aoe_report.json"), "w", encoding="utf-8") as f:
             f.write(report.to_json() + "\n")
     return report

@@ -112,7 +112,7 @@ def tune(
     if job_type == 1:
         from ge.aoe.subgraph import tune_subgraphs
 
-        return tune_subgraphs(model, soc_version, backend, workers, seed, budget, options, output, ray_address, on_progress)
+        return tune_subgraphs(model, soc_version, backend, workers, seed, budget, options, output, ray_address, on_progress, bank_root)
     if job_type != 2:
         raise OptionError(f"job_type {job_type} is not allowed; use 1 ({JOB_TYPES[1]}) or 2 ({JOB_TYPES[2]})")
     socs.load(soc_version)

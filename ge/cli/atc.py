@@ -444,6 +444,8 @@ def report(model: Path, output: Path, compiled, saved: float) -> None:
     if "tune_bank" in compiled.build:
         bank = compiled.build["tune_bank"]
         console.print(f"{bank['tuned']} of {bank['kernels']} kernels took their tiling from the tune bank ({bank['path']})", soft_wrap=True)
+        if bank.get("closed_passes"):
+            console.print(f"fusion switches from the tune bank's graph entry: {', '.join(bank['closed_passes'])} off", soft_wrap=True)
     plan = compiled.memory
     fm = plan.sizes[Region.FEATURE_MAP]
     ratio = f" ({fm / plan.feature_map_minimum:.2f}x)" if plan.feature_map_minimum else ""
