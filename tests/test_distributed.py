@@ -10,18 +10,7 @@ import pytest
 
 from ge.core.errors import DistributedError, OptionError
 from ge.distributed import RETRIES, InProcess, LocalPool, backend, check_job
-
-
-def square(x: int) -> int:
-    return x * x
-
-
-def die_once(arg: tuple[str, int]) -> int:
-    marker, x = arg
-    if x == 3 and not os.path.exists(marker):
-        Path(marker).touch()
-        os._exit(1)
-    return x
+from ge.testing.jobs import die_once, square
 
 
 def die_always(x: int) -> int:

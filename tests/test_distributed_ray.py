@@ -17,6 +17,7 @@ from ge.core.errors import OptionError
 from ge.distributed import Backend, InProcess, backend
 from ge.distributed.cluster import MISSING, RayBackend
 from ge.models import MODELS_DIR
+from ge.testing.jobs import die_once, square
 from ge.zoo import Entry
 
 pytestmark = pytest.mark.slow
@@ -30,18 +31,6 @@ class Shape:
 
 def area(shape: Shape) -> int:
     return shape.rows * shape.cols
-
-
-def square(x: int) -> int:
-    return x * x
-
-
-def die_once(arg: tuple[str, int]) -> int:
-    marker, x = arg
-    if x == 3 and not os.path.exists(marker):
-        Path(marker).touch()
-        os._exit(1)
-    return x
 
 
 def refuse(x: int) -> int:
