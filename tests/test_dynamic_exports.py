@@ -26,7 +26,6 @@ from ge.frontend.symbolic import shapes_of
 from ge.session import Session
 from ge.testing.real_models import (
     DYNAMIC_EXPORTERS,
-    DYNAMIC_MODELS,
     dynamic_path,
     model_inputs,
     onnxruntime_outputs,
@@ -36,7 +35,10 @@ pytestmark = pytest.mark.slow
 
 SOC = "Ascend910B1"
 SEQS = (64, 128, 256)
-EXPORTS = [(model, exporter) for model in DYNAMIC_MODELS for exporter in DYNAMIC_EXPORTERS]
+EXPORTS = [("gpt2_small", exporter) for exporter in DYNAMIC_EXPORTERS] + [("bert_base", "dynamo")]
+"""Both exporters on GPT-2, and BERT-base by the dynamo exporter: BERT-base's TorchScript
+export (a minute to export, two to run) adds no construct the others lack, and the
+suite must stay within its time on CI's 2 cores (benchmarks/symbolic_shapes.py runs all four)."""
 
 
 @functools.cache

@@ -56,7 +56,10 @@ LN_MATCHED = ("exact", "second_user", "mismatched_axes", "vector_epsilon")
 @given(graphs(max_ops=4, with_pattern=[layer_norm_decomposition(), layer_norm_decomposition((-2, -1))]))
 def test_layer_norm_fusion_fuses_exact_decompositions_only(case: GraphCase) -> None:
     after, counts = fuse(case, LayerNormONNXFusionPass)
-    assert_equivalent(case, after)
+    # A LayerNorm of a row of nearly equal values (one LayerNorm's output through Abs into
+    # another) divides float32 rounding (an ulp of 1, 1.2e-7) by sqrt(epsilon) (3.2e-3):
+    # the fused and the decomposed orders of the same sums then differ by up to 4e-5.
+    assert_equivalent(case, after, atol=1e-4)
     exact = len(case.sites_of("layer_norm_decomposition", exact=True))
     matched = sum(s.variant in LN_MATCHED for s in case.sites_of("layer_norm_decomposition"))
     assert (counts.match_times, counts.effect_times) == (matched, exact)
