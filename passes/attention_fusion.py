@@ -31,6 +31,7 @@ import numpy as np
 from xdsl.dialects.builtin import FloatAttr, StringAttr, f64
 from xdsl.ir import OpResult, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.traits import Pure
 
 from dialects import shapes
 from dialects.ascend_graph import (
@@ -38,11 +39,14 @@ from dialects.ascend_graph import (
     AscendOp,
     BatchMatMulOp,
     ConfusionTransposeOp,
+    ConstOp,
+    DynamicReshapeOp,
     FlattenOp,
     GatherOp,
     IdentityOp,
     MultiHeadAttentionOp,
     ReshapeOp,
+    ShapeOp,
     SoftmaxOp,
     SplitOp,
     SplitVOp,
@@ -56,6 +60,8 @@ from dialects.ascend_graph import (
     shape_of,
     tensor,
 )
+from ge.core.errors import GEError
+from ge.core.reference import evaluate_op
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
 from passes.graph_match import constant_value, erase_dead, node_name, scaling, sole_user, user
 
@@ -95,13 +101,58 @@ def _ruled(op: Operation, index: int, shape: tuple[int, ...]) -> tuple[int, ...]
     return out
 
 
-def _view(value: SSAValue) -> tuple[Rearrange, SSAValue] | None:
+Known = dict[SSAValue, tuple[int, ...]]
+"""The shapes of the values a trace has passed, at the probe's sizes."""
+
+HOST_VALUE_LIMIT = 64
+"""The most elements of a value a reshape target is computed from (a Shape -> Gather ->
+Concat chain's vectors)."""
+
+
+def _host_value(value: SSAValue, known: Known) -> np.ndarray:
+    """The value of a small shape computation at the probe's sizes: a Shape reads a value
+    the trace has passed (else ValueError), constants and small ops are evaluated."""
+    op = value.owner
+    if isinstance(op, ShapeOp):
+        if op.x not in known:
+            raise ValueError("the shape of a value outside the trace")
+        return np.array(known[op.x], np.int64)
+    out = shape_of(value.type)
+    if not isinstance(op, Operation) or not shapes.is_static(out) or shapes.numel(out) > HOST_VALUE_LIMIT:
+        raise ValueError("not a small computed value")
+    if isinstance(op, ConstOp):
+        return evaluate_op(op, [])[0]
+    if not op.has_trait(Pure) or not op.results:
+        raise ValueError("not a pure op")
+    try:
+        return evaluate_op(op, [_host_value(v, known) for v in op.operands])[value.index]
+    except GEError as e:
+        raise ValueError(str(e)) from None
+
+
+def _reshaped(op: DynamicReshapeOp, shape: tuple[int, ...], known: Known) -> tuple[int, ...]:
+    """A DynamicReshape's result for an input of `shape`, its target computed at the
+    probe's sizes (ONNX's 0 copies the input's dim unless allowzero), checked against
+    the dims the importer proved."""
+    target = [int(d) for d in _host_value(op.shape, known).reshape(-1)]
+    if not op.props.bool("allowzero"):
+        target = [shape[i] if d == 0 and i < len(shape) else d for i, d in enumerate(target)]
+    out = shapes.reshape(shape, target)
+    if not shapes.compatible(shape_of(op.y.type), out):
+        raise shapes.ShapeError(f"{list(out)} is not {shapes.fmt(shape_of(op.y.type))}")
+    return out
+
+
+def _view(value: SSAValue, known: Known) -> tuple[Rearrange, SSAValue] | None:
     """When `value` only rearranges the elements of one operand: how (a function on
     arrays of the operand's shape, which raises ShapeError or ValueError where that
-    shape does not fit) and which operand."""
+    shape does not fit; a DynamicReshape's target read from the shapes `known` when it
+    runs) and which operand."""
     if not isinstance(value, OpResult) or not value.op.operands:
         return None
     op, source, index = value.op, value.op.operands[0], value.index
+    if isinstance(op, DynamicReshapeOp):
+        return (lambda a: a.reshape(_reshaped(op, a.shape, known))), source
     if isinstance(op, _RESHAPES):
         return (lambda a: a.reshape(_ruled(op, index, a.shape))), source
     if isinstance(op, TransposeOp):
@@ -160,8 +211,11 @@ class _Trace:
     scale: float
 
 
-def _trace(value: SSAValue, probe: Probe | None, *, scaled: bool) -> _Trace | None:
-    rearranges: list[Rearrange] = []
+def _trace(value: SSAValue, probe: Probe | None, known: Known, *, scaled: bool) -> _Trace | None:
+    """`value` followed back to its root, and forward again from the root's shape at
+    `probe`'s sizes; the shapes passed go into `known` (the root's projection input
+    has the root's leading dims)."""
+    rearranges: list[tuple[Rearrange, SSAValue]] = []
     ops: list[Operation] = []
     scale = 1.0
     while True:
@@ -171,21 +225,26 @@ def _trace(value: SSAValue, probe: Probe | None, *, scaled: bool) -> _Trace | No
             scale *= scaled_by.factor
             value = scaled_by.base
             continue
-        view = _view(value)
+        view = _view(value, known)
         if view is None:
             break
         rearrange, source = view
         assert isinstance(value, OpResult)
-        rearranges.append(rearrange)
+        rearranges.append((rearrange, value))
         ops.append(value.op)
         value = source
     shape = _concrete(shape_of(value.type), probe)
     if shape is None:
         return None
+    projection = _projection(value)
+    if projection is not None:
+        known[projection.input] = (*shape[:2], shape_of(projection.input.type)[2])
+    known[value] = shape
     index = np.arange(shapes.numel(shape)).reshape(shape)
     try:
-        for rearrange in reversed(rearranges):
+        for rearrange, result in reversed(rearranges):
             index = rearrange(index)
+            known[result] = index.shape
     except (shapes.ShapeError, ValueError):
         return None
     return _Trace(value, shape, index, ops, scale)
@@ -267,8 +326,8 @@ class _Side:
         return self.heads.shape[1] * self.heads.shape[3]
 
 
-def _side(value: SSAValue, transposed: bool, probe: Probe | None, *, scaled: bool) -> _Side | None:
-    trace = _trace(value, probe, scaled=scaled)
+def _side(value: SSAValue, transposed: bool, probe: Probe | None, known: Known, *, scaled: bool) -> _Side | None:
+    trace = _trace(value, probe, known, scaled=scaled)
     projection = _projection(trace.root) if trace is not None else None
     heads = _as_heads(trace.index, transposed) if trace is not None else None
     if trace is None or projection is None or heads is None:
@@ -311,7 +370,9 @@ def _scores(value: SSAValue) -> _Scores | None:
     return _Scores(*found, None) if found is not None else None
 
 
-def _merged(context: SSAValue, shape: tuple[int, ...], layout: str, fused: tuple[int, ...]) -> tuple[SSAValue, list[Operation]] | None:
+def _merged(
+    context: SSAValue, shape: tuple[int, ...], layout: str, fused: tuple[int, ...], known: Known
+) -> tuple[SSAValue, list[Operation]] | None:
     """The value holding the heads of `context` (of `shape`) side by side in `layout`,
     found along the Reshapes and Transposes context alone flows through, and those ops
     up to it: the first of the fused result's shape, else the last found."""
@@ -325,9 +386,9 @@ def _merged(context: SSAValue, shape: tuple[int, ...], layout: str, fused: tuple
                 return value, ops
             found.append((value, list(ops)))
         following = sole_user(value)
-        if not isinstance(following, (*_RESHAPES, TransposeOp, ConfusionTransposeOp)):
+        if not isinstance(following, (*_RESHAPES, DynamicReshapeOp, TransposeOp, ConfusionTransposeOp)):
             break
-        view = _view(following.results[0])
+        view = _view(following.results[0], known)
         if view is None:
             break
         try:
@@ -335,6 +396,7 @@ def _merged(context: SSAValue, shape: tuple[int, ...], layout: str, fused: tuple
         except (shapes.ShapeError, ValueError):
             break
         value = following.results[0]
+        known[value] = index.shape
         ops.append(following)
     return found[-1] if found else None
 
@@ -430,9 +492,10 @@ class AttentionBlock(FusionPattern):
     @staticmethod
     def _match(qk: BatchMatMulOp, context: BatchMatMulOp, probe: Probe | None) -> _Match | None:
         """The block's sides, layout and merged output, traced at `probe`'s sizes."""
-        q = _side(qk.x1, qk.props.bool("adj_x1"), probe, scaled=True)
-        k = _side(qk.x2, not qk.props.bool("adj_x2"), probe, scaled=True)
-        v = _side(context.x2, context.props.bool("adj_x2"), probe, scaled=False)
+        known: Known = {}
+        q = _side(qk.x1, qk.props.bool("adj_x1"), probe, known, scaled=True)
+        k = _side(qk.x2, not qk.props.bool("adj_x2"), probe, known, scaled=True)
+        v = _side(context.x2, context.props.bool("adj_x2"), probe, known, scaled=False)
         if q is None or k is None or v is None:
             return None
         (batch, heads, seq, width), (kb, kh, kseq, kwidth), (vb, vh, vseq, vwidth) = (s.heads.shape for s in (q, k, v))
@@ -444,7 +507,8 @@ class AttentionBlock(FusionPattern):
         layout = "BSH" if "BSH" in layouts else "SBH"
         fused_shape = (batch, seq, v.width) if layout == "BSH" else (seq, batch, v.width)
         context_shape = (batch, heads, seq, vwidth) if len(shape_of(context.y.type)) == 4 else (batch, seq, vwidth)
-        merged = _merged(context.y, context_shape, layout, fused_shape)
+        known[context.y] = context_shape
+        merged = _merged(context.y, context_shape, layout, fused_shape, known)
         return _Match(q, k, v, layout, *merged) if merged is not None else None
 
     @staticmethod
