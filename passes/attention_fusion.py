@@ -19,6 +19,18 @@ values. A packed in-projection becomes three slices of its weight and bias
 (StridedSliceD ops), which is how both the BERT and the torchvision ViT blocks
 fuse whole. Projections must be BatchMatMulV2 on a 3-D input and a 2-D weight,
 biases 1-D (added or in the matmul's bias input); anything else is left alone.
+
+Over dynamic dims (a fully dynamic build, `ge.dynamic`) the same tracing runs at two
+probes (`PROBES`): each projection's `?` batch and sequence dims take the probe's
+sizes (its feature dims must be static), every view takes its shape from its own
+shape rule at those sizes, and a DynamicReshape (a head split computed from a Shape ->
+Gather -> Concat chain) takes the target its chain computes from the shapes the trace
+has passed (the projection's input among them). The two probes give batch and
+sequence different sizes, and each other different sizes, so a split that only looks
+like heads when dims coincide (batch read as sequence, a sequence cut into the head
+dim) traces differently; the block fuses only when both probes find the same heads,
+head size, columns, layout, scale and ops. The fused op keeps the `?` dims in its
+types and its shape rule sizes it per run.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from dialects.ascend_graph import (
     AddOp,
     AscendOp,
     BatchMatMulOp,
+    CastOp,
     ConfusionTransposeOp,
     ConstOp,
     DynamicReshapeOp,
@@ -111,23 +124,31 @@ Concat chain's vectors)."""
 
 def _host_value(value: SSAValue, known: Known) -> np.ndarray:
     """The value of a small shape computation at the probe's sizes: a Shape reads a value
-    the trace has passed (else ValueError), constants and small ops are evaluated."""
-    op = value.owner
-    if isinstance(op, ShapeOp):
-        if op.x not in known:
-            raise ValueError("the shape of a value outside the trace")
-        return np.array(known[op.x], np.int64)
-    out = shape_of(value.type)
-    if not isinstance(op, Operation) or not shapes.is_static(out) or shapes.numel(out) > HOST_VALUE_LIMIT:
-        raise ValueError("not a small computed value")
-    if isinstance(op, ConstOp):
-        return evaluate_op(op, [])[0]
-    if not op.has_trait(Pure) or not op.results:
-        raise ValueError("not a pure op")
-    try:
-        return evaluate_op(op, [_host_value(v, known) for v in op.operands])[value.index]
-    except GEError as e:
-        raise ValueError(str(e)) from None
+    the trace has passed (else ValueError), constants and small ops are evaluated once each."""
+    values: dict[SSAValue, np.ndarray] = {}
+
+    def evaluate(value: SSAValue) -> np.ndarray:
+        if value in values:
+            return values[value]
+        op = value.owner
+        out = shape_of(value.type)
+        if isinstance(op, ShapeOp):
+            if op.x not in known:
+                raise ValueError("the shape of a value outside the trace")
+            found = np.array(known[op.x], np.int64)
+        elif not isinstance(op, Operation) or not shapes.is_static(out) or shapes.numel(out) > HOST_VALUE_LIMIT:
+            raise ValueError("not a small computed value")
+        elif not isinstance(op, ConstOp) and not op.has_trait(Pure):
+            raise ValueError("not a pure op")
+        else:
+            try:
+                found = evaluate_op(op, [evaluate(v) for v in op.operands])[value.index]
+            except GEError as e:
+                raise ValueError(str(e)) from None
+        values[value] = found
+        return found
+
+    return evaluate(value)
 
 
 def _reshaped(op: DynamicReshapeOp, shape: tuple[int, ...], known: Known) -> tuple[int, ...]:
@@ -238,7 +259,11 @@ def _trace(value: SSAValue, probe: Probe | None, known: Known, *, scaled: bool) 
         return None
     projection = _projection(value)
     if projection is not None:
-        known[projection.input] = (*shape[:2], shape_of(projection.input.type)[2])
+        source = projection.input
+        known[source] = (*shape[:2], shape_of(source.type)[2])
+        while isinstance(source.owner, CastOp):  # as the precision pass puts one before a projection
+            source = source.owner.x
+            known[source] = known[projection.input]
     known[value] = shape
     index = np.arange(shapes.numel(shape)).reshape(shape)
     try:
