@@ -20,9 +20,9 @@ format), and UB fusion sizes a scope by the footprint of one tile, a cube fracta
 dynamic dim counted as a whole 16, `passes.ub_fusion.scopes`) or a 32-byte block, so no
 upper bound is needed. Where a pass needs a static shape to decide, it leaves the
 dynamic graph as it is, so the graph can have more kernels than a static build of a
-shape: MultiHeadAttention fusion (it traces the head split on index arrays of static
-shape) leaves attention over a dynamic sequence as its matmuls and softmax, and UB
-fusion does not fuse a row-cut scope whose reduced dims are dynamic. The `.om` keeps the
+shape: UB fusion does not fuse a row-cut scope whose reduced dims are dynamic.
+MultiHeadAttention fusion traces the head split over dynamic batch and sequence dims
+at two probe sizes (`passes.attention_fusion`), so attention fuses as in a static build. The `.om` keeps the
 optimised graph as IR text, the ranges and the weights (`ge.om.dynamic`); it holds no
 task list and no kernel. The compile also infers the graph's shapes at a probe size
 (`PROBE_DIM` per dynamic dim), as a run does, to refuse a graph whose shapes depend on

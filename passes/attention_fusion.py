@@ -19,6 +19,18 @@ values. A packed in-projection becomes three slices of its weight and bias
 (StridedSliceD ops), which is how both the BERT and the torchvision ViT blocks
 fuse whole. Projections must be BatchMatMulV2 on a 3-D input and a 2-D weight,
 biases 1-D (added or in the matmul's bias input); anything else is left alone.
+
+Over dynamic dims (a fully dynamic build, `ge.dynamic`) the same tracing runs at two
+probes (`PROBES`): each projection's `?` batch and sequence dims take the probe's
+sizes (its feature dims must be static), every view takes its shape from its own
+shape rule at those sizes, and a DynamicReshape (a head split computed from a Shape ->
+Gather -> Concat chain) takes the target its chain computes from the shapes the trace
+has passed (the projection's input among them). The two probes give batch and
+sequence different sizes, and each other different sizes, so a split that only looks
+like heads when dims coincide (batch read as sequence, a sequence cut into the head
+dim) traces differently; the block fuses only when both probes find the same heads,
+head size, columns, layout, scale and ops. The fused op keeps the `?` dims in its
+types and its shape rule sizes it per run.
 """
 
 from __future__ import annotations
@@ -31,17 +43,23 @@ import numpy as np
 from xdsl.dialects.builtin import FloatAttr, StringAttr, f64
 from xdsl.ir import OpResult, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.traits import Pure
 
 from dialects import shapes
 from dialects.ascend_graph import (
     AddOp,
+    AscendOp,
     BatchMatMulOp,
+    CastOp,
     ConfusionTransposeOp,
+    ConstOp,
+    DynamicReshapeOp,
     FlattenOp,
     GatherOp,
     IdentityOp,
     MultiHeadAttentionOp,
     ReshapeOp,
+    ShapeOp,
     SoftmaxOp,
     SplitOp,
     SplitVOp,
@@ -49,10 +67,14 @@ from dialects.ascend_graph import (
     StridedSliceOp,
     TransposeOp,
     UnsqueezeOp,
+    dtype_of,
     int_attr,
     ints,
     shape_of,
+    tensor,
 )
+from ge.core.errors import GEError
+from ge.core.reference import evaluate_op
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
 from passes.graph_match import constant_value, erase_dead, node_name, scaling, sole_user, user
 
@@ -61,27 +83,106 @@ Rearrange = Callable[[np.ndarray], np.ndarray]
 _RESHAPES = (ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp)
 
 
-def _static(value: SSAValue) -> tuple[int, ...] | None:
-    shape = shape_of(value.type)
-    return shape if shapes.is_static(shape) else None
+Probe = tuple[int, int]
+"""Sizes standing in for a projection's dynamic [d0, d1] (batch and sequence) while
+its head views are traced on index arrays."""
+
+PROBES: tuple[Probe, ...] = ((3, 5), (7, 11))
+"""Two probes, each with distinct d0 and d1 (so BSH and SBH rows differ), the two apart
+in every dim: a block over dynamic dims fuses only when both trace the same heads."""
 
 
-def _view(value: SSAValue) -> tuple[Rearrange, SSAValue] | None:
-    """When `value` only rearranges the elements of one operand: how (a function on
-    arrays of the operand's shape) and which operand. Static shapes only."""
-    out = _static(value)
-    if not isinstance(value, OpResult) or out is None or not value.op.operands or _static(value.op.operands[0]) is None:
+def _concrete(shape: tuple[int, ...], probe: Probe | None) -> tuple[int, ...] | None:
+    """`shape` with its dynamic leading dims the probe's sizes; None where a dynamic dim
+    has no probe size (the feature dims must be static)."""
+    if shapes.is_static(shape):
+        return shape
+    if probe is None or len(shape) != 3 or shape[2] == shapes.DYN:
         return None
-    op, source = value.op, value.op.operands[0]
+    return tuple(p if d == shapes.DYN else d for d, p in zip(shape, (*probe, 0)))
+
+
+def _ruled(op: Operation, index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Result `index` of view `op` for a first operand of `shape`, by the op's own shape
+    rule (the others keep their types): a view's dims follow from its input's, so the
+    trace of a dynamic graph takes the same view a run of that shape would."""
+    assert isinstance(op, AscendOp)
+    types = [tensor(dtype_of(op.operands[0].type), shape), *(v.type for v in op.operands[1:])]
+    out = shape_of(type(op).infer_result_types(types, op.props)[index])
+    if not shapes.is_static(out):
+        raise shapes.ShapeError(f"{op.name} sized by values")
+    return out
+
+
+Known = dict[SSAValue, tuple[int, ...]]
+"""The shapes of the values a trace has passed, at the probe's sizes."""
+
+HOST_VALUE_LIMIT = 64
+"""The most elements of a value a reshape target is computed from (a Shape -> Gather ->
+Concat chain's vectors)."""
+
+
+def _host_value(value: SSAValue, known: Known) -> np.ndarray:
+    """The value of a small shape computation at the probe's sizes: a Shape reads a value
+    the trace has passed (else ValueError), constants and small ops are evaluated once each."""
+    values: dict[SSAValue, np.ndarray] = {}
+
+    def evaluate(value: SSAValue) -> np.ndarray:
+        if value in values:
+            return values[value]
+        op = value.owner
+        out = shape_of(value.type)
+        if isinstance(op, ShapeOp):
+            if op.x not in known:
+                raise ValueError("the shape of a value outside the trace")
+            found = np.array(known[op.x], np.int64)
+        elif not isinstance(op, Operation) or not shapes.is_static(out) or shapes.numel(out) > HOST_VALUE_LIMIT:
+            raise ValueError("not a small computed value")
+        elif not isinstance(op, ConstOp) and not op.has_trait(Pure):
+            raise ValueError("not a pure op")
+        else:
+            try:
+                found = evaluate_op(op, [evaluate(v) for v in op.operands])[value.index]
+            except GEError as e:
+                raise ValueError(str(e)) from None
+        values[value] = found
+        return found
+
+    return evaluate(value)
+
+
+def _reshaped(op: DynamicReshapeOp, shape: tuple[int, ...], known: Known) -> tuple[int, ...]:
+    """A DynamicReshape's result for an input of `shape`, its target computed at the
+    probe's sizes (ONNX's 0 copies the input's dim unless allowzero), checked against
+    the dims the importer proved."""
+    target = [int(d) for d in _host_value(op.shape, known).reshape(-1)]
+    if not op.props.bool("allowzero"):
+        target = [shape[i] if d == 0 and i < len(shape) else d for i, d in enumerate(target)]
+    out = shapes.reshape(shape, target)
+    if not shapes.compatible(shape_of(op.y.type), out):
+        raise shapes.ShapeError(f"{list(out)} is not {shapes.fmt(shape_of(op.y.type))}")
+    return out
+
+
+def _view(value: SSAValue, known: Known) -> tuple[Rearrange, SSAValue] | None:
+    """When `value` only rearranges the elements of one operand: how (a function on
+    arrays of the operand's shape, which raises ShapeError or ValueError where that
+    shape does not fit; a DynamicReshape's target read from the shapes `known` when it
+    runs) and which operand."""
+    if not isinstance(value, OpResult) or not value.op.operands:
+        return None
+    op, source, index = value.op, value.op.operands[0], value.index
+    if isinstance(op, DynamicReshapeOp):
+        return (lambda a: a.reshape(_reshaped(op, a.shape, known))), source
     if isinstance(op, _RESHAPES):
-        return (lambda a: a.reshape(out)), source
+        return (lambda a: a.reshape(_ruled(op, index, a.shape))), source
     if isinstance(op, TransposeOp):
         perm = op.props.ints("perm")
         return (lambda a: a.transpose(perm)), source
     if isinstance(op, ConfusionTransposeOp):
         perm, target = op.props.ints("perm"), op.props.ints("shape")
         if op.props.bool("transpose_first"):
-            return (lambda a: a.transpose(perm).reshape(out)), source
+            return (lambda a: a.transpose(perm).reshape(_ruled(op, index, a.shape))), source
         return (lambda a: a.reshape(shapes.reshape(a.shape, target)).transpose(perm)), source
     if isinstance(op, GatherOp):
         return _gather(op)
@@ -92,8 +193,10 @@ def _view(value: SSAValue) -> tuple[Rearrange, SSAValue] | None:
         return (lambda a: a[tuple(slice(b, e, s) for b, e, s in bounds)]), source
     if isinstance(op, SplitOp | SplitVOp):
         axis = shapes.norm_axis(op.props.int("split_dim"), len(shape_of(source.type)))
-        cuts = np.cumsum([shape_of(r.type)[axis] for r in op.results])[:-1]
-        index = value.index
+        sizes = [shape_of(r.type)[axis] for r in op.results]
+        if shapes.DYN in sizes:
+            return None
+        cuts = np.cumsum(sizes)[:-1]
         return (lambda a: np.split(a, cuts, axis=axis)[index]), source
     return None
 
@@ -103,29 +206,37 @@ def _gather(op: GatherOp) -> tuple[Rearrange, SSAValue] | None:
     indices = constant_value(op.indices)
     if indices is None:
         return None
-    x = shape_of(op.x.type)
-    axis = shapes.norm_axis(op.props.int("axis"), len(x))
+    axis = shapes.norm_axis(op.props.int("axis"), len(shape_of(op.x.type)))
     indices = indices.astype(np.int64)
-    if ((indices < -x[axis]) | (indices >= x[axis])).any():
-        return None
-    wrapped = np.where(indices < 0, indices + x[axis], indices)
-    return (lambda a: np.take(a, wrapped, axis=axis)), op.x
+
+    def take(a: np.ndarray) -> np.ndarray:
+        size = a.shape[axis]
+        if ((indices < -size) | (indices >= size)).any():
+            raise ValueError("a gather index is out of range")
+        return np.take(a, np.where(indices < 0, indices + size, indices), axis=axis)
+
+    return take, op.x
 
 
 @dataclass
 class _Trace:
     """A value followed back through views (and scalings): the first value that is
-    not one, which of its elements (flat indices) the traced value holds, the ops
-    passed (first the traced value's owner), and the product of the scalings."""
+    not one, its shape (a dynamic one at the probe's sizes), which of its elements
+    (flat indices) the traced value holds, the ops passed (first the traced value's
+    owner), and the product of the scalings."""
 
     root: SSAValue
+    shape: tuple[int, ...]
     index: np.ndarray
     ops: list[Operation]
     scale: float
 
 
-def _trace(value: SSAValue, *, scaled: bool) -> _Trace | None:
-    rearranges: list[Rearrange] = []
+def _trace(value: SSAValue, probe: Probe | None, known: Known, *, scaled: bool) -> _Trace | None:
+    """`value` followed back to its root, and forward again from the root's shape at
+    `probe`'s sizes; the shapes passed go into `known` (the root's projection input
+    has the root's leading dims)."""
+    rearranges: list[tuple[Rearrange, SSAValue]] = []
     ops: list[Operation] = []
     scale = 1.0
     while True:
@@ -135,21 +246,33 @@ def _trace(value: SSAValue, *, scaled: bool) -> _Trace | None:
             scale *= scaled_by.factor
             value = scaled_by.base
             continue
-        view = _view(value)
+        view = _view(value, known)
         if view is None:
             break
         rearrange, source = view
         assert isinstance(value, OpResult)
-        rearranges.append(rearrange)
+        rearranges.append((rearrange, value))
         ops.append(value.op)
         value = source
-    shape = _static(value)
+    shape = _concrete(shape_of(value.type), probe)
     if shape is None:
         return None
+    projection = _projection(value)
+    if projection is not None:
+        source = projection.input
+        known[source] = (*shape[:2], shape_of(source.type)[2])
+        while isinstance(source.owner, CastOp):  # as the precision pass puts one before a projection
+            source = source.owner.x
+            known[source] = known[projection.input]
+    known[value] = shape
     index = np.arange(shapes.numel(shape)).reshape(shape)
-    for rearrange in reversed(rearranges):
-        index = rearrange(index)
-    return _Trace(value, index, ops, scale)
+    try:
+        for rearrange, result in reversed(rearranges):
+            index = rearrange(index)
+            known[result] = index.shape
+    except (shapes.ShapeError, ValueError):
+        return None
+    return _Trace(value, shape, index, ops, scale)
 
 
 @dataclass
@@ -192,12 +315,12 @@ def _as_heads(index: np.ndarray, transposed: bool) -> np.ndarray | None:
     return index if index.ndim == 4 else None
 
 
-def _head_columns(index: np.ndarray, root: SSAValue) -> tuple[int, set[str]] | None:
+def _head_columns(index: np.ndarray, root: tuple[int, ...]) -> tuple[int, set[str]] | None:
     """Where a head view [B, H, S, D] starts in its projection [d0, d1, N], and the
     layouts under which element [b, h, s, d] is column start + h*D + d of row (b, s)
     (BSH: d0 = B) or (s, b) (SBH: d0 = S)."""
     batch, heads, seq, width = index.shape
-    d0, d1, columns = shape_of(root.type)
+    d0, d1, columns = root
     rows, cols = np.divmod(index, columns)
     start = int(cols.flat[0])
     within = (np.arange(heads)[:, None] * width + np.arange(width))[None, :, None, :]
@@ -228,13 +351,13 @@ class _Side:
         return self.heads.shape[1] * self.heads.shape[3]
 
 
-def _side(value: SSAValue, transposed: bool, *, scaled: bool) -> _Side | None:
-    trace = _trace(value, scaled=scaled)
+def _side(value: SSAValue, transposed: bool, probe: Probe | None, known: Known, *, scaled: bool) -> _Side | None:
+    trace = _trace(value, probe, known, scaled=scaled)
     projection = _projection(trace.root) if trace is not None else None
     heads = _as_heads(trace.index, transposed) if trace is not None else None
     if trace is None or projection is None or heads is None:
         return None
-    found = _head_columns(heads, trace.root)
+    found = _head_columns(heads, trace.shape)
     if found is None:
         return None
     return _Side(trace, projection, heads, *found)
@@ -272,30 +395,57 @@ def _scores(value: SSAValue) -> _Scores | None:
     return _Scores(*found, None) if found is not None else None
 
 
-def _merged(context: SSAValue, layout: str, fused: tuple[int, ...]) -> tuple[SSAValue, list[Operation]] | None:
-    """The value holding the heads of `context` side by side in `layout`, found along
-    the Reshapes and Transposes context alone flows through, and those ops up to it:
-    the first of the fused result's shape, else the last found."""
-    shape = shape_of(context.type)
+def _merged(
+    context: SSAValue, shape: tuple[int, ...], layout: str, fused: tuple[int, ...], known: Known
+) -> tuple[SSAValue, list[Operation]] | None:
+    """The value holding the heads of `context` (of `shape`) side by side in `layout`,
+    found along the Reshapes and Transposes context alone flows through, and those ops
+    up to it: the first of the fused result's shape, else the last found."""
     heads = np.arange(shapes.numel(shape)).reshape(shape if len(shape) == 4 else (shape[0], 1, *shape[1:]))
     target = heads.transpose((0, 2, 1, 3) if layout == "BSH" else (2, 0, 1, 3)).reshape(-1)
     index, value, ops = np.arange(shapes.numel(shape)).reshape(shape), context, []
     found: list[tuple[SSAValue, list[Operation]]] = []
     while True:
         if np.array_equal(index.reshape(-1), target):
-            if shape_of(value.type) == fused:
+            if index.shape == fused:
                 return value, ops
             found.append((value, list(ops)))
         following = sole_user(value)
-        if not isinstance(following, (*_RESHAPES, TransposeOp, ConfusionTransposeOp)):
+        if not isinstance(following, (*_RESHAPES, DynamicReshapeOp, TransposeOp, ConfusionTransposeOp)):
             break
-        view = _view(following.results[0])
+        view = _view(following.results[0], known)
         if view is None:
             break
-        index = view[0](index)
+        try:
+            index = view[0](index)
+        except (shapes.ShapeError, ValueError):
+            break
         value = following.results[0]
+        known[value] = index.shape
         ops.append(following)
     return found[-1] if found else None
+
+
+@dataclass
+class _Match:
+    """An attention block as one probe traced it."""
+
+    q: _Side
+    k: _Side
+    v: _Side
+    layout: str
+    output: SSAValue
+    merge_ops: list[Operation]
+
+    @property
+    def structure(self) -> tuple[object, ...]:
+        """What must not depend on the probe: heads, head sizes, columns, layout,
+        scale and the ops of the block."""
+        sides = (self.q, self.k, self.v)
+        return (
+            self.layout, self.output, tuple(self.merge_ops),
+            tuple((s.heads.shape[1], s.heads.shape[3], s.start, s.trace.root, s.trace.scale, tuple(s.trace.ops)) for s in sides),
+        )  # fmt: skip
 
 
 class AttentionBlock(FusionPattern):
@@ -305,7 +455,10 @@ class AttentionBlock(FusionPattern):
     bias of its own; Q, K, V are head views of projections (checked element by
     element, see the module); their heads and layouts agree; the projection biases
     are all three or none; the scale is constant; and no op of the block has a user
-    outside it (the merged output aside)."""
+    outside it (the merged output aside). Over dynamic batch and sequence dims
+    (the projections' features static), the views are traced at each of `PROBES`'
+    sizes, every view sized by its own shape rule, and the block fuses only when
+    both find the same block: then it holds at every size."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, softmax: SoftmaxOp, rewriter: PatternRewriter) -> None:
@@ -321,25 +474,15 @@ class AttentionBlock(FusionPattern):
             return
         if qk.bias is not None or context.bias is not None:  # e.g. a mask MatMulBiasAdd moved into Q @ K^T
             return
-        q = _side(qk.x1, qk.props.bool("adj_x1"), scaled=True)
-        k = _side(qk.x2, not qk.props.bool("adj_x2"), scaled=True)
-        v = _side(context.x2, context.props.bool("adj_x2"), scaled=False)
-        if q is None or k is None or v is None:
+        probes = (None,) if shapes.is_static(shape_of(softmax.x.type)) else PROBES
+        matches = [self._match(qk, context, probe) for probe in probes]
+        if any(m is None for m in matches) or len({m.structure for m in matches}) != 1:
             return
-        (batch, heads, seq, width), (kb, kh, kseq, kwidth), (vb, vh, vseq, _) = (s.heads.shape for s in (q, k, v))
-        if (kb, kh, kwidth) != (batch, heads, width) or (vb, vh, vseq) != (batch, heads, kseq):
-            return
-        layouts = q.layouts & k.layouts & v.layouts
-        if not layouts or len({s.projection.bias is None for s in (q, k, v)}) != 1:
-            return
-        layout = "BSH" if "BSH" in layouts else "SBH"
-        fused_shape = (batch, seq, v.width) if layout == "BSH" else (seq, batch, v.width)
-        merged = _merged(context.y, layout, fused_shape)
-        if merged is None:
-            return
-        output, merge_ops = merged
+        found = matches[0]
+        assert found is not None
+        q, k, v, output = found.q, found.k, found.v, found.output
 
-        block = {softmax, qk, context, *scores.ops, *merge_ops}
+        block = {softmax, qk, context, *scores.ops, *found.merge_ops}
         for side in (q, k, v):
             block |= {*side.trace.ops, *side.projection.ops}
         if not self._closed(block, output):
@@ -352,21 +495,46 @@ class AttentionBlock(FusionPattern):
 
         new_ops, operands = self._operands(q, k, v, scores.mask, rank)
         props = {
-            "head_num": int_attr(heads),
+            "head_num": int_attr(q.heads.shape[1]),
             "scale": FloatAttr(q.trace.scale * k.trace.scale * scores.scale, f64),
-            "input_layout": StringAttr(layout),
+            "input_layout": StringAttr(found.layout),
         }
         assert isinstance(output, OpResult)
         replaced, ops_in_order = output.op, output.op.parent_block()
         assert ops_in_order is not None
         fused = MultiHeadAttentionOp(operands, props, node_name(replaced))
         new_ops.append(fused)
-        if shape_of(output.type) != fused_shape:
-            new_ops.append(ReshapeOp([fused], {"shape": ints(shape_of(output.type))}))
+        wanted = shape_of(output.type)
+        if shape_of(fused.y.type) != wanted:
+            if wanted.count(shapes.DYN) > 1:
+                return
+            new_ops.append(ReshapeOp([fused], {"shape": ints([-1 if d == shapes.DYN else d for d in wanted])}))
         position = {op: i for i, op in enumerate(ops_in_order.ops)}
         rewriter.replace(replaced, new_ops)
         erase_dead(rewriter, sorted(block - {replaced}, key=position.__getitem__, reverse=True))
         self.effected()
+
+    @staticmethod
+    def _match(qk: BatchMatMulOp, context: BatchMatMulOp, probe: Probe | None) -> _Match | None:
+        """The block's sides, layout and merged output, traced at `probe`'s sizes."""
+        known: Known = {}
+        q = _side(qk.x1, qk.props.bool("adj_x1"), probe, known, scaled=True)
+        k = _side(qk.x2, not qk.props.bool("adj_x2"), probe, known, scaled=True)
+        v = _side(context.x2, context.props.bool("adj_x2"), probe, known, scaled=False)
+        if q is None or k is None or v is None:
+            return None
+        (batch, heads, seq, width), (kb, kh, kseq, kwidth), (vb, vh, vseq, vwidth) = (s.heads.shape for s in (q, k, v))
+        if (kb, kh, kwidth) != (batch, heads, width) or (vb, vh, vseq) != (batch, heads, kseq):
+            return None
+        layouts = q.layouts & k.layouts & v.layouts
+        if not layouts or len({s.projection.bias is None for s in (q, k, v)}) != 1:
+            return None
+        layout = "BSH" if "BSH" in layouts else "SBH"
+        fused_shape = (batch, seq, v.width) if layout == "BSH" else (seq, batch, v.width)
+        context_shape = (batch, heads, seq, vwidth) if len(shape_of(context.y.type)) == 4 else (batch, seq, vwidth)
+        known[context.y] = context_shape
+        merged = _merged(context.y, context_shape, layout, fused_shape, known)
+        return _Match(q, k, v, layout, *merged) if merged is not None else None
 
     @staticmethod
     def _closed(block: set[Operation], output: SSAValue) -> bool:
