@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -79,11 +80,12 @@ class Gemm:
     """For a small-channel convolution, the channels of a pixel in L1 (C04): its K is
     every cell of the window at once, read from whole input rows of that many channels."""
 
-    @property
+    @cached_property
     def in_bytes(self) -> int:
+        """Cached: the tiling search asks it hundreds of thousands of times per model."""
         return max(1, formats.element_bits(self.in_dtype) // 8)
 
-    @property
+    @cached_property
     def out_bytes(self) -> int:
         return max(1, formats.element_bits(self.out_dtype) // 8)
 

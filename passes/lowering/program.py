@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -86,7 +87,9 @@ class Program:
         return self.alloc(level, nbytes), self.alloc(level, nbytes)
 
 
+@cache
 def alignment(profile: SocProfile, level: str) -> int:
+    """Cached: the tiling searches ask it for every candidate panel."""
     return dict(profile.alignment).get(level.lower(), 32)
 
 
