@@ -28,6 +28,7 @@ from ge.aoe.search import Budget, Progress
 from ge.aoe.tune import PassRow, Report
 from ge.core import soc as socs
 from ge.core.errors import OptionError
+from ge.core.files import published
 from ge.core.options import CompileOptions
 from ge.distributed import backend as make_backend
 from passes.fusion import FUSION_PASSES
@@ -127,9 +128,9 @@ def tune_subgraphs(
     report = Report(path, soc_version, 1, backend, used, seed, before, best, evaluated, 0, time.perf_counter() - started, bank.folder, passes=rows)
     if output is not None:
         os.makedirs(output, exist_ok=True)
-        with open(os.path.join(output, SWITCH_FILE), "w", encoding="utf-8") as f:
+        with published(os.path.join(output, SWITCH_FILE), what="fusion switch file") as f:
             json.dump(fusion_switch.closing(closed), f, indent=1)
-        with open(os.path.join(output, "aoe_report.json"), "w", encoding="utf-8") as f:
+        with published(os.path.join(output, "aoe_report.json"), what="tuning report") as f:
             f.write(report.to_json() + "\n")
     return report
 

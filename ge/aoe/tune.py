@@ -28,6 +28,7 @@ from ge.aoe import bank as banks
 from ge.aoe.search import Budget, Kernel, Progress, search, seed_of
 from ge.core import soc as socs
 from ge.core.errors import OptionError
+from ge.core.files import published
 from ge.distributed import backend as make_backend
 from ge.om import Model
 from ge.om.tasks import AicpuTask, KernelTask
@@ -148,7 +149,7 @@ def tune(
     if output is not None:
         os.makedirs(output, exist_ok=True)
         after_model.save(os.path.join(output, os.path.splitext(os.path.basename(model))[0] + ".om"))
-        with open(os.path.join(output, "aoe_report.json"), "w", encoding="utf-8") as f:
+        with published(os.path.join(output, "aoe_report.json"), what="tuning report") as f:
             f.write(report.to_json() + "\n")
     return report
 
