@@ -17,9 +17,12 @@ its own, so the suite never writes into $HOME/atc_data, and removes it at the en
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -76,3 +79,29 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
             if line.startswith(("# ", "Core class", "Supported class")):
                 terminalreporter.write_line(line)
         terminalreporter.write_line(f"per-op counts and every failure: {BACKEND_REPORT}")
+
+
+Rewrite = Callable[[Path, Path, Callable[[dict], None]], Path]
+
+
+@pytest.fixture
+def rewritten() -> Rewrite:
+    """`rewritten(path, out, change)`: the `.om` at `path` with its model.json changed by
+    `change` and the file sealed again, written to `out` (a tampered model for refusal tests)."""
+    from ge.om import model as om
+
+    def rewrite(path: Path, out: Path, change: Callable[[dict], None]) -> Path:
+        with zipfile.ZipFile(path) as z:
+            contents = {name: z.read(name) for name in (om.MANIFEST, *om.ENTRIES)}
+        description = json.loads(contents[om.MODEL])
+        change(description)
+        contents[om.MODEL] = json.dumps(description).encode()
+        with open(out, "w+b") as f:
+            with zipfile.ZipFile(f, "w") as z:
+                for name, data in contents.items():
+                    z.writestr(name, data)
+                z.comment = om.SEAL + b"0" * om.DIGEST_CHARS
+            om.seal(f)
+        return out
+
+    return rewrite

@@ -8,8 +8,6 @@ compile_dynamic_mode, dynamic_fallback), their checks, and hostile dynamic `.om`
 from __future__ import annotations
 
 import json
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +18,6 @@ import ge
 from ge.core.errors import InputError, ModelError, OptionError
 from ge.models import DEMO_MODELS
 from ge.om import OmError
-from ge.om import model as om
 from ge.session import Session
 from ge.sim import timing
 from ge.sim.config import RunConfig
@@ -247,20 +244,6 @@ def test_ge_run_takes_any_shape_in_the_ranges(resnet_dynamic: ge.Model, tmp_path
 # ---------------------------------------------------------------- hostile files
 
 
-def rewritten(path: Path, out: Path, change: Callable[[dict], None]) -> Path:
-    """The `.om` at `path` with its description changed and the seal recomputed."""
-    with zipfile.ZipFile(path) as z:
-        contents = {name: z.read(name) for name in (om.MANIFEST, *om.ENTRIES)}
-    description = json.loads(contents[om.MODEL])
-    change(description)
-    contents[om.MODEL] = json.dumps(description).encode()
-    with open(out, "w+b") as f:
-        with zipfile.ZipFile(f, "w") as z:
-            for name, data in contents.items():
-                z.writestr(name, data)
-            z.comment = om.SEAL + b"0" * om.DIGEST_CHARS
-        om.seal(f)
-    return out
 
 
 @pytest.mark.parametrize(
@@ -276,7 +259,7 @@ def rewritten(path: Path, out: Path, change: Callable[[dict], None]) -> Path:
         (lambda d: d["dynamic"].__setitem__("inputs", [["input", "float32", "x"]]), r"dynamic\.inputs\[0\] has 3 items; allowed: at most 2"),
     ],
 )
-def test_a_tampered_dynamic_section_is_refused_on_read(resnet_dynamic: ge.Model, tmp_path: Path, change, message: str) -> None:
+def test_a_tampered_dynamic_section_is_refused_on_read(resnet_dynamic: ge.Model, tmp_path: Path, change, message: str, rewritten) -> None:
     path = Path(resnet_dynamic.save(tmp_path / "dyn.om"))
     with pytest.raises(OmError, match=message):
         ge.load_model(rewritten(path, tmp_path / "bad.om", change))
@@ -290,7 +273,9 @@ def test_a_tampered_dynamic_section_is_refused_on_read(resnet_dynamic: ge.Model,
         (lambda d: d["dynamic"]["inputs"][0].__setitem__(0, "x"), OmError, r"dynamic\.ranges has inputs \['input'\]; the graph's are \['x'\]"),
     ],
 )
-def test_a_tampered_graph_or_weight_is_refused_before_it_runs(resnet_dynamic: ge.Model, tmp_path: Path, change, error: type, message: str) -> None:
+def test_a_tampered_graph_or_weight_is_refused_before_it_runs(
+    resnet_dynamic: ge.Model, tmp_path: Path, change, error: type, message: str, rewritten
+) -> None:
     path = Path(resnet_dynamic.save(tmp_path / "dyn.om"))
     with pytest.raises(error, match=message):
         Session().run(rewritten(path, tmp_path / "bad.om", change), {"input": images(1)})

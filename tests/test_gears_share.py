@@ -8,9 +8,7 @@ the Case's tasks (`ge.om.gears.case`) that the simulator runs and charges."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +28,7 @@ from ge.om import (
     StreamActiveTask,
 )
 from ge.om.gears import GEAR_INDEX
-from ge.om.model import MODEL, OmError, seal
+from ge.om.model import OmError
 from ge.session import Session
 from ge.sim import timing
 from ge.sim.config import RunConfig
@@ -226,19 +224,6 @@ def test_unknown_shape_and_a_given_gear_index_are_refused(resnet_gears: ge.Model
 # ---------------------------------------------------------------- the .om's gear-index input
 
 
-def _rewritten(path: Path, out: Path, change) -> Path:
-    with zipfile.ZipFile(path) as z:
-        entries = {i.filename: z.read(i) for i in z.infolist()}
-    description = json.loads(entries[MODEL])
-    change(description)
-    entries[MODEL] = json.dumps(description).encode()
-    with open(out, "w+b") as f:
-        with zipfile.ZipFile(f, "w") as z:
-            for name, data in entries.items():
-                z.writestr(name, data)
-            z.comment = b"ge-om sha256:" + b"0" * 64
-        seal(f)
-    return out
 
 
 @pytest.mark.slow
@@ -260,7 +245,7 @@ def test_gear_index_round_trips(resnet_gears: ge.Model, tmp_path: Path) -> None:
         (lambda d: d["tasks"].insert(0, {"kind": "STREAM_ACTIVE", "stream": 0, "streams": [99]}), r"tasks\[0\]\.streams\[0\] is 99"),
     ],
 )
-def test_hostile_gear_index_is_refused(resnet_gears: ge.Model, tmp_path: Path, change, message: str) -> None:
+def test_hostile_gear_index_is_refused(resnet_gears: ge.Model, tmp_path: Path, change, message: str, rewritten) -> None:
     path = Path(resnet_gears.save(tmp_path / "gears.om"))
     with pytest.raises(OmError, match=message):
-        ge.load_model(_rewritten(path, tmp_path / "bad.om", change))
+        ge.load_model(rewritten(path, tmp_path / "bad.om", change))
