@@ -5,9 +5,10 @@ mmad (from its pipe trace), summed per model.
 For each model and SoC (the cases and SoCs of `kernels.py`), with the L2 cache and
 without, over the AI Core kernel tasks that run the cube:
 
-- time: the tasks' durations (`TaskRecord.duration`), and their roofline bounds;
-- launch: `timing.KERNEL_LAUNCH_US` per task (the task scheduler starting its
-  blocks), a fixed cost the roofline leaves out;
+- time: the tasks' durations (`TaskRecord.duration`: from their blocks' start), and
+  their roofline bounds;
+- launch: the tasks' waits before it (`TaskRecord.wait`: `timing.KERNEL_LAUNCH_US`,
+  the task scheduler starting the blocks), in the latency but not in the time;
 - first loads: from a block's start to its first mmad (the tiling read, the
   bias table, the first A and B panels, the first L0 moves);
 - mmads: from the first mmad's start to the last one's end, and the cube's
@@ -18,7 +19,7 @@ without, over the AI Core kernel tasks that run the cube:
   bandwidth (a kernel's bytes over the chip's rate longer than its blocks).
 
 Then the kernel time over the roofline sum of every kernel (as kernels.py), and
-the same without the launches. `--readme` writes the tables into the kernel_gaps
+the same with the launches added. `--readme` writes the tables into the kernel_gaps
 section of benchmarks/README.md (between its two markers).
 
     .venv/bin/python benchmarks/kernel_gaps.py [--only resnet50_b1] [--soc Ascend910B1] [--readme]
@@ -33,7 +34,6 @@ from datetime import date
 import kernels
 
 from ge.session import Session
-from ge.sim import timing
 from ge.sim.config import RunConfig
 from ge.sim.profile import Profile
 from ge.sim.program import PIPE
@@ -58,7 +58,6 @@ class Gaps:
     @classmethod
     def of(cls, profile: Profile) -> Gaps:
         clock = profile.clock_mhz
-        launch = timing.KERNEL_LAUNCH_US * clock
         gaps = cls()
         for row in profile.rows():
             r, t = row.record, row.record.block_timing
@@ -69,12 +68,12 @@ class Gaps:
             gaps.kernels += 1
             gaps.time += r.duration / clock
             gaps.bound += row.roofline.cycles / clock
-            gaps.launch += launch / clock
+            gaps.launch += r.wait / clock
             gaps.first += start / clock
             gaps.mmads += (end - start) / clock
             gaps.cube_busy += sum((s.end - s.start) * s.busy for s in cube) / clock
             gaps.drain += (t.cycles - end) / clock
-            gaps.rest += (r.duration - launch - t.cycles) / clock
+            gaps.rest += (r.duration - t.cycles) / clock
         return gaps
 
     def cells(self) -> list[str]:
@@ -86,7 +85,7 @@ class Gaps:
 
 HEADER = (
     "| model | batch | L2 | cube kernels | time us | bound us | launch us | first loads us | mmads us | cube busy in mmads "
-    "| drain us | rest us | all kernels / roofline | without launch |"
+    "| drain us | rest us | all kernels / roofline | with launches |"
 )
 
 
@@ -95,12 +94,12 @@ def run(om, l2: bool) -> Profile:
 
 
 def row(case: kernels.Case, profile: Profile, l2: bool) -> str:
-    launches = len(profile.kernels()) * timing.KERNEL_LAUNCH_US * profile.clock_mhz
     rows = profile.rows()
+    launches = sum(r.record.wait for r in rows)
     time = sum(r.record.duration for r in rows)
     bound = sum(r.roofline.cycles for r in rows)
     cells = [case.model, str(case.batch), "on" if l2 else "off", *Gaps.of(profile).cells()]
-    return "| " + " | ".join([*cells, f"{time / bound:.2f}", f"{(time - launches) / bound:.2f}"]) + " |"
+    return "| " + " | ".join([*cells, f"{time / bound:.2f}", f"{(time + launches) / bound:.2f}"]) + " |"
 
 
 def main() -> None:

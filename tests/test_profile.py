@@ -44,16 +44,17 @@ def test_slices_on_a_track_never_overlap(profile, tmp_path) -> None:
 
 
 def assert_bounds_hold(p) -> None:
-    """No kernel beats its roofline: the bound is a true lower bound on its time."""
+    """No kernel beats its roofline: the bound is a true lower bound on its time (a
+    kernel at its GM bound reaches it within rounding)."""
     rows = p.rows()
     assert rows
     for row in rows:
         r = row.record
         assert row.roofline.cycles > 0, r.name
-        assert row.roofline.ratio(r.duration) >= 1.0, (r.name, row.roofline)
+        assert row.roofline.ratio(r.duration) >= 1.0 - 1e-9, (r.name, row.roofline)
         assert row.roofline.compulsory_bytes <= r.nbytes
-    assert p.roofline_ratio() >= 1.0
-    assert all(top[-1] >= 1.0 for top in p.top_ops(len(rows)))
+    assert p.roofline_ratio() >= 1.0 - 1e-9
+    assert all(top[-1] >= 1.0 - 1e-9 for top in p.top_ops(len(rows)))
 
 
 def test_no_kernel_beats_its_roofline(profile) -> None:

@@ -1,18 +1,19 @@
 """A run's profile: every task's times, per-op figures, and the files `ge run --profile` writes.
 
 - `op_summary.csv`: a row per KERNEL and KERNEL_EX task (as msprof's op summary): op name, type,
-  stream, block_dim, start and duration in cycles and microseconds, the block's
+  stream, block_dim, start and duration in cycles and microseconds (from its blocks'
+  start: msprof's Task Duration), `wait_us` (the launch before it, its Task Wait Time), the block's
   cycles, waves, per-pipe busy ratios (each pipe's busy cycles over the block's),
   cube, vector and memory utilisation (cube blocks at one a cycle, vector cycles,
   GM bytes at the paths' peak rates or the chip's GM bandwidth, over the task's
   time and cores), `gm_bytes` (what it moved to and from GM) and `l2_bytes` (its
   reads the L2 cache served, `ge.sim.l2`; 0 with the run option l2_cache off), and
   the bound:
-    cube / vector / memory  the busiest unit over the task's time (launch included):
+    cube / vector / memory  the busiest unit over the task's time (its blocks' span):
                             the cube (M), the vector unit (V), or data movement
                             (MTE1, MTE2, MTE3, FIX, or the chip's GM bandwidth);
     latency                 none is busy `timing.LATENCY_BOUND` of the time: it goes
-                            on the launch, the pipes waiting on each other, syncs;
+                            on the pipes waiting on each other, on syncs;
   and the kernel's roofline (`Roofline`): `flops` (2 per cube MAC, 1 per vector
   element), `compulsory_bytes` (its arguments, each read or written once) and
   `compulsory_l2_bytes` (those of them in L2 when it started), `roofline_us` and
@@ -71,7 +72,7 @@ RATIO_COLUMNS = {"M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1"
 """The per-pipe busy ratios, named as msprof names them."""
 CSV_COLUMNS = (
     "op_name", "op_type", "kernel", "task_index", "stream", "core_type", "block_dim", "waves",
-    "start_cycles", "duration_cycles", "start_us", "duration_us", "block_cycles",
+    "start_cycles", "duration_cycles", "start_us", "duration_us", "wait_us", "block_cycles",
     *RATIO_COLUMNS.values(), "cube_utilization", "vector_utilization", "memory_utilization", "gm_bytes", "l2_bytes",
     "bound", "flops", "compulsory_bytes", "compulsory_l2_bytes", "roofline_us", "roofline_unit", "x_bound", "host_us",
 )  # fmt: skip
@@ -99,6 +100,10 @@ class TaskRecord:
     """Its GM reads the L2 cache served (`ge.sim.l2`)."""
     l2_resident: float = 0.0
     """The bytes of its inputs in L2 when it started."""
+    wait: float = 0.0
+    """Cycles between the stream reaching the task and its blocks starting: a kernel's
+    launch by the task scheduler (`timing.KERNEL_LAUNCH_US`), msprof's Task Wait Time.
+    Not in `duration` (msprof's Task Duration), which is the blocks' own time."""
     host_us: float = 0.0
     """A dynamic-shape run's host time for this task before its launch: tiling and launch
     (`timing.HOST_TILING_US`, `timing.HOST_LAUNCH_US`); 0 for a task list sunk to the device."""
@@ -158,7 +163,8 @@ class Roofline:
     The cores are those the run has of the kernel's kind (all the chip's, or a
     slice's with aicore_num or a virtual instance), not `block_dim`'s: the bound
     is what the hardware could do, the tiling being one way to fall short of it.
-    The achieved time (launch included) over the bound is `ratio`, never below 1.
+    The achieved time (the task's duration, from its blocks' start: its launch is
+    the task's wait) over the bound is `ratio`, never below 1.
     """
 
     flops: float
@@ -374,7 +380,7 @@ class Profile:
             r = row.record
             rows.append([
                 r.name, r.op_type, r.kernel, r.index, r.stream, r.core_type, r.block_dim, row.waves,
-                _num(r.start), _num(r.duration), _num(r.start / clock), _num(r.duration / clock), _num(row.block_cycles),
+                _num(r.start), _num(r.duration), _num(r.start / clock), _num(r.duration / clock), _num(r.wait / clock), _num(row.block_cycles),
                 *(_ratio(row.ratios[c]) for c in RATIO_COLUMNS.values()),
                 _ratio(row.cube), _ratio(row.vector), _ratio(row.memory), int(row.gm_bytes), int(row.l2_bytes), row.bound,
                 int(row.roofline.flops), int(row.roofline.compulsory_bytes), int(row.roofline.compulsory_l2_bytes),

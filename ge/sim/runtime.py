@@ -401,11 +401,11 @@ class Runtime:
         self._compute(task, index, header, state, placed.end)
         records.append(
             TaskRecord(
-                index, task.KIND, stream, task.name, now, placed.end, op_type="+".join(header.op_types),
+                index, task.KIND, stream, task.name, ready, placed.end, op_type="+".join(header.op_types),
                 kernel=task.kernel, core_type=kind, block_dim=task.block_dim, blocks=placed.blocks,
                 block_timing=self.block_timing(task.kernel, True) if trace else block, stretch=placed.stretch,
                 nbytes=sum(a.size for a in (*task.inputs, *task.outputs)), l2_hits=hits, l2_resident=resident,
-                host_us=self.host_us[index] if self.host_us else 0.0,
+                wait=ready - now, host_us=self.host_us[index] if self.host_us else 0.0,
             )
         )
         return placed.end
