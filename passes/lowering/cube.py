@@ -715,8 +715,21 @@ def gemm_of(profile: SocProfile, op: ag.CubeOp) -> tuple[Gemm, int]:
         rows, k = _matrix(ag.shape_of(x.type), op.props.bool(ta), True)
         _, cols = _matrix(ag.shape_of(w.type), op.props.bool(tb), False)
     batch = max(1, numel(y) // max(1, rows * cols))
+    if batch > 1 and _shared_weight(op):
+        rows, batch = batch * (rows if nd[x] and nd[y] else _align(rows, FRACTAL)), 1
     gemm = Gemm(batch, rows, k, cols, din, dout, a_nd=nd[x], b_nd=nd[w], out_nd=nd[y] and profile.fix_pipe)
     return gemm, cols
+
+
+def _shared_weight(op: ag.CubeOp) -> bool:
+    """Whether a batched matmul's batches share one 2-D weight: then it is one matmul of
+    every batch's rows (a transformer's projection of [batch, sequence, hidden]), so its
+    tiling keeps the weight in L1 across the batches instead of reading it once per
+    batch. A's rows must follow batch after batch (untransposed); where A or the result
+    is NZ, each batch's rows count padded to whole fractals, as the layout pads them."""
+    if not isinstance(op, (ag.MatMulV2Op, ag.BatchMatMulOp)) or len(ag.shape_of(op.operands[1].type)) > 2:
+        return False
+    return not op.props.bool("transpose_x1" if isinstance(op, ag.MatMulV2Op) else "adj_x1")
 
 
 def _conv_family_gemm(op: ag.ConvFamilyOp, c0: int, din: Attribute, dout: Attribute, nd_input: bool, nd_out: bool) -> tuple[Gemm, int]:
