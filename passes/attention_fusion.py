@@ -41,8 +41,12 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import FloatAttr, StringAttr, f64
-from xdsl.ir import OpResult, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.traits import Pure
 
 from dialects import shapes
@@ -75,8 +79,18 @@ from dialects.ascend_graph import (
 )
 from ge.core.errors import GEError
 from ge.core.reference import evaluate_op
+from ge.core.weights import WeightStore
 from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_pass
-from passes.graph_match import constant_value, erase_dead, node_name, scaling, sole_user, user
+from passes.graph_match import (
+    constant_value,
+    erase_dead,
+    new_constant,
+    node_name,
+    scaling,
+    sole_user,
+    store_around,
+    user,
+)
 
 Rearrange = Callable[[np.ndarray], np.ndarray]
 
@@ -493,7 +507,7 @@ class AttentionBlock(FusionPattern):
         if any(value.owner in block for value in [*inputs, *([scores.mask] if scores.mask else [])]):
             return
 
-        new_ops, operands = self._operands(q, k, v, scores.mask, rank)
+        new_ops, operands = self._operands(q, k, v, scores.mask, rank, store_around(softmax))
         props = {
             "head_num": int_attr(q.heads.shape[1]),
             "scale": FloatAttr(q.trace.scale * k.trace.scale * scores.scale, f64),
@@ -545,9 +559,12 @@ class AttentionBlock(FusionPattern):
 
     @staticmethod
     def _operands(
-        q: _Side, k: _Side, v: _Side, mask: SSAValue | None, rank: int
+        q: _Side, k: _Side, v: _Side, mask: SSAValue | None, rank: int, store: WeightStore
     ) -> tuple[list[Operation], list[SSAValue]]:
-        """The fused op's operands, and the slices (and mask unsqueeze) they need."""
+        """The fused op's operands, and the slices (and mask unsqueeze) they need. A
+        packed projection's weight or bias that is a constant is cut at compile time
+        into constants of their own (as GE's fusion passes write new weights): sliced
+        by kernels, every run would re-read and re-format the whole packed weight."""
         new_ops: list[Operation] = []
 
         def add(op: Operation, hint: str) -> SSAValue:
@@ -555,20 +572,29 @@ class AttentionBlock(FusionPattern):
             op.results[0].name_hint = hint
             return op.results[0]
 
+        def constant(array: np.ndarray, like: SSAValue, hint: str) -> SSAValue:
+            return add(new_constant(array, dtype_of(like.type), hint, store), hint)
+
         def cut(value: SSAValue, axis: int, side: _Side, hint: str) -> SSAValue:
             shape = shape_of(value.type)
             if (side.start, side.width) == (0, shape[axis]):
                 return value
+            array = constant_value(value)
+            if array is not None:
+                return constant(np.take(array, range(side.start, side.start + side.width), axis=axis), value, hint)
             begin = [side.start if i == axis else 0 for i in range(len(shape))]
             end = [side.start + side.width if i == axis else d for i, d in enumerate(shape)]
             props = {"begin": ints(begin), "end": ints(end), "strides": ints([1] * len(shape))}
             return add(StridedSliceOp([value], props), hint)
 
         def weight(side: _Side, role: str) -> SSAValue:
-            w = side.projection.weight
+            w, hint = side.projection.weight, f"{role}_weight"
             if not side.projection.transposed:
-                return cut(w, 1, side, f"{role}_weight")
-            return add(TransposeOp([cut(w, 0, side, f"{role}_weight")], {"perm": ints([1, 0])}), f"{role}_weight")
+                return cut(w, 1, side, hint)
+            array = constant_value(w)
+            if array is not None:
+                return constant(np.take(array, range(side.start, side.start + side.width), axis=0).T, w, hint)
+            return add(TransposeOp([cut(w, 0, side, hint)], {"perm": ints([1, 0])}), hint)
 
         sides = {"query": q, "key": k, "value": v}
         operands = [s.projection.input for s in sides.values()] + [weight(s, role) for role, s in sides.items()]

@@ -27,6 +27,7 @@ import ge
 from dialects.ascend_graph import (
     AddOp,
     BatchMatMulOp,
+    ConstOp,
     DivOp,
     ErfOp,
     GatherOp,
@@ -199,6 +200,8 @@ def test_attention_fusion_fuses_multi_head_blocks(case: GraphCase) -> None:
     assert count_ops(after, BatchMatMulOp) == count_ops(case, BatchMatMulOp) - sum(
         sum(isinstance(op, BatchMatMulOp) for op in site.ops) for site in exact
     )
+    fused = [op for op in after.module.walk() if isinstance(op, MultiHeadAttentionOp)]
+    assert all(isinstance(w.owner, ConstOp) for op in fused for w in op.operands[3:6])  # a packed weight is cut at compile time
 
 
 # ---------------------------------------------------------------- targeted blocks
