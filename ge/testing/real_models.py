@@ -205,12 +205,13 @@ def model_path(name: str) -> Path:
     return path
 
 
-def _export(spec: ModelSpec, path: Path) -> None:
+def _export(spec: ModelSpec, path: Path, batch: int = 1) -> None:
     import warnings
 
     import torch
 
     model, args, input_names, output_names = spec.build()
+    args = tuple(a.repeat(batch, *[1] * (a.dim() - 1)) for a in args)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -310,22 +311,20 @@ def _export_dynamic(spec: ModelSpec, exporter: str, path: Path) -> None:
 
 
 def batched_path(name: str, batch: int) -> Path:
-    """The model's export with its inputs' and outputs' batch set to `batch` (made once,
-    beside the export; right for models without a batch-dependent constant, as the
-    vision models are)."""
-    path = model_path(name)
+    """The model exported at batch `batch` (its example inputs repeated along the batch):
+    the exporter writes the batch into the shape constants of models that reshape by
+    it (ViT's patch sequence, BERT's heads), so the batch is an export's, never a
+    rewrite of the batch-1 file's dims."""
     if batch == 1:
+        return model_path(name)
+    spec = MODELS[name]
+    path = CACHE_DIR / f"{name}-{_cache_key()}-batch{batch}.onnx"
+    if path.exists():
         return path
-    out = path.with_name(f"{path.stem}-b{batch}.onnx")
-    with _locked(out.with_suffix(".lock")):
-        if not out.exists():
-            import onnx
-
-            model = onnx.load(str(path))
-            for value in (*model.graph.input, *model.graph.output):
-                value.type.tensor_type.shape.dim[0].dim_value = batch
-            onnx.save(model, str(out))
-    return out
+    with _locked(CACHE_DIR / f"{name}-batch{batch}.lock"):
+        if not path.exists():
+            _export(spec, path, batch)
+    return path
 
 
 def model_inputs(path: str | os.PathLike, seed: int = SEED, shape: tuple[int, ...] | None = None) -> dict[str, np.ndarray]:
