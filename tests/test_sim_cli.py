@@ -17,6 +17,7 @@ from ge.core.inputs import generated
 from ge.models import DEMO_MODELS
 from ge.sim.config import RunConfig
 from ge.session import Session
+from ge.sim import timing
 
 BIN = Path(sys.executable).parent
 BERT = DEMO_MODELS[1]
@@ -57,6 +58,8 @@ def test_run_writes_the_outputs_the_session_computes(bert_om: Path, tmp_path: Pa
     assert f"latency {expected.latency_us:,.1f} us" in result.stdout
     assert "samples/s at batch 1" in result.stdout
     assert "utilisation: cube" in result.stdout and "top ops by time" in result.stdout
+    launches = len(expected.profile.kernels()) * timing.KERNEL_LAUNCH_US  # a wait each, not in the kernels' time
+    assert f"their launches wait {launches:,.1f} us besides" in result.stdout
 
 
 def test_run_writes_the_profile(bert_om: Path, tmp_path: Path) -> None:

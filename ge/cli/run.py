@@ -369,7 +369,11 @@ def report(model: Path, result: Result, wall: float, written: list[str], files: 
     gm, l2 = p.traffic()
     cache = f"L2 hits {l2 / 1e6:,.1f} MB ({use['l2']:.1%} of the L2 bandwidth)" if p.l2_cache else "L2 cache off"
     console.print(f"kernel traffic: GM {gm / 1e6:,.1f} MB, {cache}; compulsory {p.compulsory_bytes() / 1e6:,.1f} MB")
-    console.print(f"kernels take {p.roofline_ratio():.1f} x their roofline bound (cube, vector, GM or L2 bandwidth at the chip's peak)")
+    waited = sum(r.wait for r in p.launches()) / p.clock_mhz
+    console.print(
+        f"kernels take {p.roofline_ratio():.1f} x their roofline bound (cube, vector, GM or L2 bandwidth at the chip's peak); "
+        f"their launches wait {waited:,.1f} us besides"
+    )
     aicpu = len(p.aicpu_kernels())
     table = Table(title=f"top ops by time ({len(p.kernels()) + aicpu} kernel tasks, {aicpu} on AI CPU)", title_justify="left")
     numbers = ("launches", "time us", "share", "GM MB", "L2 MB", "x bound")
