@@ -441,8 +441,9 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     for their wait. Of costs within 1e-9 of each other, the least time of the pipes
     wins, in the order the tiles are tried. A tile's panel depths and B residencies
     are skipped together where a lower bound of their cost (each operand read once
-    per tile, no first loads) exceeds the best so far or the cutoff: none of them
-    could have been chosen, so the result is the full search's."""
+    per tile, no first loads) exceeds the best so far (none of them could replace
+    it) or the cutoff by `_CUTOFF_SLACK` (none of them could be chosen by a search
+    whose result is within the cutoff), so the result is the full search's."""
     gemm, gm, kc, kf, l1, drain = s.gemm, s.gm, s.kc, s.kf, s.l1, s.drain
     bb, mbf, nbf = per
     out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
