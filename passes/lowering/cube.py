@@ -439,11 +439,10 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     of the chip's traffic (`_GmRates.cycles`). A GM copy costs the path's latency on
     its pipe, so small tiles and panels pay for their number and large first panels
     for their wait. Of costs within 1e-9 of each other, the least time of the pipes
-    wins, in the order the tiles are tried. A tile's panel depths and B residencies
-    are skipped together where a lower bound of their cost (each operand read once
-    per tile, no first loads) exceeds the best so far (none of them could replace
-    it) or the cutoff by `_CUTOFF_SLACK` (none of them could be chosen by a search
-    whose result is within the cutoff), so the result is the full search's."""
+    wins, in the order the tiles are tried. A tile's panel depths are skipped where
+    a lower bound of their cost (each operand read once per tile, no first loads;
+    then B's reads with or without residency) is not `_worth_trying`, so the result
+    is the full search's."""
     gemm, gm, kc, kf, l1, drain = s.gemm, s.gm, s.kc, s.kf, s.l1, s.drain
     bb, mbf, nbf = per
     out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
@@ -457,9 +456,12 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             if not k0f:
                 continue
             nt = -(-nbf // n0f)
-            single = nt == 1
-            b_tile = s.b_tile(n0f)
             tiles = bb * mt * nt
+            b_tile = s.b_tile(n0f)
+            a_least, b_least = tiles * s.a_reads(m0f, kf), bb * nt * b_tile
+            if not _worth_trying(gm.cycles(used, a_least + b_least + epilogue, out_bytes), cutoff, best):
+                continue
+            single = nt == 1
             steps = tiles * -(-kf // k0f)
             step = m0f * n0f * k0f + MMAD_OVERHEAD
             cube = steps * step
@@ -470,19 +472,16 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             stores = tiles * gm.latency + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
             epilogue_loads = tiles * -(-s.epilogue_gm // gemm.out_bytes) * gm.latency + epilogue / gm.ub_load
-            a_least, b_least = tiles * s.a_reads(m0f, kf), bb * nt * b_tile
             least_loads = gm.load_cycles(tiles, a_least, gemm.a_nd) + gm.load_cycles(bb * nt, b_least, gemm.b_nd) + epilogue_loads
-            bound = max(
-                step_mte1 + max(cube, mte1) + last, least_loads + step_mte1 + step + last, stores, vector,
-                gm.cycles(used, a_least + b_least + epilogue, out_bytes),
-            )
-            if bound > cutoff + _CUTOFF_SLACK or best is not None and bound > best.cost + 1e-9:
+            if not _worth_trying(max(step_mte1 + max(cube, mte1) + last, least_loads + step_mte1 + step + last, stores, vector), cutoff, best):
                 continue
             fits = s.panels(m0f, n0f, k0f, kf, single) <= l1
             for resident in (True, False) if fits else (False,):  # a resident B loads whole before the first mmad
+                b_loads = bb * nt * b_tile * (1 if resident else mt)
+                if not _worth_trying(gm.cycles(used, a_least + b_loads + epilogue, out_bytes), cutoff, best):
+                    continue
                 room = l1 - ((1 if single else 2) * b_tile if resident else 0)
                 k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
-                b_loads = bb * nt * b_tile * (1 if resident else mt)
                 first_b = gm.load_cycles(1, b_tile, gemm.b_nd) if resident else 0.0
                 for k1f in _k1_choices(k0f, k1_max):
                     if k1f > k0f and s.panels(m0f, n0f, k1f, kf if resident else k1f, single and resident) > l1:
@@ -501,6 +500,14 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                     if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
                         best = tile
     return None if best is None or best.cost > cutoff else best
+
+
+def _worth_trying(bound: float, cutoff: float, best: _BlockTile | None) -> bool:
+    """Whether tiles that cost at least `bound` may decide a block's search: not if
+    they exceed the best so far (none of them could replace it) or the cutoff by
+    `_CUTOFF_SLACK` (none of them could be chosen by a search whose result is
+    within the cutoff)."""
+    return bound <= cutoff + _CUTOFF_SLACK and (best is None or bound <= best.cost + 1e-9)
 
 
 def _panel_bytes(gemm: Gemm, rows: int, k1: int, kc: int) -> int:
