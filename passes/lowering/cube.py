@@ -442,7 +442,8 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     wins, in the order the tiles are tried. A tile's panel depths are skipped where
     a lower bound of their cost (each operand read once per tile, no first loads;
     then B's reads with or without residency) is not `_worth_trying`, so the result
-    is the full search's."""
+    is the full search's. Each bound is an expression of the cost with operands no
+    larger, in the same order, so it is no larger in floating point either."""
     gemm, gm, kc, kf, l1, drain = s.gemm, s.gm, s.kc, s.kf, s.l1, s.drain
     bb, mbf, nbf = per
     out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
@@ -458,7 +459,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             nt = -(-nbf // n0f)
             tiles = bb * mt * nt
             b_tile = s.b_tile(n0f)
-            a_least, b_least = tiles * s.a_reads(m0f, kf), bb * nt * b_tile
+            a_least, b_least = tiles * s.a_reads(m0f, kf), bb * nt * b_tile  # A's K and B's once per tile: the least reads
             if not _worth_trying(gm.cycles(used, a_least + b_least + epilogue, out_bytes), cutoff, best):
                 continue
             single = nt == 1
@@ -473,6 +474,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             vector = out_bytes / gemm.out_bytes * drain
             epilogue_loads = tiles * -(-s.epilogue_gm // gemm.out_bytes) * gm.latency + epilogue / gm.ub_load
             least_loads = gm.load_cycles(tiles, a_least, gemm.a_nd) + gm.load_cycles(bb * nt, b_least, gemm.b_nd) + epilogue_loads
+            # the pipes without the first loads, and with the least reads
             if not _worth_trying(max(step_mte1 + max(cube, mte1) + last, least_loads + step_mte1 + step + last, stores, vector), cutoff, best):
                 continue
             fits = s.panels(m0f, n0f, k0f, kf, single) <= l1
