@@ -100,7 +100,7 @@ def main() -> None:
     print("| model:batch | compile wall s | compile CPU s | tile_gemm calls | tile_gemm CPU s | its share | its share under cProfile |")
     print("|---|---|---|---|---|---|---|")
     for item, wall, cpu, tiling, calls, profiled_share in rows:
-        print(f"| {item} | {wall:.2f} | {cpu:.2f} | {calls} | {tiling:.2f} | {tiling / cpu:.0%} | {profiled_share:.0%} |")
+        print(f"| {item} | {wall:.2f} | {cpu:.2f} | {calls} | {tiling:.3f} | {tiling / cpu:.0%} | {profiled_share:.0%} |")
 
 
 if __name__ == "__main__":
