@@ -281,7 +281,7 @@ def convolutions(draw: st.DrawFn, din: Attribute, dout: Attribute) -> Gemm:
     stride = draw(st.integers(1, 2))
     hi = draw(st.integers(kh, 40))
     wo = (hi - kh) // stride + 1
-    images, groups = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    images, groups = draw(st.integers(1, 4)), draw(st.sampled_from((1, 2, 3, 9, 36, 60)))
     c0 = formats.c0(din)
     window = kh * kh
     pixel_channels = draw(st.sampled_from((0, 4))) if kh > 1 else 0
@@ -306,4 +306,27 @@ def searches(draw: st.DrawFn) -> Search:
 @settings(max_examples=150, deadline=None)
 @given(searches())
 def test_the_search_chooses_the_oracles_tiling(search):
+    assert search.run(tile_gemm) == search.run(oracle_tile_gemm)
+
+
+REAL_GEMMS = [
+    pytest.param(Gemm(1, 12544, 784, 64, f16, f16, conv=(230, 230, 112, 2, 7), window=49), False, id="resnet50 conv1 b1"),
+    pytest.param(Gemm(1, 200704, 576, 64, f16, f16, conv=(58, 58, 56, 1, 3), window=9), False, id="resnet50 3x3 b64"),
+    pytest.param(Gemm(1, 49, 4608, 512, f16, f16, conv=(9, 9, 7, 1, 3), window=9), False, id="resnet50 last 3x3 b1"),
+    pytest.param(Gemm(1, 12544, 512, 1024, f16, f16, conv=(28, 28, 14, 2, 1)), False, id="resnet50 strided 1x1 b64"),
+    pytest.param(Gemm(60, 196, 144, 16, f16, f16, conv=(9, 9, 7, 1, 3), window=9), False, id="mobilenet_v2 depthwise b4"),
+    pytest.param(Gemm(1, 196, 4096, 768, f16, f16, conv=(224, 224, 14, 16, 16), window=256), False, id="vit_b_16 patches"),
+    pytest.param(Gemm(1, 128, 768, 3072, f16, f16, a_nd=True, b_nd=True, out_nd=True), False, id="bert_base ffn nd"),
+    pytest.param(Gemm(12, 128, 64, 128, f16, f16), True, id="bert_base attention scores"),
+]
+"""Gemms of the real models (`ge.testing.real_models`) as their compiles ask for them
+(attention's on exactly the cores it is given): shapes beyond the random ones (a
+7x7 stride-2 window, 16x16 patches, 200k rows, 60 groups)."""
+
+
+@pytest.mark.parametrize("soc", SOCS)
+@pytest.mark.parametrize(("gemm", "exact"), REAL_GEMMS)
+def test_real_model_gemms_choose_the_oracles_tiling(soc, gemm, exact):
+    profile = socs.load(soc)
+    search = Search(soc, gemm, profile.ai_cores, 3, profile.fix_pipe and not exact, exact, 0.0 if exact else 4.0, 0.03125)
     assert search.run(tile_gemm) == search.run(oracle_tile_gemm)
