@@ -232,11 +232,12 @@ def tile_gemm(
     `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
     `bias_table`, an n0 tile's float32 bias must fit the bias table; `epilogue_gm` is
     the GM bytes the epilogue moves per result element besides the result's store,
-    `epilogue_vector` its V cycles per result element."""
+    `epilogue_vector` its V cycles per result element.
+    A split whose cost exceeds `TIE` times the least so far cannot win: its search
+    stops as soon as that is certain (`_tile_block`'s `cutoff`)."""
     kc = cube_k(profile, gemm.in_dtype)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
     kf = -(-gemm.k // kc)
-    l1 = profile.l1_bytes - (BIAS_TABLE_BYTES if bias_table else 0)
     out_tile = FRACTAL * FRACTAL * gemm.out_bytes
     if gemm.conv is None:
         a_whole = gemm.a_gm_bytes(gemm.m, gemm.k, kc)
@@ -246,6 +247,7 @@ def tile_gemm(
         a_whole = -(-gemm.m // pixels) * gemm.a_gm_bytes(pixels, gemm.k, kc)
     working_set = gemm.batch * (a_whole + gemm.b_gm_bytes(gemm.k, gemm.n, kc) + gemm.m * gemm.n * (epilogue_gm + gemm.out_bytes))
     gm = _GmRates.of(profile, cores, working_set if working_set <= profile.l2_bytes else None)
+    search = _Search(profile, gemm, gm, epilogue_ub, bias_table, epilogue_gm, epilogue_vector)
 
     def lower_bound(per: tuple[int, ...], used: int) -> float:
         """No tiling of this block does better: each operand read once, the cube at peak."""
@@ -257,9 +259,10 @@ def tile_gemm(
     candidates = sorted((lower_bound(per, math.prod(dims)), math.prod(dims), per, dims) for per, dims in block_splits(units, cores, exact).items())
     tiled: list[tuple[float, int, tuple[int, ...], _BlockTile]] = []
     for bound, used, per, dims in candidates:
-        if tiled and bound > min(t[0] for t in tiled) * TIE:
+        cutoff = min(t[0] for t in tiled) * TIE if tiled else math.inf
+        if bound > cutoff:
             break
-        tile = _tile_block(profile, gemm, per, used, kc, kf, l1, gm, epilogue_ub, bias_table, epilogue_gm, epilogue_vector)
+        tile = _tile_block(search, per, used, cutoff)
         if tile is not None:
             tiled.append((tile.cost, used, dims, tile))
     if not tiled:
@@ -277,8 +280,12 @@ def tile_gemm(
 def _panels(profile: SocProfile, gemm: Gemm, kc: int, m0f: int, n0f: int, k1f: int, b_k: int, b_single: bool = False) -> int:
     """L1 for two A panels of k1f fractal columns and two B panels of b_k (one where
     a block has a single N tile: nothing to load ahead)."""
-    a = aligned(profile, "L1", gemm.a_l1_bytes(m0f * FRACTAL, k1f * kc, kc))
-    return 2 * a + (1 if b_single else 2) * b_k * n0f * FRACTAL_BYTES
+    return _l1_panels(aligned(profile, "L1", gemm.a_l1_bytes(m0f * FRACTAL, k1f * kc, kc)), n0f, b_k, b_single)
+
+
+def _l1_panels(a_panel: int, n0f: int, b_k: int, b_single: bool) -> int:
+    """`_panels` of an A panel of `a_panel` L1 bytes."""
+    return 2 * a_panel + (1 if b_single else 2) * b_k * n0f * FRACTAL_BYTES
 
 
 @dataclass(frozen=True)
@@ -332,40 +339,130 @@ class _GmRates:
         return max(chip, loads / self.load, stores / self.store)
 
 
-def _tile_block(
-    profile: SocProfile, gemm: Gemm, per: tuple[int, ...], used: int, kc: int, kf: int, l1: int, gm: _GmRates,
-    epilogue_ub: Callable[[int, int], int], bias_table: bool, epilogue_gm: float, epilogue_vector: float,
-) -> _BlockTile | None:
+_CUTOFF_SLACK = 1.0
+"""Cycles by which a tile's lower bound must exceed its block's cutoff to be skipped:
+far more than the 1e-9 steps by which near-equal costs replace each other, so a
+skipped tile never decides a split whose cost is within the cutoff."""
+
+
+class _Search:
+    """The tiling search of one Gemm: the constants of its cost, and what it asks for
+    every split, tile and panel depth computed once (by fractals: the L1 and GM bytes
+    of A and B panels, a tile's L0 depth), which the Gemm's own methods are too slow
+    to answer hundreds of thousands of times."""
+
+    def __init__(
+        self, profile: SocProfile, gemm: Gemm, gm: _GmRates, epilogue_ub: Callable[[int, int], int], bias_table: bool,
+        epilogue_gm: float, epilogue_vector: float,
+    ) -> None:
+        self.profile = profile
+        self.gemm = gemm
+        self.gm = gm
+        self.epilogue_ub = epilogue_ub
+        self.epilogue_gm = epilogue_gm
+        self.kc = cube_k(profile, gemm.in_dtype)
+        self.kf = -(-gemm.k // self.kc)
+        self.l1 = profile.l1_bytes - (BIAS_TABLE_BYTES if bias_table else 0)
+        self.cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
+        self.cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
+        self.cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
+        self.cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else self.cap_b
+        self.drain = epilogue_vector + (0.0 if profile.fix_pipe else ACC_BYTES / 128)
+        """V cycles per result element."""
+        self._a_panels: dict[tuple[int, int], int] = {}
+        self._a_reads: dict[tuple[int, int], int] = {}
+        self._a_firsts: dict[tuple[int, int], int] = {}
+        self._b_firsts: dict[tuple[int, int], int] = {}
+        self._b_tiles: dict[int, int] = {}
+        self._k0s: dict[tuple[int, int], int] = {}
+
+    def a_panel(self, m0f: int, k1f: int) -> int:
+        """L1 bytes of one A panel of m0f x k1f fractals."""
+        key = (m0f, k1f)
+        if key not in self._a_panels:
+            self._a_panels[key] = aligned(self.profile, "L1", self.gemm.a_l1_bytes(m0f * FRACTAL, k1f * self.kc, self.kc))
+        return self._a_panels[key]
+
+    def panels(self, m0f: int, n0f: int, k1f: int, b_k: int, b_single: bool = False) -> int:
+        """`_panels` of this Gemm."""
+        return _l1_panels(self.a_panel(m0f, k1f), n0f, b_k, b_single)
+
+    def a_reads(self, m0f: int, k1f: int) -> int:
+        """GM bytes of A one M tile's panels of k1f fractal columns read (`_panel_bytes`);
+        with k1f the whole K, the least of them: A's K read once."""
+        key = (m0f, k1f)
+        if key not in self._a_reads:
+            self._a_reads[key] = _panel_bytes(self.gemm, m0f * FRACTAL, k1f * self.kc, self.kc)
+        return self._a_reads[key]
+
+    def a_first(self, m0f: int, k1f: int) -> int:
+        """GM bytes of one A panel of m0f x k1f fractals."""
+        key = (m0f, k1f)
+        if key not in self._a_firsts:
+            self._a_firsts[key] = self.gemm.a_gm_bytes(m0f * FRACTAL, k1f * self.kc, self.kc)
+        return self._a_firsts[key]
+
+    def b_first(self, k1f: int, n0f: int) -> int:
+        """GM bytes of one B panel of k1f x n0f fractals."""
+        key = (k1f, n0f)
+        if key not in self._b_firsts:
+            self._b_firsts[key] = self.gemm.b_gm_bytes(k1f * self.kc, n0f * FRACTAL, self.kc)
+        return self._b_firsts[key]
+
+    def b_tile(self, n0f: int) -> int:
+        """GM bytes of B's whole K for an N tile of n0f fractals."""
+        if n0f not in self._b_tiles:
+            self._b_tiles[n0f] = self.gemm.b_gm_bytes(self.gemm.k, n0f * FRACTAL, self.kc)
+        return self._b_tiles[n0f]
+
+    def k0(self, m0f: int, n0f: int) -> int:
+        """The L0 depth (fractal columns) of an m0f x n0f tile: what L0A and L0B hold,
+        halved while its panels of that depth overflow L1 (a convolution's input rows
+        fill L1 fast); 0 where none fits L1 or the epilogue's UB."""
+        key = (m0f, n0f)
+        if key not in self._k0s:
+            k0f = min(self.kf, self.cap_a // m0f, self.cap_b // n0f)
+            while k0f > 1 and self.panels(m0f, n0f, k0f, k0f) > self.l1:
+                k0f //= 2
+            fits = k0f >= 1 and self.panels(m0f, n0f, k0f, k0f) <= self.l1
+            self._k0s[key] = k0f if fits and self.epilogue_ub(m0f * FRACTAL, n0f * FRACTAL) <= self.profile.ub_bytes else 0
+        return self._k0s[key]
+
+
+def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _BlockTile | None:
     """The cheapest L0 tile and L1 panel of a block of `per` (batches, M and N
-    fractals) in a kernel of `used` blocks, or None if none fits the buffers. A
-    block's time is the longest of: its first loads (B's resident tile, A's first
-    panel and first L0 step) before the cube starts, the cube or MTE1 busy, and the
-    last tile's drain after it; MTE2's loads, then the last step and drain; the
-    stores; the epilogue's vector work; its share of the chip's traffic
-    (`_GmRates.cycles`). A GM copy costs the path's latency on its pipe, so small
-    tiles and panels pay for their number and large first panels for their wait."""
+    fractals) in a kernel of `used` blocks, or None if none fits the buffers or the
+    cheapest costs more than `cutoff`. A block's time is the longest of: its first
+    loads (B's resident tile, A's first panel and first L0 step) before the cube
+    starts, the cube or MTE1 busy, and the last tile's drain after it; MTE2's loads,
+    then the last step and drain; the stores; the epilogue's vector work; its share
+    of the chip's traffic (`_GmRates.cycles`). A GM copy costs the path's latency on
+    its pipe, so small tiles and panels pay for their number and large first panels
+    for their wait. Of costs within 1e-9 of each other, the least time of the pipes
+    wins, in the order the tiles are tried. A tile's panel depths are skipped where
+    a lower bound of their cost (each operand read once per tile, no first loads;
+    then B's reads with or without residency) is not `_worth_trying`, so the result
+    is the full search's. Each bound is an expression of the cost with operands no
+    larger, in the same order, so it is no larger in floating point either."""
+    gemm, gm, kc, kf, l1, drain = s.gemm, s.gm, s.kc, s.kf, s.l1, s.drain
     bb, mbf, nbf = per
-    cap_a = profile.l0a_bytes // FRACTAL_BYTES // 2
-    cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
-    cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
-    cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else cap_b
     out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
-    epilogue = bb * mbf * nbf * FRACTAL * FRACTAL * epilogue_gm
-    drain = epilogue_vector + (0.0 if profile.fix_pipe else ACC_BYTES / 128)  # V cycles per result element
+    epilogue = bb * mbf * nbf * FRACTAL * FRACTAL * s.epilogue_gm
     best: _BlockTile | None = None
-    for m0f in range(1, min(mbf, cap_a) + 1):
+    for m0f in range(1, min(mbf, s.cap_a) + 1):
         mt = -(-mbf // m0f)
         a_column = gemm.a_l1_bytes(m0f * FRACTAL, gemm.k, kc) / kf  # L1 bytes per fractal column of an A panel
-        for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
-            k0f = min(kf, cap_a // m0f, cap_b // n0f)
-            while k0f > 1 and _panels(profile, gemm, kc, m0f, n0f, k0f, k0f) > l1:  # a convolution's input rows fill L1 fast
-                k0f //= 2
-            if k0f < 1 or _panels(profile, gemm, kc, m0f, n0f, k0f, k0f) > l1 or epilogue_ub(m0f * FRACTAL, n0f * FRACTAL) > profile.ub_bytes:
+        for n0f in range(1, min(nbf, s.cap_c // m0f, s.cap_b, s.cap_n) + 1):
+            k0f = s.k0(m0f, n0f)
+            if not k0f:
                 continue
             nt = -(-nbf // n0f)
-            single = nt == 1
-            b_tile = gemm.b_gm_bytes(gemm.k, n0f * FRACTAL, kc)
             tiles = bb * mt * nt
+            b_tile = s.b_tile(n0f)
+            a_least, b_least = tiles * s.a_reads(m0f, kf), bb * nt * b_tile  # A's K and B's once per tile: the least reads
+            if not _worth_trying(gm.cycles(used, a_least + b_least + epilogue, out_bytes), cutoff, best):
+                continue
+            single = nt == 1
             steps = tiles * -(-kf // k0f)
             step = m0f * n0f * k0f + MMAD_OVERHEAD
             cube = steps * step
@@ -375,30 +472,44 @@ def _tile_block(
             last = gm.latency + tile_out * (gemm.out_bytes / gm.store + drain)
             stores = tiles * gm.latency + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
-            epilogue_loads = tiles * -(-epilogue_gm // gemm.out_bytes) * gm.latency + epilogue / gm.ub_load
-            fits = _panels(profile, gemm, kc, m0f, n0f, k0f, kf, single) <= l1
+            epilogue_loads = tiles * -(-s.epilogue_gm // gemm.out_bytes) * gm.latency + epilogue / gm.ub_load
+            least_loads = gm.load_cycles(tiles, a_least, gemm.a_nd) + gm.load_cycles(bb * nt, b_least, gemm.b_nd) + epilogue_loads
+            # the pipes without the first loads, and with the least reads
+            if not _worth_trying(max(step_mte1 + max(cube, mte1) + last, least_loads + step_mte1 + step + last, stores, vector), cutoff, best):
+                continue
+            fits = s.panels(m0f, n0f, k0f, kf, single) <= l1
             for resident in (True, False) if fits else (False,):  # a resident B loads whole before the first mmad
+                b_loads = bb * nt * b_tile * (1 if resident else mt)
+                if not _worth_trying(gm.cycles(used, a_least + b_loads + epilogue, out_bytes), cutoff, best):
+                    continue
                 room = l1 - ((1 if single else 2) * b_tile if resident else 0)
                 k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
-                b_loads = bb * nt * b_tile * (1 if resident else mt)
                 first_b = gm.load_cycles(1, b_tile, gemm.b_nd) if resident else 0.0
                 for k1f in _k1_choices(k0f, k1_max):
-                    if k1f > k0f and _panels(profile, gemm, kc, m0f, n0f, k1f, kf if resident else k1f, single and resident) > l1:
+                    if k1f > k0f and s.panels(m0f, n0f, k1f, kf if resident else k1f, single and resident) > l1:
                         continue
                     panels = tiles * -(-kf // k1f)
                     b_copies = bb * nt if resident else panels
-                    a_loads = tiles * _panel_bytes(gemm, m0f * FRACTAL, k1f * kc, kc)
+                    a_loads = tiles * s.a_reads(m0f, k1f)
                     loads = gm.load_cycles(panels, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue_loads
-                    first_panel = gm.load_cycles(1, gemm.a_gm_bytes(m0f * FRACTAL, k1f * kc, kc), gemm.a_nd)
+                    first_panel = gm.load_cycles(1, s.a_first(m0f, k1f), gemm.a_nd)
                     if not resident:
-                        first_panel += gm.load_cycles(1, gemm.b_gm_bytes(k1f * kc, n0f * FRACTAL, kc), gemm.b_nd)
+                        first_panel += gm.load_cycles(1, s.b_first(k1f, n0f), gemm.b_nd)
                     first = first_b + first_panel + step_mte1
                     pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector)
                     chip = gm.cycles(used, a_loads + b_loads + epilogue, out_bytes)
                     tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes)
                     if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
                         best = tile
-    return best
+    return None if best is None or best.cost > cutoff else best
+
+
+def _worth_trying(bound: float, cutoff: float, best: _BlockTile | None) -> bool:
+    """Whether tiles that cost at least `bound` may decide a block's search: not if
+    they exceed the best so far (none of them could replace it) or the cutoff by
+    `_CUTOFF_SLACK` (none of them could be chosen by a search whose result is
+    within the cutoff)."""
+    return bound <= cutoff + _CUTOFF_SLACK and (best is None or bound <= best.cost + 1e-9)
 
 
 def _panel_bytes(gemm: Gemm, rows: int, k1: int, kc: int) -> int:
