@@ -213,7 +213,9 @@ def fused_attention_plan(
     the scores of every query head (a grouped key/value head is read once per query
     head it serves), their softmax (scale, softcap, mask, causal band and key lengths
     first; a requested scores output is one more store per tile), and the
-    probabilities times V. Scores and probabilities live in the workspace."""
+    probabilities times V. Scores and probabilities live in the workspace. Where the
+    vector unit sits beside the cube and a row of scores fits UB, the three are one
+    flash phase (`flash`) and the kernel has no workspace."""
     query, key, value = op.query, op.key, op.value
     b, heads, sq, d = ag.shape_of(query.type)
     sk, dv = ag.shape_of(key.type)[2], ag.shape_of(value.type)[3]
@@ -234,8 +236,6 @@ def fused_attention_plan(
             return Epilogue("fix", stored, (), [], [], [stored], None)
         return Epilogue("vector", stored, (), [EpiValue(stored, "tile", out_b, True)], [], [stored], None)
 
-    epilogues = [epilogue(name, g.out_bytes) for name, g in zip(names, gemms)]
-    tilings = [tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), False, exact=True) for g, ep in zip(gemms, epilogues)]
     rows = b * heads * sq
     block_rows = -(-rows // min(block_dim, rows))
     mask = op.atten_mask
@@ -247,6 +247,24 @@ def fused_attention_plan(
     if mask is not None:
         pre.append(("VADD", BINARY) if ag.is_float(ag.dtype_of(mask.type)) else ("VSEL", BINARY))
     pre += [("VSEL", BINARY)] * (op.props.has("next_tokens") + (op.actual_seq_lengths_kv is not None))
+    mask_shape = ag.shape_of(mask.type) if mask is not None else (0,)
+    flash_spec = Flash(
+        b * heads, sq, sk, d, dv, din, dout, query, key, value, op.results[0], pre, mask, mask_shape[-1],
+        len(mask_shape) > 1 and mask_shape[-2] > 1, mask_bytes, op.qk_out,
+        tuple(v for v in (query, key, value) if ag.format_of(v.type) is None),
+    )
+    flash = flash_tiling(profile, flash_spec, block_dim)
+    if flash is not None:
+        chosen = flash
+
+        def flash_program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
+            prog = Program(profile)
+            ops = flash_phase(prog, gm, flash_spec, chosen)
+            return [*prog.allocs, ScalarOp(SETUP_INSTRS), *ops]
+
+        return Plan(block_dim, "AiCore", {"heads": heads, **flash.params()}, 0, flash_program)
+    epilogues = [epilogue(name, g.out_bytes) for name, g in zip(names, gemms)]
+    tilings = [tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), False, exact=True) for g, ep in zip(gemms, epilogues)]
     tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements, mask_bytes)
     spec = Softmax(sk, din, block_rows, tile_rows, mask, mask_elements, pre, mask_bytes, op.qk_out)
     in_b = max(1, formats.element_bits(din) // 8)

@@ -65,7 +65,8 @@ class Flash:
     name their GM buffers; `pre` are the vector steps on the scores before the
     softmax (scale, softcap, mask); the mask (if any) adds rows of `mask_row`
     elements of `mask_bytes`, one per query row where `mask_per_query`, else one
-    per unit; `scores` is a graph result the scores are also stored to."""
+    per unit; `scores` is a graph result the scores are also stored to; `nd` are
+    the inputs in ND, which MTE2 converts to NZ on their way into L1."""
 
     heads: int
     sq: int
@@ -84,6 +85,11 @@ class Flash:
     mask_per_query: bool = False
     mask_bytes: int = 0
     scores: SSAValue | None = None
+    nd: tuple[Hashable, ...] = ()
+
+    def mode(self, value: Hashable) -> str:
+        """The copy mode of an input's loads into L1."""
+        return "nd2nz" if value in self.nd else "normal"
 
     @cached_property
     def in_bytes(self) -> int:
@@ -230,7 +236,7 @@ def flash_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
     def scores(s: int, rows: int, h: int) -> Ops:
         """Unit's Q tile in, S = Q K^T, the softmax in UB, P into L1 (slot `s`, K/V slot `h`)."""
         rp = _pad(rows)
-        ops: Ops = [WaitFlagOp("MTE1", "MTE2", s), copy(p, gm[spec.q], buf["q"][s], rows * d * in_b), SetFlagOp("MTE2", "MTE1", s)]
+        ops: Ops = [WaitFlagOp("MTE1", "MTE2", s), copy(p, gm[spec.q], buf["q"][s], rows * d * in_b, spec.mode(spec.q)), SetFlagOp("MTE2", "MTE1", s)]
         if mask:
             ops += [WaitFlagOp("V", "MTE2", s), copy(p, gm[spec.mask], buf["ub_m"][s], spec.mask_elements(rows) * spec.mask_bytes)]
             ops.append(SetFlagOp("MTE2", "V", s))
@@ -276,8 +282,8 @@ def flash_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
         """One head's K/V load and its tiles, each unit's body holding the previous
         unit's context (the previous head's last, for the first tile)."""
         s0 = h * len(tiles) % 2
-        ops: Ops = body([WaitFlagOp("MTE1", "MTE2", 2 + h), copy(p, gm[spec.k], buf["k"][h], spec.sk * d * in_b)])
-        ops += body([copy(p, gm[spec.v], buf["v"][h], spec.sk * dv * in_b), *sync("MTE2", "MTE1", 2 + h)])
+        ops: Ops = body([WaitFlagOp("MTE1", "MTE2", 2 + h), copy(p, gm[spec.k], buf["k"][h], spec.sk * d * in_b, spec.mode(spec.k))])
+        ops += body([copy(p, gm[spec.v], buf["v"][h], spec.sk * dv * in_b, spec.mode(spec.v)), *sync("MTE2", "MTE1", 2 + h)])
         ops += body(scores(s0, tiles[0], h) + ([] if first else context(1 - s0, tiles[-1], 1 - h, True)))
         if len(tiles) > 2:
             ops += double_buffered(
