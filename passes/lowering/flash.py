@@ -251,10 +251,11 @@ def flash_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
         ops += [copy(p, buf["acc_s"][s], buf["ub_s"][s], rows * sk * in_b), SetFlagOp("V", "M", s)]
         if mask:
             ops.append(WaitFlagOp("MTE2", "V", s))
-        steps = spec.vector_steps(rows, (buf["ub_s"][s],), (buf["stats"][0],), (buf["ub_m"][s],) if mask else ())
-        pre = len(spec.pre)
+        steps = spec.vector_steps(rows, (buf["ub_s"][s],), (buf["stats"][s],), (buf["ub_m"][s],) if mask else ())
+        into = [ub_p[s]] if ub_p is not buf["ub_s"] else []  # P beside the scores kept for their store
         for i, step in enumerate(steps):
-            ops += vec(step.instr, step.dtypes, step.elements, [ub_p[s], *step.values] if i >= pre and ub_p is not buf["ub_s"] else step.values, step.element_bytes)
+            values = [*into, *step.values] if i >= len(spec.pre) else list(step.values)
+            ops += vec(step.instr, step.dtypes, step.elements, values, step.element_bytes)
         if mask:
             ops.append(SetFlagOp("V", "MTE2", s))
         ops += sync("V", "MTE3", s)
