@@ -175,11 +175,12 @@ def flash_tiling(profile: SocProfile, spec: Flash, cores: int) -> FlashTiling | 
     split of (heads, tiles) over the cores: a unit costs the busiest of its V, cube
     and MTE1 work, the first one all three (the pipeline fills), and the block its
     units, or its share of the chip's GM traffic (K and V read once per block taking
-    the head) where that is more; of equal costs, the least time of the pipes wins."""
+    the head) where that is more; of equal costs, the least time of the pipes wins,
+    then the least traffic."""
     if profile.fix_pipe or profile.split_cores:
         return None
     chip = profile.gm_bytes_per_cycle * profile.ai_cores
-    best: tuple[tuple[float, float], FlashTiling] | None = None
+    best: tuple[tuple[float, float, float], FlashTiling] | None = None
     for rows in range(FRACTAL, _pad(spec.sq) + 1, FRACTAL):
         chunk = next((c for c in range(_pad(spec.sk), 0, -FRACTAL) if spec.fits(profile, rows, c)), None)
         if chunk is None:
@@ -193,7 +194,7 @@ def flash_tiling(profile: SocProfile, spec: Flash, cores: int) -> FlashTiling | 
                 spec.heads * spec.sq * (spec.d * spec.in_bytes + spec.dv * spec.out_bytes)
                 + tile_dim * spec.heads * spec.sk * (spec.d + spec.dv) * spec.in_bytes
             )
-            cost = (max(pipes, traffic / chip), pipes)
+            cost = (max(pipes, traffic / chip), pipes, traffic)
             if best is None or cost < best[0]:
                 best = (cost, t)
     return best[1] if best is not None else None
