@@ -120,6 +120,7 @@ class Flash:
         return sizes
 
     def fits(self, profile: SocProfile, rows: int, chunk: int) -> bool:
+        """Whether the buffers, ping and pong each, fit the core's memories."""
         capacity = {"L1": profile.l1_bytes, "L0A": profile.l0a_bytes, "L0B": profile.l0b_bytes, "L0C": profile.l0c_bytes, "UB": profile.ub_bytes}
         used = dict.fromkeys(capacity, 0)
         for level, nbytes in self.buffers(rows, chunk).values():
