@@ -20,6 +20,7 @@ from dialects.ascend_kernel import (
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
 from passes.lowering.cube import Epilogue, EpiValue, Gemm, cube_program, tile_gemm
+from passes.lowering.flash import Flash, flash_phase, flash_tiling
 from passes.lowering.program import (
     ACC_BYTES,
     FRACTAL,
@@ -115,7 +116,9 @@ def attention_plan(
     """MultiHeadAttention as four phases of one kernel, joined by `sync_all`: the
     Q/K/V projections (bias added as by a matmul), the scores of every head, their
     softmax (times `scale`, plus the mask), and the probabilities times V. q, k, v
-    and the scores and probabilities live in the workspace (in the input dtype)."""
+    and the scores and probabilities live in the workspace (in the input dtype).
+    Where the vector unit sits beside the cube and a row of scores fits UB, the last
+    three are one flash phase (`flash`): the scores never leave the core."""
     query, key, value = op.operands[:3]
     bsh = op.props.str("input_layout") == "BSH"
     (b, sq, kq), (_, sk, kk), (_, _, kv) = (
@@ -147,24 +150,34 @@ def attention_plan(
             values.append(EpiValue(bias, "col", element_bytes(bias), True))
         return Epilogue("vector", stored, (), values, [bias] if bias is not None else [], [stored], bias)
 
+    pre = [("VMULS", BINARY)] + ([("VADD", BINARY)] if mask is not None else [])
+    mask_shape = ag.shape_of(mask.type) if mask is not None else (0,)
+    flash_spec = Flash(
+        b * heads, sq, sk, e // heads, ev // heads, din, dout, "q", "k", "v", op.results[0], pre, mask, mask_shape[-1],
+        len(mask_shape) > 1 and mask_shape[-2] > 1, element_bytes(mask) if mask is not None else 0,
+    )
+    flash = flash_tiling(profile, flash_spec, block_dim)
     epilogues = [epilogue(name, bias, g.n, g.out_bytes) for name, bias, g in zip(names, [*biases, None, None], gemms)]
     tilings = [
         tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), ep.bias is not None and profile.fix_pipe, exact=True)
-        for g, ep in zip(gemms, epilogues)
+        for g, ep in zip(gemms[: 3 if flash is not None else 5], epilogues)
     ]
     rows = b * heads * sq
     soft_dim = min(block_dim, rows)
     block_rows = -(-rows // soft_dim)
     mask_elements = numel(mask) if mask is not None else 0
 
-    tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements)
-    workspace = (b * sq * e + b * sk * (e + ev) + 2 * rows * sk) * in_b
-    tiling: dict[str, int] = {"heads": heads, "softmax_rows": rows, "softmax_row": sk, "softmax_tile_rows": tile_rows}
+    if flash is not None:
+        workspace = (b * sq * e + b * sk * (e + ev)) * in_b
+        tiling: dict[str, int] = {"heads": heads, **flash.params()}
+    else:
+        tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements)
+        workspace = (b * sq * e + b * sk * (e + ev) + 2 * rows * sk) * in_b
+        tiling = {"heads": heads, "softmax_rows": rows, "softmax_row": sk, "softmax_tile_rows": tile_rows}
     for prefix, g, t in zip(("q_", "k_", "v_", "score_", "context_"), gemms, tilings):
         tiling.update(t.params(g, prefix))
 
     def softmax(prog: Program, gm: dict[Hashable, SSAValue]) -> Ops:
-        pre = [("VMULS", BINARY)] + ([("VADD", BINARY)] if mask is not None else [])
         return softmax_phase(prog, gm, Softmax(sk, din, block_rows, tile_rows, mask, mask_elements, pre))
 
     def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
@@ -181,10 +194,10 @@ def attention_plan(
         def matmul(i: int) -> LoopOp:
             return phase(lambda prog: cube_program(prog, gemms[i], tilings[i], epilogues[i], where, *operands[i], None))
 
-        return [
-            ScalarOp(SETUP_INSTRS), matmul(0), matmul(1), matmul(2), SyncAllOp(), matmul(3), SyncAllOp(),
-            phase(lambda prog: softmax(prog, where)), SyncAllOp(), matmul(4),
-        ]
+        projections = [ScalarOp(SETUP_INSTRS), matmul(0), matmul(1), matmul(2), SyncAllOp()]
+        if flash is not None:
+            return [*projections, phase(lambda prog: flash_phase(prog, where, flash_spec, flash))]
+        return [*projections, matmul(3), SyncAllOp(), phase(lambda prog: softmax(prog, where)), SyncAllOp(), matmul(4)]
 
     return Plan(block_dim, "AiCore", tiling, workspace, program)
 
@@ -200,7 +213,9 @@ def fused_attention_plan(
     the scores of every query head (a grouped key/value head is read once per query
     head it serves), their softmax (scale, softcap, mask, causal band and key lengths
     first; a requested scores output is one more store per tile), and the
-    probabilities times V. Scores and probabilities live in the workspace."""
+    probabilities times V. Scores and probabilities live in the workspace. Where the
+    vector unit sits beside the cube and a row of scores fits UB, the three are one
+    flash phase (`flash`) and the kernel has no workspace."""
     query, key, value = op.query, op.key, op.value
     b, heads, sq, d = ag.shape_of(query.type)
     sk, dv = ag.shape_of(key.type)[2], ag.shape_of(value.type)[3]
@@ -221,8 +236,6 @@ def fused_attention_plan(
             return Epilogue("fix", stored, (), [], [], [stored], None)
         return Epilogue("vector", stored, (), [EpiValue(stored, "tile", out_b, True)], [], [stored], None)
 
-    epilogues = [epilogue(name, g.out_bytes) for name, g in zip(names, gemms)]
-    tilings = [tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), False, exact=True) for g, ep in zip(gemms, epilogues)]
     rows = b * heads * sq
     block_rows = -(-rows // min(block_dim, rows))
     mask = op.atten_mask
@@ -234,6 +247,24 @@ def fused_attention_plan(
     if mask is not None:
         pre.append(("VADD", BINARY) if ag.is_float(ag.dtype_of(mask.type)) else ("VSEL", BINARY))
     pre += [("VSEL", BINARY)] * (op.props.has("next_tokens") + (op.actual_seq_lengths_kv is not None))
+    mask_shape = ag.shape_of(mask.type) if mask is not None else (0,)
+    flash_spec = Flash(
+        b * heads, sq, sk, d, dv, din, dout, query, key, value, op.results[0], pre, mask, mask_shape[-1],
+        len(mask_shape) > 1 and mask_shape[-2] > 1, mask_bytes, op.qk_out,
+        tuple(v for v in (query, key, value) if ag.format_of(v.type) is None),
+    )
+    flash = flash_tiling(profile, flash_spec, block_dim)
+    if flash is not None:
+        chosen = flash
+
+        def flash_program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
+            prog = Program(profile)
+            ops = flash_phase(prog, gm, flash_spec, chosen)
+            return [*prog.allocs, ScalarOp(SETUP_INSTRS), *ops]
+
+        return Plan(block_dim, "AiCore", {"heads": heads, **flash.params()}, 0, flash_program)
+    epilogues = [epilogue(name, g.out_bytes) for name, g in zip(names, gemms)]
+    tilings = [tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), False, exact=True) for g, ep in zip(gemms, epilogues)]
     tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements, mask_bytes)
     spec = Softmax(sk, din, block_rows, tile_rows, mask, mask_elements, pre, mask_bytes, op.qk_out)
     in_b = max(1, formats.element_bits(din) // 8)

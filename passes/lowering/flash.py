@@ -1,0 +1,306 @@
+"""Attention's scores on chip (flash attention), on parts whose vector unit sits beside
+the cube in one AI core (no FIX pipe, cores not split: L0C -> UB by V, UB -> L1 by
+MTE3): the scores, softmax and context of every head computed unit by unit, the
+scores and probabilities never leaving the core.
+
+A unit is one (batch x head, query tile). For each, Q's tile and the head's K and V
+are in L1 (K and V loaded once per head per block, in ping-pong buffers so that the
+next head's load overlaps this head's tiles), S = Q K^T goes into L0C, V moves it
+to UB (converting to the input dtype) and computes the softmax there (the pre-steps,
+scale and mask, then `softmax_phase`'s recipe with its two row reductions done as
+`recipes` does them: the row's repeats combined first), MTE3 moves P into L1, and
+P V goes into L0C, out through UB to GM. The key length is cut into L0 chunks that
+fit L0A/L0B (one chunk where it fits); the whole key row must fit UB.
+
+The pipes overlap across units: a unit's body is its scores and softmax, then the
+previous unit's context (one unit late, as `cube._delayed_drains` delays a mixed
+epilogue), so the cube computes P V of one unit and the scores of the next while V
+runs the softmax; every buffer between pipes is a ping-pong pair with a ready and a
+free event. A block takes `block_heads` heads of `block_tiles` query tiles each
+(all of a head's tiles where one block takes the whole head, its last the tail)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from xdsl.ir import Attribute, SSAValue
+
+from dialects import ascend_graph as ag
+from dialects import formats
+from dialects.ascend_kernel import MmadOp, SetFlagOp, WaitFlagOp
+from ge.core.soc import SocProfile
+from passes.lowering.cube import block_splits
+from passes.lowering.program import (
+    ACC_BYTES,
+    FRACTAL,
+    FRACTAL_BYTES,
+    L0A_FRACTAL_CYCLES,
+    L0B_FRACTAL_CYCLES,
+    MMAD_OVERHEAD,
+    REPEAT_BYTES,
+    VECTOR_REPEAT_CYCLES,
+    Ops,
+    Program,
+    aligned,
+    body,
+    copy,
+    double_buffered,
+    split,
+    sync,
+    vec,
+)
+from passes.lowering.recipes import _TREES, RECIPES, Step, _row_reduction, dtype_name
+
+
+def _pad(n: int) -> int:
+    return -(-n // FRACTAL) * FRACTAL
+
+
+@dataclass(frozen=True)
+class Flash:
+    """What the flash phase computes: `heads` (batch x heads) units of `sq` queries
+    against `sk` keys, head sizes `d` (Q, K) and `dv` (V). `q`, `k`, `v` and `out`
+    name their GM buffers; `pre` are the vector steps on the scores before the
+    softmax (scale, softcap, mask); the mask (if any) adds rows of `mask_row`
+    elements of `mask_bytes`, one per query row where `mask_per_query`, else one
+    per unit; `scores` is a graph result the scores are also stored to; `nd` are
+    the inputs in ND, which MTE2 converts to NZ on their way into L1."""
+
+    heads: int
+    sq: int
+    sk: int
+    d: int
+    dv: int
+    dtype: Attribute
+    out_dtype: Attribute
+    q: Hashable
+    k: Hashable
+    v: Hashable
+    out: Hashable
+    pre: Sequence[tuple[str, str]]
+    mask: SSAValue | None = None
+    mask_row: int = 0
+    mask_per_query: bool = False
+    mask_bytes: int = 0
+    scores: SSAValue | None = None
+    nd: tuple[Hashable, ...] = ()
+
+    def mode(self, value: Hashable) -> str:
+        """The copy mode of an input's loads into L1."""
+        return "nd2nz" if value in self.nd else "normal"
+
+    @cached_property
+    def in_bytes(self) -> int:
+        return max(1, formats.element_bits(self.dtype) // 8)
+
+    @cached_property
+    def out_bytes(self) -> int:
+        return max(1, formats.element_bits(self.out_dtype) // 8)
+
+    def mask_elements(self, rows: int) -> int:
+        """The mask elements a unit of `rows` query rows reads."""
+        return (rows if self.mask_per_query else 1) * self.mask_row if self.mask is not None else 0
+
+    def buffers(self, rows: int, chunk: int) -> dict[str, tuple[str, int]]:
+        """Each ping-pong pair of buffers of the phase: its level and the bytes of one."""
+        sk, d, dv, rp = _pad(self.sk), _pad(self.d), _pad(self.dv), _pad(rows)
+        in_b = self.in_bytes
+        sizes = {
+            "k": ("L1", sk * d * in_b), "v": ("L1", sk * dv * in_b), "q": ("L1", rp * d * in_b), "p": ("L1", rp * sk * in_b),
+            "l0a": ("L0A", rp * max(d, chunk) * in_b), "l0b": ("L0B", chunk * max(d, dv) * in_b),
+            "acc_s": ("L0C", rp * sk * ACC_BYTES), "acc_o": ("L0C", rp * dv * ACC_BYTES),
+            "ub_s": ("UB", rp * sk * in_b), "ub_o": ("UB", rp * dv * self.out_bytes), "stats": ("UB", rp * ACC_BYTES),
+        }
+        if self.scores is not None:  # the scores stay in UB for their store while P is computed beside them
+            sizes["ub_p"] = ("UB", rp * sk * in_b)
+        if self.mask is not None:
+            sizes["ub_m"] = ("UB", self.mask_elements(rows) * self.mask_bytes)
+        return sizes
+
+    def fits(self, profile: SocProfile, rows: int, chunk: int) -> bool:
+        """Whether the buffers, ping and pong each, fit the core's memories."""
+        capacity = {"L1": profile.l1_bytes, "L0A": profile.l0a_bytes, "L0B": profile.l0b_bytes, "L0C": profile.l0c_bytes, "UB": profile.ub_bytes}
+        used = dict.fromkeys(capacity, 0)
+        for level, nbytes in self.buffers(rows, chunk).values():
+            used[level] += 2 * aligned(profile, level, nbytes)
+        return all(used[level] <= capacity[level] for level in capacity)
+
+    def vector_steps(self, rows: int, s: tuple[SSAValue, ...] = (), stats: tuple[SSAValue, ...] = (),
+                     mask: tuple[SSAValue, ...] = ()) -> list[Step]:
+        """The V instructions on a unit's scores (in UB `s`, row statistics in `stats`):
+        the pre-steps, then the softmax's recipe, its row reductions as `recipes` does them."""
+        d, n, size = dtype_name(self.dtype), rows * _pad(self.sk), self.in_bytes
+        steps = [Step(i, t.format(d=d), n, size, s + (mask if i in ("VADD", "VSEL") else ())) for i, t in self.pre]
+        for instr, template, _ in RECIPES[ag.SoftmaxOp]:
+            if instr in _TREES:
+                steps += _row_reduction(instr, d, n, rows, size, s + stats)
+            else:
+                steps.append(Step(instr, template.format(d=d), n, size, s + stats))
+        return steps
+
+
+@dataclass(frozen=True)
+class FlashTiling:
+    """Query tiles of `rows`, the key length in L0 chunks of `chunk`, and the blocks:
+    `head_dim` x `tile_dim`, each taking `block_heads` heads of `block_tiles` tiles."""
+
+    rows: int
+    chunk: int
+    head_dim: int
+    tile_dim: int
+    block_heads: int
+    block_tiles: int
+
+    def tiles(self, sq: int) -> list[int]:
+        """The rows of a block's query tiles of one head: all of sq's tiles, the last
+        its tail, where one block takes the whole head; else whole tiles (the largest share)."""
+        if self.tile_dim > 1:
+            return [self.rows] * self.block_tiles
+        full, rows, tail = split(sq, self.rows)
+        return [rows] * full + ([tail] if tail else [])
+
+    def params(self) -> dict[str, int]:
+        return {
+            "flash_rows": self.rows, "flash_chunk": self.chunk, "flash_head_dim": self.head_dim,
+            "flash_tile_dim": self.tile_dim, "flash_block_heads": self.block_heads, "flash_block_tiles": self.block_tiles,
+        }
+
+
+def flash_tiling(profile: SocProfile, spec: Flash, cores: int) -> FlashTiling | None:
+    """The query-tile rows and the split over the cores of least estimated block time,
+    or None where the part's vector unit is not beside its cube or no tile of 16 rows
+    fits the core's buffers (a row of S must fit UB whole). For each candidate rows
+    (multiples of 16 that fit, with the widest key chunk that fits L0A/L0B), each
+    split of (heads, tiles) over the cores: a unit costs the busiest of its V, cube
+    and MTE1 work, the first one all three (the pipeline fills), and the block its
+    units, or its share of the chip's GM traffic (K and V read once per block taking
+    the head) where that is more; of equal costs, the least time of the pipes wins,
+    then the least traffic."""
+    if profile.fix_pipe or profile.split_cores:
+        return None
+    chip = profile.gm_bytes_per_cycle * profile.ai_cores
+    best: tuple[tuple[float, float, float], FlashTiling] | None = None
+    for rows in range(FRACTAL, _pad(spec.sq) + 1, FRACTAL):
+        chunk = next((c for c in range(_pad(spec.sk), 0, -FRACTAL) if spec.fits(profile, rows, c)), None)
+        if chunk is None:
+            break  # more rows fit no better
+        count = -(-spec.sq // rows)
+        for (heads, tiles), (head_dim, tile_dim) in block_splits((spec.heads, count), cores).items():
+            t = FlashTiling(rows, chunk, head_dim, tile_dim, heads, tiles)
+            units = [_unit_cycles(spec, r, chunk) for r in t.tiles(spec.sq)]
+            pipes = heads * sum(max(u) for u in units) + sum(units[0])
+            traffic = (
+                spec.heads * spec.sq * (spec.d * spec.in_bytes + spec.dv * spec.out_bytes)
+                + tile_dim * spec.heads * spec.sk * (spec.d + spec.dv) * spec.in_bytes
+            )
+            cost = (max(pipes, traffic / chip), pipes, traffic)
+            if best is None or cost < best[0]:
+                best = (cost, t)
+    return best[1] if best is not None else None
+
+
+def _unit_cycles(spec: Flash, rows: int, chunk: int) -> tuple[float, float, float]:
+    """(V, cube, MTE1) cycles of one unit (tiling cost only): the softmax's repeats and
+    the two drains from L0C at `VECTOR_REPEAT_CYCLES` a repeat; the fractal MACs of
+    the scores and the context, plus each mmad's overhead; the fractals moved into
+    L0A (Q and P, per chunk) and L0B (K and V)."""
+    steps = spec.vector_steps(rows)
+    drains = rows * (_pad(spec.sk) * spec.in_bytes + _pad(spec.dv) * spec.out_bytes) / REPEAT_BYTES
+    vector = (sum(s.repeats for s in steps) + drains) * VECTOR_REPEAT_CYCLES
+    m, k, d, dv = _pad(rows) // FRACTAL, _pad(spec.sk) // FRACTAL, _pad(spec.d) // FRACTAL, _pad(spec.dv) // FRACTAL
+    chunks = -(-_pad(spec.sk) // chunk)
+    fractal = FRACTAL_BYTES / (FRACTAL * FRACTAL * spec.in_bytes)  # fractals per 16 x 16 block of elements
+    mte1 = fractal * (m * (d * chunks + k) * L0A_FRACTAL_CYCLES + k * (d + dv) * L0B_FRACTAL_CYCLES)
+    return vector, m * k * (d + dv) + 2 * chunks * MMAD_OVERHEAD, mte1
+
+
+FREES = (
+    *((c, p, e) for c, p in (("MTE1", "MTE2"), ("M", "MTE1"), ("V", "M"), ("MTE3", "V"), ("MTE1", "MTE3")) for e in (0, 1)),
+    *((c, p, e) for c, p in (("MTE1", "MTE2"), ("V", "M"), ("MTE3", "V")) for e in (2, 3)),
+)
+"""The buffer-free events (consumer, producer, id): ids 0 and 1 are a unit's slots
+(Q and P in L1, S in L0C and UB, the L0 steps), 2 and 3 the heads' K/V slots in L1
+(MTE1 -> MTE2) and the context's L0C and UB slots."""
+
+
+def flash_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: FlashTiling) -> Ops:
+    """One block's scores, softmax and context, unit by unit (see the module docstring)."""
+    p, in_b, out_b = prog.profile, spec.in_bytes, spec.out_bytes
+    sk, d, dv = _pad(spec.sk), _pad(spec.d), _pad(spec.dv)
+    buf = {name: prog.pair(level, nbytes) for name, (level, nbytes) in spec.buffers(t.rows, t.chunk).items()}
+    ub_p = buf.get("ub_p", buf["ub_s"])
+    chunks = [t.chunk] * split(sk, t.chunk)[0] + ([sk % t.chunk] if sk % t.chunk else [])
+    mask = "ub_m" in buf
+    tiles = t.tiles(spec.sq)
+
+    def scores(s: int, rows: int, h: int) -> Ops:
+        """Unit's Q tile in, S = Q K^T, the softmax in UB, P into L1 (slot `s`, K/V slot `h`)."""
+        rp = _pad(rows)
+        ops: Ops = [WaitFlagOp("MTE1", "MTE2", s), copy(p, gm[spec.q], buf["q"][s], rows * d * in_b, spec.mode(spec.q)), SetFlagOp("MTE2", "MTE1", s)]
+        if mask:
+            ops += [WaitFlagOp("V", "MTE2", s), copy(p, gm[spec.mask], buf["ub_m"][s], spec.mask_elements(rows) * spec.mask_bytes)]
+            ops.append(SetFlagOp("MTE2", "V", s))
+        ops += [WaitFlagOp("MTE2", "MTE1", s), WaitFlagOp("V", "M", s)]
+        for c, n in enumerate(chunks):
+            z = c % 2
+            ops += [WaitFlagOp("M", "MTE1", z), copy(p, buf["q"][s], buf["l0a"][z], rp * d * in_b), copy(p, buf["k"][h], buf["l0b"][z], d * n * in_b)]
+            if c == len(chunks) - 1:
+                ops.append(SetFlagOp("MTE1", "MTE2", s))
+            ops += [*sync("MTE1", "M", z), MmadOp(buf["l0a"][z], buf["l0b"][z], buf["acc_s"][s], rp, d, n, spec.dtype), SetFlagOp("M", "MTE1", z)]
+        ops += [SetFlagOp("M", "V", s), WaitFlagOp("M", "V", s), WaitFlagOp("MTE3", "V", s)]
+        ops += [copy(p, buf["acc_s"][s], buf["ub_s"][s], rows * sk * in_b), SetFlagOp("V", "M", s)]
+        if mask:
+            ops.append(WaitFlagOp("MTE2", "V", s))
+        steps = spec.vector_steps(rows, (buf["ub_s"][s],), (buf["stats"][s],), (buf["ub_m"][s],) if mask else ())
+        into = [ub_p[s]] if ub_p is not buf["ub_s"] else []  # P beside the scores kept for their store
+        for i, step in enumerate(steps):
+            values = [*into, *step.values] if i >= len(spec.pre) else list(step.values)
+            ops += vec(step.instr, step.dtypes, step.elements, values, step.element_bytes)
+        if mask:
+            ops.append(SetFlagOp("V", "MTE2", s))
+        ops += sync("V", "MTE3", s)
+        if spec.scores is not None:
+            ops.append(copy(p, buf["ub_s"][s], gm[spec.scores], rows * spec.sk * in_b))
+        ops += [WaitFlagOp("MTE1", "MTE3", s), copy(p, ub_p[s], buf["p"][s], rows * sk * in_b)]
+        return ops + [SetFlagOp("MTE3", "V", s), SetFlagOp("MTE3", "MTE1", s)]
+
+    def context(s: int, rows: int, h: int, last_of_head: bool) -> Ops:
+        """A unit's P V (slot `s`, K/V slot `h`) into L0C, out through UB to GM; after a
+        head's last unit its K/V slot is free."""
+        rp = _pad(rows)
+        ops: Ops = [WaitFlagOp("MTE3", "MTE1", s), WaitFlagOp("V", "M", 2 + s)]
+        for c, n in enumerate(chunks):
+            z = (len(chunks) + c) % 2
+            ops += [WaitFlagOp("M", "MTE1", z), copy(p, buf["p"][s], buf["l0a"][z], rp * n * in_b), copy(p, buf["v"][h], buf["l0b"][z], n * dv * in_b)]
+            if c == len(chunks) - 1:
+                ops += [SetFlagOp("MTE1", "MTE3", s)] + ([SetFlagOp("MTE1", "MTE2", 2 + h)] if last_of_head else [])
+            ops += [*sync("MTE1", "M", z), MmadOp(buf["l0a"][z], buf["l0b"][z], buf["acc_o"][s], rp, n, dv, spec.dtype), SetFlagOp("M", "MTE1", z)]
+        ops += [*sync("M", "V", 2 + s), WaitFlagOp("MTE3", "V", 2 + s), copy(p, buf["acc_o"][s], buf["ub_o"][s], rows * dv * out_b)]
+        ops += [SetFlagOp("V", "M", 2 + s), *sync("V", "MTE3", 2 + s), copy(p, buf["ub_o"][s], gm[spec.out], rows * spec.dv * out_b)]
+        return ops + [SetFlagOp("MTE3", "V", 2 + s)]
+
+    def head(h: int, first: bool) -> Ops:
+        """One head's K/V load and its tiles, each unit's body holding the previous
+        unit's context (the previous head's last, for the first tile)."""
+        s0 = h * len(tiles) % 2
+        ops: Ops = body([WaitFlagOp("MTE1", "MTE2", 2 + h), copy(p, gm[spec.k], buf["k"][h], spec.sk * d * in_b, spec.mode(spec.k))])
+        ops += body([copy(p, gm[spec.v], buf["v"][h], spec.sk * dv * in_b, spec.mode(spec.v)), *sync("MTE2", "MTE1", 2 + h)])
+        ops += body(scores(s0, tiles[0], h) + ([] if first else context(1 - s0, tiles[-1], 1 - h, True)))
+        if len(tiles) > 2:
+            ops += double_buffered(
+                len(tiles) - 2, tiles[1], 0, lambda s, r: body(scores(s, r, h) + context(1 - s, r, h, False)), [], 1 - s0
+            )
+        if len(tiles) > 1:
+            s = (s0 + len(tiles) - 1) % 2
+            ops += body(scores(s, tiles[-1], h) + context(1 - s, tiles[-2], h, False))
+        return ops
+
+    frees = [*FREES, *(("V", "MTE2", e) for e in (0, 1) if mask)]
+    ops: Ops = [SetFlagOp(*f) for f in frees]
+    ops += head(0, True)
+    ops += double_buffered(t.block_heads - 1, 1, 0, lambda h, _: head(h, False), [], 1)
+    last = t.block_heads * len(tiles) - 1
+    ops += body(context(last % 2, tiles[-1], (t.block_heads - 1) % 2, True))
+    return ops + [WaitFlagOp(*f) for f in frees]

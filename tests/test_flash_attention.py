@@ -1,0 +1,247 @@
+"""Attention's scores on chip (`passes/lowering/flash.py`): on parts whose vector unit
+sits beside the cube, MultiHeadAttention's scores, softmax and context are one flash
+phase, unit by unit in the core's buffers. The kernel still verifies and simulates
+to the reference; its scores no longer go through GM; its cube and vector unit
+overlap; on a part with a FIX pipe, or where a row of scores does not fit the core,
+the kernel keeps its phases through the workspace."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import f16
+
+import ge
+from dialects import ascend_kernel as ak
+from ge.core import soc as socs
+from ge.sim.config import RunConfig
+from ge.sim.program import PIPE
+from passes.lowering.flash import Flash, flash_tiling
+
+F = TensorProto.FLOAT
+
+
+def attention_model(b: int, s: int, heads: int, d: int, *, mask: bool, sbh: bool, bias: bool, seed: int = 0) -> tuple[onnx.ModelProto, dict]:
+    """A multi-head self-attention block (projections, head split, scaled scores, a
+    [b, 1, 1, s] mask added, softmax, context, head merge) over x of [b, s, heads * d]
+    ([s, b, heads * d] with `sbh`), which MultiHeadAttentionFusionPass makes one op;
+    the model and its feeds (the mask hides the last quarter of the keys)."""
+    rng = np.random.default_rng(seed)
+    hidden = heads * d
+    inits: list[onnx.TensorProto] = []
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def weight(name: str, *shape: int, scale: float) -> str:
+        return const(name, (rng.standard_normal(shape) * scale).astype(np.float32))
+
+    outer = [s, b, hidden] if sbh else [b, s, hidden]
+    nodes = []
+
+    def heads_of(n: str, key: bool) -> str:
+        nodes.append(helper.make_node("MatMul", ["x", weight("w" + n, hidden, hidden, scale=hidden**-0.5)], [n + "0"]))
+        if bias:
+            nodes.append(helper.make_node("Add", [n + "0", weight("b" + n, hidden, scale=0.1)], [n + "1"]))
+        split = [s, b, heads, d] if sbh else [b, s, heads, d]
+        nodes.append(helper.make_node("Reshape", [n + ("1" if bias else "0"), const("split" + n, np.array(split, np.int64))], [n + "r"]))
+        perm = ([1, 2, 3, 0] if key else [1, 2, 0, 3]) if sbh else ([0, 2, 3, 1] if key else [0, 2, 1, 3])
+        nodes.append(helper.make_node("Transpose", [n + "r"], [n + "h"], perm=perm))
+        return n + "h"
+
+    q, k, v = heads_of("q", False), heads_of("k", True), heads_of("v", False)
+    nodes += [
+        helper.make_node("MatMul", [q, k], ["scores"]),
+        helper.make_node("Mul", ["scores", const("scale", np.array(d**-0.5, np.float32))], ["scaled"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", F, outer)]
+    feeds = {"x": rng.standard_normal(outer).astype(np.float32)}
+    if mask:
+        inputs.append(helper.make_tensor_value_info("mask", F, [b, 1, 1, s]))
+        feeds["mask"] = np.where(np.arange(s) < s - s // 4, 0.0, -1e4).astype(np.float32) * np.ones((b, 1, 1, 1), np.float32)
+        nodes.append(helper.make_node("Add", ["scaled", "mask"], ["masked"]))
+    nodes += [
+        helper.make_node("Softmax", ["masked" if mask else "scaled"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", v], ["context"]),
+        helper.make_node("Transpose", ["context"], ["merged"], perm=[2, 0, 1, 3] if sbh else [0, 2, 1, 3]),
+        helper.make_node("Reshape", ["merged", const("merge", np.array(outer, np.int64))], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "attention", inputs, [helper.make_tensor_value_info("y", F, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), feeds
+
+
+def attention_kernel(model: ge.Model) -> ak.KernelOp:
+    (kernel,) = [op for op in model.kernel_module().ops if isinstance(op, ak.KernelOp) and "MultiHeadAttention" in [t.data for t in op.op_types]]
+    return kernel
+
+
+def assert_roofline(profile) -> None:
+    for row in profile.rows():
+        assert row.record.duration >= row.roofline.cycles * (1 - 1e-9), (row.record.name, row.record.duration, row.roofline)
+
+
+def run(model: onnx.ModelProto, feeds: dict | None, soc: str, config: RunConfig | None = None) -> tuple[ge.Model, object]:
+    om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
+    with ge.Session(config) as session:
+        return om, session.run(om, feeds)
+
+
+def check_values(model: onnx.ModelProto, feeds: dict, soc: str) -> ge.Model:
+    """The simulated outputs equal the reference interpreter's within float16's
+    precision, and no kernel beats its roofline bound; the compiled model."""
+    want = ge.reference.run(ge.load_onnx(model)[0], feeds)
+    om, result = run(model, feeds, soc)
+    for name, value in want.items():
+        scale = max(float(np.abs(value[np.isfinite(value)]).max(initial=0.0)), 1.0)  # a row all masked is NaN in both
+        np.testing.assert_allclose(result.outputs[name], value, rtol=2e-2, atol=2e-2 * scale)
+    assert_roofline(result.profile)
+    return om
+
+
+# ---------------------------------------------------------------- numerics
+
+
+@pytest.mark.slow
+@settings(max_examples=25)
+@given(
+    b=st.integers(1, 3),
+    s=st.sampled_from([1, 5, 16, 40, 77, 128, 197]),
+    heads=st.integers(1, 4),
+    d=st.sampled_from([8, 24, 32, 64]),
+    mask=st.booleans(),
+    sbh=st.booleans(),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_random_attention_runs_the_flash_phase_and_simulates_to_the_reference(b, s, heads, d, mask, sbh, bias, seed):
+    model, feeds = attention_model(b, s, heads, d, mask=mask, sbh=sbh, bias=bias, seed=seed)
+    tiling = attention_kernel(check_values(model, feeds, "Ascend310P3")).parameters
+    assert tiling["flash_rows"] % 16 == 0 and "softmax_tile_rows" not in tiling
+
+
+def test_a_part_with_a_fix_pipe_keeps_the_phases():
+    """On the 910B1 the cube and the vector cores meet through GM: the scores go through the workspace."""
+    model, feeds = attention_model(2, 40, 2, 32, mask=True, sbh=False, bias=True)
+    tiling = attention_kernel(check_values(model, feeds, "Ascend910B1")).parameters
+    assert "softmax_tile_rows" in tiling and not any(k.startswith("flash_") for k in tiling)
+
+
+def test_a_row_of_scores_too_long_for_the_core_keeps_the_phases():
+    """Where no 16 rows of scores fit L0C and UB (2,048 keys: 16 x 2,048 float32
+    accumulators twice is all of L0C), the kernel keeps its phases."""
+    profile = socs.load("Ascend310P3")
+    spec = Flash(1, 2048, 2048, 16, 16, f16, f16, "q", "k", "v", "y", ())
+    assert flash_tiling(profile, spec, 8) is None
+    assert flash_tiling(profile, Flash(1, 1024, 1024, 16, 16, f16, f16, "q", "k", "v", "y", ()), 8) is not None
+    model, _ = attention_model(1, 2048, 1, 16, mask=False, sbh=False, bias=False)
+    om, result = run(model, None, "Ascend310P3", RunConfig(timing_only=True))
+    assert "softmax_tile_rows" in attention_kernel(om).parameters
+    assert_roofline(result.profile)
+
+
+def onnx_attention(b: int, heads: int, kv_heads: int, sq: int, sk: int, d: int, *, mask: str, causal: bool, softcap: float,
+                   scores: bool, seed: int) -> tuple[onnx.ModelProto, dict]:
+    """One ONNX Attention (opset 23: FusedInferAttentionScore) over 4-D q [b, heads, sq, d]
+    and k, v [b, kv_heads, sk, d]; `mask` "float", "bool" or "none" (the first key
+    never masked); with `scores`, the
+    scaled scores (qk_matmul_output_mode 0) are an output too."""
+    rng = np.random.default_rng(seed)
+    arrays = {"q": rng.standard_normal((b, heads, sq, d)), "k": rng.standard_normal((b, kv_heads, sk, d)), "v": rng.standard_normal((b, kv_heads, sk, d))}
+    feeds = {n: a.astype(np.float32) for n, a in arrays.items()}
+    masked = rng.random((sq, sk)) < 0.2
+    masked[:, 0] = False  # a row all masked by -1e4 loses its scores in float16
+    if mask == "float":
+        feeds["mask"] = np.where(masked, -1e4, 0.0).astype(np.float32)
+    elif mask == "bool":
+        feeds["mask"] = ~masked
+    attrs: dict[str, object] = {"is_causal": int(causal), "softcap": softcap, **({"qk_matmul_output_mode": 0} if scores else {})}
+    outputs = ["y", "", "", "qk"] if scores else ["y"]
+    node = helper.make_node("Attention", list(feeds), outputs, **attrs)
+    infos = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in feeds.items()]
+    results = [helper.make_tensor_value_info(n, F, None) for n in outputs if n]
+    model = helper.make_model(helper.make_graph([node], "attention", infos, results), opset_imports=[helper.make_opsetid("", 23)])
+    return model, feeds
+
+
+@pytest.mark.slow
+@settings(max_examples=15)
+@given(
+    b=st.integers(1, 2),
+    heads=st.sampled_from([(2, 2), (4, 2), (3, 1)]),
+    sq=st.sampled_from([1, 7, 33, 64]),
+    sk=st.sampled_from([5, 48, 97]),
+    d=st.sampled_from([16, 40, 64]),
+    mask=st.sampled_from(["none", "float", "bool"]),
+    causal=st.booleans(),
+    softcap=st.sampled_from([0.0, 2.0]),
+    scores=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_random_fused_infer_attention_runs_the_flash_phase_and_simulates_to_the_reference(b, heads, sq, sk, d, mask, causal, softcap, scores, seed):
+    """FusedInferAttentionScore (ONNX Attention) takes the same phase: grouped K/V
+    heads, float and bool masks, the causal band, the softcap and the scores output."""
+    model, feeds = onnx_attention(b, *heads, sq, sk, d, mask=mask, causal=causal, softcap=softcap, scores=scores, seed=seed)
+    om = check_values(model, feeds, "Ascend310P3")
+    (kernel,) = [op for op in om.kernel_module().ops if isinstance(op, ak.KernelOp) and "FusedInferAttentionScore" in [t.data for t in op.op_types]]
+    assert "flash_rows" in kernel.parameters and kernel.int_prop("workspace") == 0
+
+
+# ---------------------------------------------------------------- on chip
+
+
+def vit_layer() -> tuple[ge.Model, object]:
+    """ViT-B/16's attention at batch 8 (197 tokens, 12 heads of 64), timing only,
+    without L2 (every byte is GM's), with each pipe's spans."""
+    model, _ = attention_model(8, 197, 12, 64, mask=False, sbh=False, bias=True)
+    return run(model, None, "Ascend310P3", RunConfig(timing_only=True, l2_cache=False, profile_level="pipe"))
+
+
+def test_a_large_attention_kernel_reads_q_k_v_once_and_writes_no_scores():
+    """The flash phase moves Q, K and V once and writes the context (main's phases
+    moved the [B*H, Sq, Sk] scores and probabilities through GM twice each): the
+    whole kernel moves at most 6x its compulsory bytes (main: 9x; what is left is
+    the projections' phase, and its q, k, v through the workspace)."""
+    om, result = vit_layer()
+    (row,) = [r for r in result.profile.rows() if r.record.op_type == "MultiHeadAttention"]
+    timing = row.record.block_timing
+    b, s, hidden = 8, 197, 768
+    once = 4 * b * s * hidden * 2  # q, k, v and the context, float16
+    assert len(timing.phases) == 2
+    assert row.record.block_dim * timing.phase_gm_bytes[-1] <= 1.01 * once
+    assert attention_kernel(om).parameters["flash_tile_dim"] == 1  # each head's K and V read by one block
+    assert row.gm_bytes <= 6 * row.roofline.compulsory_bytes
+    assert_roofline(result.profile)
+
+
+def busy(spans, pipe: int, start: float) -> list[tuple[float, float]]:
+    """The merged intervals a pipe is busy from `start` on."""
+    merged: list[tuple[float, float]] = []
+    for s in sorted((s for s in spans if s.pipe == pipe and s.start >= start), key=lambda s: s.start):
+        if merged and s.start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], s.end))
+        else:
+            merged.append((s.start, s.end))
+    return merged
+
+
+def overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    return sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b)
+
+
+def test_the_trace_shows_the_cube_and_v_overlapping():
+    """In the flash phase the cube computes the next unit's scores and this one's
+    context while V runs a softmax: most of the cube's busy time is under V's, and
+    the phase takes less than V and the cube one after the other."""
+    _, result = vit_layer()
+    (record,) = [r for r in result.profile.records if r.op_type == "MultiHeadAttention"]
+    timing = record.block_timing
+    start = sum(timing.phases[:-1])
+    cube, vector = busy(timing.spans, PIPE["M"], start), busy(timing.spans, PIPE["V"], start)
+    cube_busy, vector_busy = (sum(e - s for s, e in x) for x in (cube, vector))
+    assert overlap(cube, vector) > 0.8 * cube_busy
+    assert timing.phases[-1] < 0.95 * (cube_busy + vector_busy)
