@@ -188,11 +188,11 @@ class SwapThroughRows(FusionPattern):
             operands = list(op.operands)
             operands[step.operand] = value
             new = type(op)(operands, props)
-            rewriter.insert_op(new, InsertPoint.before(op))
+            rewriter.insert(new, InsertPoint.before(op))
             value = new.results[0]
         if shape_of(value.type) != shape_of(end.results[0].type):
             reshape = ReshapeOp([value], {"shape": ints(shape_of(end.results[0].type))}, node_name(end))
-            rewriter.insert_op(reshape, InsertPoint.before(end))
+            rewriter.insert(reshape, InsertPoint.before(end))
             value = reshape.y
         rewriter.replace(end, [], [value])
         for step in reversed(steps):
@@ -217,7 +217,7 @@ class UnitAxesTranspose(FusionPattern):
         perm = op.props.ints("perm")
         if isinstance(op, ConfusionTransposeOp) and not op.props.bool("transpose_first"):
             source = shapes.reshape(source, op.props.ints("shape"))
-        if len(perm) != len(source) or perm == tuple(range(len(perm))) or not _moves_only_ones(source, perm):
+        if len(perm) != len(source) or not _moves_only_ones(source, perm):
             return
         self.matched(op)
         rewriter.replace(op, ReshapeOp([op.x], {"shape": ints(out)}, node_name(op)))

@@ -1,0 +1,189 @@
+"""AttentionLayoutFusionPass: ViT's sequence-first attention run batch-first.
+
+`sequence_first_attention` draws the fused form MultiHeadAttentionFusionPass leaves
+of torch.nn.MultiheadAttention(batch_first=True): x [N, L, E], Transpose(1,0,2), the
+attention in SBH, and (or not) the out-projection's row-wise ops up to a
+Transpose(1,0,2) or ConfusionTransposeD back to [N, L, C]; near misses: the first
+Transpose read by another op, an op in the chain that is not row-wise, a Reshape
+mixing the last dim, a chain value with another user. `unit_axes_transpose` draws
+transposes that move only size-1 axes, and ones that move data. The slow tests run
+every graph fusion on the real ViT-B/16 at batch 1 and 2 and compare with onnxruntime.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from xdsl.dialects.builtin import FloatAttr, f16, f32, f64
+from xdsl.ir import Operation, SSAValue
+
+import ge
+from dialects.ascend_graph import (
+    AddOp,
+    BatchMatMulOp,
+    ConfusionTransposeOp,
+    MatMulV2Op,
+    MultiHeadAttentionOp,
+    ReshapeOp,
+    TransposeOp,
+)
+from ge.core import ir
+from ge.testing import (
+    GraphBuilder,
+    GraphCase,
+    GraphState,
+    Pattern,
+    alive,
+    assert_equivalent,
+    count_ops,
+    fuse,
+    graphs,
+    second_user,
+    site_ops,
+)
+from passes.attention_layout import SWAP, AttentionLayoutFusionPass
+from passes.fusion import Band, FusionKind, builtin_fusion_passes, collect_statistics, ordered
+from passes.registry import get_pass
+
+SURROUNDING_OPS = ("unary", "binary", "reshape", "layer_norm")
+"""Random ops around the sites (no Transpose: a random swap could end a near miss's chain)."""
+
+NEAR_MISSES = ("second_user", "not_row_wise", "mixing_reshape", "chain_second_user")
+
+
+# ------------------------------------------------------------------ drawn blocks
+
+
+def sequence_first_attention(*, variants: tuple[str, ...] = ("chain", "bare", *NEAR_MISSES)) -> Pattern:
+    """x [N, L, E] -> Transpose(1,0,2) -> MultiHeadAttention SBH -> (out-projection rows
+    -> a swap back to [N, L, C]). The chain: Reshape to [L*N, E], MatMulV2, Reshape
+    to [L, N, C] (or all three as one BatchMatMulV2 on [L, N, E]), a bias Add, and a
+    Transpose(1,0,2), or a ConfusionTransposeD in place of the last Reshape and it."""
+
+    def build(g: GraphState) -> None:
+        variant = g.choice(variants)
+        low = 2 if variant in ("not_row_wise", "mixing_reshape") else 1  # at batch 1 they are row-wise
+        batch, seq, heads, width = g.integer(low, 3), g.integer(1, 4), g.integer(1, 2), g.integer(1, 3)
+        emb, columns = heads * width, g.integer(1, 4)
+        with g.site("sequence_first_attention", variant):
+            x = g.input((batch, seq, emb))
+            dt = g.dtype_of(x)
+            s = 1 / math.sqrt(emb)
+            swap = g.op(TransposeOp, [x], perm=list(SWAP))
+            operands = [swap.y] * 3 + [g.random_weight((emb, emb), low=-s, high=s, dtype=dt) for _ in range(3)]
+            if g.flag():
+                operands += [g.random_weight((emb,), low=-0.5, high=0.5, dtype=dt) for _ in range(3)]
+            if g.flag():
+                mask_shape = g.choice([(batch, 1, 1, seq), (seq, seq)])
+                operands.append(g.random_weight(mask_shape, low=-2.0, high=0.0, dtype=dt))
+            props = {"head_num": heads, "scale": FloatAttr(width**-0.5, f64), "input_layout": "SBH"}
+            value = g.op(MultiHeadAttentionOp, operands, **props).y
+            if variant == "second_user":
+                second_user(g, swap.y)
+            if variant != "bare":
+                _out_projection(g, value, variant, (seq, batch, emb, columns))
+
+    return build
+
+
+def _out_projection(g: GraphState, value: SSAValue, variant: str, dims: tuple[int, int, int, int]) -> None:
+    """The rows of `value` [L, N, E] projected to C columns and swapped back to [N, L, C]."""
+    seq, batch, emb, columns = dims
+    dt = g.dtype_of(value)
+    weight_shape = g.choice([(emb, columns), (columns, emb)])
+    weight = g.random_weight(weight_shape, low=-1.0, high=1.0, dtype=dt)
+    transposed = weight_shape != (emb, columns) or (emb == columns and g.flag())
+    bias = [g.random_weight(g.choice([(columns,), (1,)]), dtype=dt)] if g.flag() else []
+    merged = g.flag()
+    if merged:
+        rows = g.op(ReshapeOp, [value], shape=[seq * batch, emb])
+        value = g.op(MatMulV2Op, [rows, weight, *bias], transpose_x1=False, transpose_x2=transposed).y
+    else:
+        value = g.op(BatchMatMulOp, [value, weight, *bias], adj_x1=False, adj_x2=transposed).y
+    if variant == "chain_second_user":
+        second_user(g, value)
+    if g.flag():
+        added = g.random_weight(g.choice([(columns,), (1, columns)]), dtype=dt)
+        value = g.op(AddOp, [value, added] if g.flag() else [added, value]).y
+    if variant == "not_row_wise":  # a different addend per row: the rows' order matters
+        value = g.op(AddOp, [value, g.random_weight(g.shape_of(value), dtype=dt)]).y
+    if variant == "mixing_reshape" and merged:
+        value = g.op(ReshapeOp, [value], shape=[seq, batch * columns]).y
+    if merged and g.flag():
+        g.op(ConfusionTransposeOp, [value], perm=list(SWAP), shape=[seq, batch, columns], transpose_first=False)
+        return
+    if merged:
+        value = g.op(ReshapeOp, [value], shape=[seq, batch, columns]).y
+    if variant == "mixing_reshape" and not merged:
+        value = g.op(ReshapeOp, [g.op(ReshapeOp, [value], shape=[seq, batch * columns])], shape=[seq, batch, columns]).y
+    g.op(TransposeOp, [value], perm=list(SWAP))
+
+
+def _site_ops(case: GraphCase, variant: str, cls: type[Operation]) -> list[Operation]:
+    return [
+        op for site in case.sites_of("sequence_first_attention") if site.variant == variant
+        for op in site.ops if isinstance(op, cls)
+    ]  # fmt: skip
+
+
+def _layouts(case: GraphCase) -> list[str]:
+    return sorted(op.props.str("input_layout") for op in case.module.walk() if isinstance(op, MultiHeadAttentionOp))
+
+
+@given(graphs(dtypes=(f32, f16), ops=SURROUNDING_OPS, max_ops=3, with_pattern=[sequence_first_attention()] * 2))
+def test_sequence_first_attention_runs_batch_first_and_its_swaps_leave(case: GraphCase) -> None:
+    after, _ = fuse(case, AttentionLayoutFusionPass)
+    assert_equivalent(case, after)
+    kept = len(_site_ops(after, "second_user", MultiHeadAttentionOp))
+    assert _layouts(after) == ["BSH"] * (len(case.sites_of("sequence_first_attention")) - kept) + ["SBH"] * kept
+    assert all(alive(op) for op in _site_ops(after, "second_user", MultiHeadAttentionOp))
+    chain = (ReshapeOp, MatMulV2Op, BatchMatMulOp, AddOp, TransposeOp, ConfusionTransposeOp)
+    assert not any(alive(op) for op in _site_ops(after, "chain", Operation) if isinstance(op, chain))
+    for variant in ("not_row_wise", "mixing_reshape", "chain_second_user"):
+        assert all(alive(op) for op in _site_ops(after, variant, MatMulV2Op | BatchMatMulOp))
+    transposes = count_ops(after, TransposeOp) + count_ops(after, ConfusionTransposeOp)
+    assert transposes <= count_ops(case, TransposeOp) + count_ops(case, ConfusionTransposeOp)
+
+
+def unit_axes_transpose(*, variants: tuple[str, ...] = ("exact", "moves_data")) -> Pattern:
+    """A Transpose, or a ConfusionTransposeD (transposing first, or reshaping a flat x
+    first), of a shape with size-1 dims that keeps the order of the others; near
+    miss: a reversal of the dims, two or more of them not 1."""
+
+    def build(g: GraphState) -> None:
+        variant = g.choice(variants)
+        rank = g.integer(2, 4)
+        dims = [g.choice([1, 1, 2, 3]) for _ in range(rank)]
+        if variant == "moves_data":
+            dims[0], dims[-1] = g.integer(2, 3), g.integer(2, 3)
+            perm = list(reversed(range(rank)))
+        else:
+            ones = g.draw(st.permutations([i for i, d in enumerate(dims) if d == 1]))
+            others = iter(i for i, d in enumerate(dims) if d != 1)
+            perm = [ones.pop(0) if d == 1 else next(others) for d in dims]
+        with g.site("unit_axes_transpose", variant):
+            how = g.choice(["transpose", "transpose_first", "reshape_first"])
+            if how == "transpose":
+                g.op(TransposeOp, [g.input(tuple(dims))], perm=perm)
+            elif how == "transpose_first":
+                moved = [dims[p] for p in perm]
+                g.op(ConfusionTransposeOp, [g.input(tuple(dims))], perm=perm, shape=[-1, moved[-1]], transpose_first=True)
+            else:
+                flat = g.input((int(np.prod(dims)),))
+                g.op(ConfusionTransposeOp, [flat], perm=perm, shape=dims, transpose_first=False)
+
+    return build
+
+
+@given(graphs(dtypes=(f32, f16), ops=(*SURROUNDING_OPS, "transpose"), max_ops=4, with_pattern=[unit_axes_transpose()] * 2))
+def test_a_transpose_of_size_one_axes_is_a_reshape(case: GraphCase) -> None:
+    after, counts = fuse(case, AttentionLayoutFusionPass)
+    assert_equivalent(case, after)
+    transposes = TransposeOp | ConfusionTransposeOp
+    assert not any(alive(op) for op in site_ops(after, "unit_axes_transpose", transposes, exact=True))
+    assert all(alive(op) for op in site_ops(after, "unit_axes_transpose", transposes, exact=False))
+    assert counts.effect_times >= len(case.sites_of("unit_axes_transpose", exact=True))
