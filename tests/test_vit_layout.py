@@ -46,7 +46,13 @@ from ge.testing import (
     site_ops,
 )
 from passes.attention_layout import SWAP, AttentionLayoutFusionPass
-from passes.fusion import Band, FusionKind, builtin_fusion_passes, collect_statistics, ordered
+from passes.fusion import (
+    Band,
+    FusionKind,
+    builtin_fusion_passes,
+    collect_statistics,
+    ordered,
+)
 from passes.registry import get_pass
 
 SURROUNDING_OPS = ("unary", "binary", "reshape", "layer_norm")
@@ -187,3 +193,106 @@ def test_a_transpose_of_size_one_axes_is_a_reshape(case: GraphCase) -> None:
     assert not any(alive(op) for op in site_ops(after, "unit_axes_transpose", transposes, exact=True))
     assert all(alive(op) for op in site_ops(after, "unit_axes_transpose", transposes, exact=False))
     assert counts.effect_times >= len(case.sites_of("unit_axes_transpose", exact=True))
+
+
+# ---------------------------------------------------------------- targeted blocks
+
+
+def _vit_block(batch: int, *, chain: bool = True, swap_escapes: bool = False) -> GraphCase:
+    """ViT's attention as the fusions leave it, on x [batch, 5, 8] with 2 heads: the
+    swap, MultiHeadAttention SBH, Reshape [5*batch, 8], the out-projection Gemm as
+    MatMulV2 (weight transposed, bias), ConfusionTransposeD back, the residual Add.
+    With `swap_escapes` the swapped hidden states are a graph output too."""
+    b = GraphBuilder(seed=3)
+    x = b.input((batch, 5, 8))
+    swap = b.op(TransposeOp, [x], perm=list(SWAP))
+    if swap_escapes:
+        b.output(swap)
+    weights = [b.random_weight((8, 8), low=-0.35, high=0.35) for _ in range(3)] + [b.random_weight((8,)) for _ in range(3)]
+    props = {"head_num": 2, "scale": FloatAttr(0.5, f64), "input_layout": "SBH"}
+    value = b.op(MultiHeadAttentionOp, [swap, swap, swap, *weights], **props)
+    if chain:
+        rows = b.op(ReshapeOp, [value], shape=[5 * batch, 8])
+        out = b.op(MatMulV2Op, [rows, b.random_weight((8, 8)), b.random_weight((8,))], transpose_x1=False, transpose_x2=True)
+        back = b.op(ConfusionTransposeOp, [out], perm=list(SWAP), shape=[5, batch, 8], transpose_first=False)
+        b.op(AddOp, [back, x])
+    return b.finish()
+
+
+def _op_names(case: GraphCase) -> list[str]:
+    return [op.name.removeprefix("ascend_graph.") for op in case.graph.body.block.ops if op.name != "ascend_graph.const"]
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_vits_attention_runs_on_the_untransposed_hidden_states(batch: int) -> None:
+    case = _vit_block(batch)
+    after, counts = fuse(case, AttentionLayoutFusionPass)
+    assert (counts.match_times, counts.effect_times) == (2, 2)
+    assert _op_names(after) == ["data", "multi_head_attention", "reshape", "matmul_v2", "reshape", "add", "net_output"]
+    (mha,) = [op for op in after.module.walk() if isinstance(op, MultiHeadAttentionOp)]
+    assert mha.props.str("input_layout") == "BSH" and mha.query is mha.key is mha.value
+    assert mha.query.owner.name == "ascend_graph.data" and mha.props.int("head_num") == 2
+    assert_equivalent(case, after)
+
+
+@pytest.mark.parametrize(("batch", "left"), [(1, "reshape"), (2, "transpose_d")])
+def test_without_the_chain_the_swap_moves_after_the_attention(batch: int, left: str) -> None:
+    """At batch 1 the swap after the attention moves only a size-1 axis: a Reshape."""
+    case = _vit_block(batch, chain=False)
+    after, _ = fuse(case, AttentionLayoutFusionPass)
+    assert _op_names(after) == ["data", "multi_head_attention", left, "net_output"]
+    assert _layouts(after) == ["BSH"]
+    assert_equivalent(case, after)
+
+
+def test_a_swap_read_by_another_op_is_left_alone() -> None:
+    case = _vit_block(2, swap_escapes=True)
+    after, counts = fuse(case, AttentionLayoutFusionPass)
+    assert (counts.match_times, counts.effect_times) == (1, 0)
+    assert ir.to_text(after.module) == ir.to_text(case.module)
+
+
+def test_the_pass_runs_after_the_attention_fusion_and_the_confusion_transpose() -> None:
+    assert get_pass("AttentionLayoutFusionPass") is AttentionLayoutFusionPass
+    builtin_fusion_passes()
+    names = [p.name for p in ordered(FusionKind.GRAPH)]
+    later = names.index("AttentionLayoutFusionPass")
+    assert later > names.index("MultiHeadAttentionFusionPass") and later > names.index("TransposeReshapeFusionPass")
+    assert AttentionLayoutFusionPass.band is Band.DOWN
+
+
+# -------------------------------------------------------------------- real exports
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [1, 2])
+def test_vit_b_16_loses_its_layout_transposes_and_matches_onnxruntime(batch: int) -> None:
+    """Constant folding, then every graph fusion in GE's order (as `ge.pipeline` runs
+    them) on torchvision's ViT-B/16: each of the 12
+    attentions runs BSH, no TransposeD or ConfusionTransposeD is left in the encoder
+    (the patch embedding's [N, E, 196] -> [N, 196, E] stays), and the output is
+    onnxruntime's."""
+    from ge.testing.real_models import (
+        batched_path,
+        model_inputs,
+        model_path,
+        onnxruntime_outputs,
+    )
+
+    path = model_path("vit_b_16") if batch == 1 else batched_path("vit_b_16", batch)
+    module, _ = ge.load_onnx(str(path))
+    get_pass("constant-folding")().apply(ir.context(), module)
+    builtin_fusion_passes()
+    with collect_statistics() as stats:
+        for cls in ordered(FusionKind.GRAPH):
+            cls().apply(ir.context(), module)
+    module.verify()
+    assert stats.get("AttentionLayoutFusionPass").effect_times == 24
+    layouts = {op.props.str("input_layout") for op in module.walk() if isinstance(op, MultiHeadAttentionOp)}
+    assert layouts == {"BSH"} and count_ops(module, MultiHeadAttentionOp) == 12
+    assert count_ops(module, TransposeOp) == 0 and count_ops(module, ConfusionTransposeOp) == 1
+    feeds = model_inputs(path)
+    want, got = onnxruntime_outputs(path, feeds), ge.reference.run(module, feeds)
+    for name, expected in want.items():
+        error = float(np.max(np.abs(got[name].astype(np.float64) - expected))) / float(np.max(np.abs(expected)))
+        assert error <= 1e-4, f"{name}: max|ours - ort| / max|ort| = {error:.3g}"
