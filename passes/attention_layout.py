@@ -188,6 +188,7 @@ class SwapThroughRows(FusionPattern):
             operands = list(op.operands)
             operands[step.operand] = value
             new = type(op)(operands, props)
+            new.results[0].name_hint = op.results[0].name_hint
             rewriter.insert(new, InsertPoint.before(op))
             value = new.results[0]
         if shape_of(value.type) != shape_of(end.results[0].type):
