@@ -17,7 +17,11 @@ AttentionLayoutFusionPass rewrites three things, each exact:
   own, so the chain is rebuilt on the untransposed rows. Row-wise here: a Reshape
   between [L, N, C] and [L*N, C] (the rows merged or split, C kept), a MatMulV2 or
   BatchMatMulV2 of the rows by a 2-D weight (bias over the last dim), an Add of a
-  value broadcast over the rows. Every value of the chain must have no other user;
+  value broadcast over the rows. Every value of the chain must have no other user.
+  The rebuilt rows stay [N, L, C]: the Reshapes go and a MatMulV2 of merged rows
+  becomes a BatchMatMulV2 of the 3-D ones by its weight, which the lowering tiles as
+  one matmul of every row and UB fusion joins with the residual Add after it (the
+  2-D form needed TransData to and from ND around it on the 310P3);
 - then, everywhere, a Transpose (or ConfusionTransposeD) that moves only size-1 axes
   is a Reshape: the elements keep their row-major order (at batch 1 the transpose
   left after the attention, when no chain removed it, is such a one).
@@ -54,6 +58,7 @@ from dialects.ascend_graph import (
     MultiHeadAttentionOp,
     ReshapeOp,
     TransposeOp,
+    bool_attr,
     ints,
     shape_of,
 )
@@ -175,26 +180,24 @@ class SwapThroughRows(FusionPattern):
 
     @staticmethod
     def _rewrite(first: TransposeOp, steps: Sequence[_Step], end: Operation, rewriter: PatternRewriter) -> None:
-        """Rebuild each step before itself on the untransposed rows ([N, L, C] or [N*L, C])."""
+        """Rebuild each step before itself on the untransposed rows, kept as [N, L, C]:
+        the Reshapes merging and splitting the rows go, a MatMulV2 of merged rows is a
+        BatchMatMulV2 of the 3-D ones by the same weight (one matmul of every row)."""
         value = first.x
-        batch, length = shape_of(value.type)[:2]
         for step in steps:
             op = step.op
-            assert isinstance(op, ReshapeOp | MatMulV2Op | BatchMatMulOp | AddOp)
-            props = dict(op.properties)
             if isinstance(op, ReshapeOp):
-                out = shape_of(op.y.type)
-                props["shape"] = ints(out if len(out) == 2 else (batch, length, out[-1]))
-            operands = list(op.operands)
-            operands[step.operand] = value
-            new = type(op)(operands, props)
+                continue
+            if isinstance(op, MatMulV2Op):
+                props = {"adj_x1": bool_attr(False), "adj_x2": op.transpose_x2}
+                new: Operation = BatchMatMulOp([value, *op.operands[1:]], props, node_name(op))
+            else:
+                operands = list(op.operands)
+                operands[step.operand] = value
+                new = type(op)(operands, dict(op.properties))
             new.results[0].name_hint = op.results[0].name_hint
             rewriter.insert(new, InsertPoint.before(op))
             value = new.results[0]
-        if shape_of(value.type) != shape_of(end.results[0].type):
-            reshape = ReshapeOp([value], {"shape": ints(shape_of(end.results[0].type))}, node_name(end))
-            rewriter.insert(reshape, InsertPoint.before(end))
-            value = reshape.y
         rewriter.replace(end, [], [value])
         for step in reversed(steps):
             rewriter.erase(step.op)

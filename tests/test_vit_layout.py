@@ -228,10 +228,12 @@ def test_vits_attention_runs_on_the_untransposed_hidden_states(batch: int) -> No
     case = _vit_block(batch)
     after, counts = fuse(case, AttentionLayoutFusionPass)
     assert (counts.match_times, counts.effect_times) == (2, 2)
-    assert _op_names(after) == ["data", "multi_head_attention", "reshape", "matmul_v2", "reshape", "add", "net_output"]
+    assert _op_names(after) == ["data", "multi_head_attention", "batch_matmul", "add", "net_output"]
     (mha,) = [op for op in after.module.walk() if isinstance(op, MultiHeadAttentionOp)]
     assert mha.props.str("input_layout") == "BSH" and mha.query is mha.key is mha.value
     assert mha.query.owner.name == "ascend_graph.data" and mha.props.int("head_num") == 2
+    (projection,) = [op for op in after.module.walk() if isinstance(op, BatchMatMulOp)]
+    assert projection.x1 is mha.y and projection.props.bool("adj_x2") and projection.bias is not None
     assert_equivalent(case, after)
 
 
