@@ -263,6 +263,25 @@ def test_the_pass_runs_after_the_attention_fusion_and_the_confusion_transpose() 
     assert AttentionLayoutFusionPass.band is Band.DOWN
 
 
+@pytest.mark.parametrize("batch", [1, 2])
+def test_the_compiled_block_launches_no_transpose_and_computes_the_same(batch: int) -> None:
+    """Compiled (float16 by default) and simulated: the block runs as the attention and
+    one BatchMatMulV2+Add kernel (the input's and output's casts and TransData aside),
+    and its output is the reference's of the graph before the pass."""
+    case = _vit_block(batch)
+    model = ge.compile(case.module, {"soc_version": "Ascend310P3"})
+    feeds = case.inputs()
+    with ge.Session() as session:
+        result = session.run(model, feeds)
+    types = [row.record.op_type.split("+") for row in result.profile.rows()]
+    assert ["MultiHeadAttention"] in types and any(kernel[:2] == ["BatchMatMulV2", "Add"] for kernel in types)
+    assert len(types) == 3  # the input's Cast+TransData, the attention, the projection (+ output's TransData+Cast)
+    assert not any(t in ("TransposeD", "ConfusionTransposeD") for kernel in types for t in kernel)
+    want = ge.reference.run(case.module, feeds, case.store)
+    for name, expected in want.items():
+        np.testing.assert_allclose(result.outputs[name], expected, rtol=2e-2, atol=2e-2 * float(np.max(np.abs(expected))))
+
+
 # -------------------------------------------------------------------- real exports
 
 
