@@ -88,7 +88,7 @@ class SequenceFirstAttention(FusionPattern):
         self.matched(mha)
         if not (mha.key is mha.query and mha.value is mha.query):
             return
-        if any(use.operation is not mha for use in swap.y.uses):
+        if sum(1 for _ in swap.y.uses) != 3:  # query, key and value only
             return
         props = {"head_num": mha.head_num, "scale": mha.scale, "input_layout": StringAttr("BSH")}
         batch_first = MultiHeadAttentionOp([swap.x] * 3 + list(mha.operands[3:]), props, node_name(mha))
@@ -106,25 +106,22 @@ class _Step:
     operand: int
 
 
-def _row_wise(op: Operation, value: SSAValue, merged: bool, lead: tuple[int, int]) -> tuple[int, bool] | None:
-    """When `op` maps the rows of `value` ([L*N, C] when `merged`, else [L, N, C], with
-    `lead` = (L, N)) each on its own: the operand `value` is, and whether its result's
-    rows are merged."""
+def _row_wise(op: Operation, value: SSAValue, lead: tuple[int, int]) -> int | None:
+    """Which operand of `op` `value` is, when `op` maps the rows of `value` ([L, N, C]
+    or [L*N, C], with `lead` = (L, N)) each on its own, else None. (A MatMulV2 takes
+    2-D operands only, so its rows are the merged ones.)"""
     if isinstance(op, ReshapeOp) and op.x is value:
         out = shape_of(op.y.type)
-        if out[-1:] != shape_of(value.type)[-1:]:
-            return None
-        if out[:-1] == (lead[0] * lead[1],):
-            return 0, True
-        return (0, False) if out[:-1] == lead else None
-    if isinstance(op, MatMulV2Op) and op.x1 is value and merged and not op.props.bool("transpose_x1"):
-        return (0, merged) if _by_weight(op, value) else None
+        same_columns = out[-1:] == shape_of(value.type)[-1:]
+        return 0 if same_columns and out[:-1] in ((lead[0] * lead[1],), lead) else None
+    if isinstance(op, MatMulV2Op) and op.x1 is value and not op.props.bool("transpose_x1"):
+        return 0 if _by_weight(op, value) else None
     if isinstance(op, BatchMatMulOp) and op.x1 is value and not op.props.bool("adj_x1"):
-        return (0, merged) if _by_weight(op, value) else None
+        return 0 if _by_weight(op, value) else None
     if isinstance(op, AddOp) and op.y.type == value.type:
         for index, other in ((0, op.x2), (1, op.x1)):
             if op.operands[index] is value and other is not value and _over_rows(other, value):
-                return index, merged
+                return index
     return None
 
 
@@ -152,20 +149,20 @@ class SwapThroughRows(FusionPattern):
         if _swap(first.y) is None:
             return
         length, batch = shape_of(first.y.type)[:2]
-        value, merged, steps = first.y, False, []
+        lead, value, steps = (length, batch), first.y, []
         while value.has_one_use():
             op = value.get_user_of_unique_use()
             assert op is not None
-            if self._ends(op, value, (length, batch)):
+            if self._ends(op, value, lead):
                 self.matched(first)
                 self._rewrite(first, steps, op, rewriter)
                 self.effected()
                 return
-            found = _row_wise(op, value, merged, (length, batch))
-            if found is None or len(op.results) != 1:
+            operand = _row_wise(op, value, lead)
+            if operand is None or len(op.results) != 1:
                 return
-            steps.append(_Step(op, found[0]))
-            value, merged = op.results[0], found[1]
+            steps.append(_Step(op, operand))
+            value = op.results[0]
 
     @staticmethod
     def _ends(op: Operation, value: SSAValue, lead: tuple[int, int]) -> bool:
