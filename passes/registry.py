@@ -99,6 +99,7 @@ _PROJECT_PASSES.update(
             "norm_fusion": ("LayerNormONNXFusionPass", "SoftmaxFusionPass"),
             "activation_fusion": ("GeluONNXFusionPass",),
             "attention_fusion": ("MultiHeadAttentionFusionPass",),
+            "attention_layout": ("AttentionLayoutFusionPass",),
         }.items()
         for name in names
     }
