@@ -43,7 +43,13 @@ from passes.lowering.cube import (
     epilogue_of,
     gemm_of,
 )
-from passes.lowering.program import ACC_BYTES, ACC_FRACTAL_BYTES, FRACTAL, FRACTAL_BYTES
+from passes.lowering.program import (
+    ACC_BYTES,
+    ACC_FRACTAL_BYTES,
+    FRACTAL,
+    FRACTAL_BYTES,
+    iterations,
+)
 from passes.lowering.vector import ub_bytes, vector_space, vector_values
 
 Tiling = dict[str, int]
@@ -51,6 +57,11 @@ Lookup = Callable[[str], Mapping[str, int] | None]
 """A tuned tiling by kernel key (`bank_key`), or None where the analytic one stays."""
 
 CUBE_KEYS = ("batch_dim", "m_dim", "n_dim", "m0", "n0", "k0", "k1", "b_resident")
+CUBE_KNOBS = {"m_tail": 1, "l0c_buffers": 2, "cols_resident": 0}
+"""The program's structure beside the tiling, each with the value the analytic
+lowering fixes (a tiling without the key builds that kernel)."""
+M_TAIL_MOST = 8
+"""The most pieces a block's last M tile is cut into."""
 VECTOR_KEYS = ("block_dim", "tile_rows")
 VECTOR_TILE_COUNTS = 64
 """A vector block's tiles range from one to this many (even shares of its rows)."""
@@ -98,9 +109,16 @@ class CubeSpace:
         dims = (t["batch_dim"], t["m_dim"], t["n_dim"])
         return tuple(-(-u // d) for u, d in zip(self.units, dims))  # type: ignore[return-value]
 
+    def pieces(self, t: Mapping[str, int]) -> int:
+        """The pieces `t`'s m_tail cuts the largest block's last M tile into (fewer where it is short)."""
+        return iterations(*self._tiling(t).m_runs()[-1])
+
     def legal(self, t: Mapping[str, int]) -> bool:
-        """True when `t` (all of CUBE_KEYS) fits the cores and the buffers."""
-        if any(k not in t for k in CUBE_KEYS):
+        """True when `t` (all of CUBE_KEYS, any of CUBE_KNOBS) fits the cores and the buffers."""
+        if any(k not in t for k in CUBE_KEYS) or any(k not in CUBE_KEYS and k not in CUBE_KNOBS for k in t):
+            return False
+        accumulators = t.get("l0c_buffers", 2)
+        if accumulators not in (1, 2) or not 1 <= t.get("m_tail", 1) <= M_TAIL_MOST or t.get("cols_resident", 0) not in (0, 1):
             return False
         kc, kf = self.kc, self.kf
         dims = (t["batch_dim"], t["m_dim"], t["n_dim"])
@@ -108,12 +126,16 @@ class CubeSpace:
             return False
         if self.exact and math.prod(dims) != self.cores and any(math.prod(d) == self.cores for d in block_splits(self.units, self.cores, True).values()):
             return False
-        if any(t[k] < 1 for k in ("m0", "n0", "k0", "k1")) or t["m0"] % FRACTAL or t["n0"] % FRACTAL or t["k0"] % kc or t["k1"] % t["k0"]:
+        if any(t[k] < 1 for k in ("m0", "n0", "k0", "k1")) or t["m0"] % FRACTAL or t["n0"] % FRACTAL or t["k0"] % kc:
+            return False
+        if t["k1"] % t["k0"] and t["k1"] < kf * kc:  # a K panel is whole k0 steps, or all of K in one
             return False
         _, mbf, nbf = self.blocks(t)
         m0f, n0f, k0f, k1f = t["m0"] // FRACTAL, t["n0"] // FRACTAL, t["k0"] // kc, t["k1"] // kc
         cap_a, cap_b, cap_c, cap_n = self.caps()
-        if m0f > mbf or n0f > nbf or m0f > cap_a or n0f > min(cap_b, cap_n) or m0f * n0f > cap_c:
+        if m0f > mbf or n0f > nbf or m0f > cap_a or n0f > min(cap_b, cap_n) or m0f * n0f > cap_c * (2 // accumulators):
+            return False
+        if t.get("m_tail", 1) > 1 and self.pieces(t) != t["m_tail"]:
             return False
         if k0f > kf or k1f > max(kf, k0f) or m0f * k0f > cap_a or n0f * k0f > cap_b:
             return False
@@ -126,11 +148,14 @@ class CubeSpace:
         """The CubeTiling of a legal `t`; an illegal one is refused."""
         if not self.legal(t):
             raise ModelError(f"the cube tiling {dict(t)} of a {self.gemm.m}x{self.gemm.k}x{self.gemm.n} matmul does not fit {self.profile.name}'s cores or buffers")
+        return self._tiling(t)
+
+    def _tiling(self, t: Mapping[str, int]) -> CubeTiling:
         bb, mbf, nbf = self.blocks(t)
         mb = min(mbf * FRACTAL, self.gemm.m)
         return CubeTiling(
             t["batch_dim"], t["m_dim"], t["n_dim"], bb, mb, nbf * FRACTAL, min(t["m0"], -(-mb // FRACTAL) * FRACTAL), t["n0"],
-            t["k0"], t["k1"], bool(t["b_resident"]), self.kc,
+            t["k0"], t["k1"], bool(t["b_resident"]), self.kc, t.get("m_tail", 1), t.get("l0c_buffers", 2), bool(t.get("cols_resident", 0)),
         )
 
     def widest_k1(self, t: Mapping[str, int]) -> Tiling:
