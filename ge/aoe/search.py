@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from ge.aoe import measure
 from ge.distributed import Backend
 from passes.lowering.program import FRACTAL
-from passes.lowering.space import CUBE_KEYS, CubeSpace, Tiling, VectorSpace
+from passes.lowering.space import CUBE_KEYS, SOFTMAX, AttentionSpace, CubeSpace, Space, Tiling, VectorSpace
 
 WIDTH = 6
 """Neighbours a kernel proposes per round."""
@@ -47,7 +47,7 @@ class Kernel:
 
     name: str
     text: str
-    space: CubeSpace | VectorSpace
+    space: Space
     seed: Tiling | None
     """The analytic tiling in the space's terms, if legal there."""
     launches: int
@@ -216,10 +216,13 @@ def search(
     return evaluated
 
 
-def seed_of(space: CubeSpace | VectorSpace, tiling: Mapping[str, int], block_dim: int) -> Tiling | None:
+def seed_of(space: Space, tiling: Mapping[str, int], block_dim: int) -> Tiling | None:
     """The analytic tiling (a kernel's `tiling` attribute) in the space's terms."""
     if isinstance(space, CubeSpace):
         return {k: int(tiling[k]) for k in CUBE_KEYS} if all(k in tiling for k in CUBE_KEYS) else None
+    if isinstance(space, AttentionSpace):
+        keys = [p + k for p in space.phases.prefixes for k in CUBE_KEYS] + [SOFTMAX]
+        return {k: int(tiling[k]) for k in keys} if all(k in tiling for k in keys) else None
     if "tile_rows" not in tiling:
         return None
     return {"block_dim": block_dim, "tile_rows": int(tiling["tile_rows"])}

@@ -234,6 +234,8 @@ def _launches(compiled: Model) -> dict[str, list[tuple[KernelTask, tuple[float, 
 
 
 def _kind(k: Kernel) -> str:
+    if isinstance(k.space, space.AttentionSpace):
+        return "attention"
     return "cube" if isinstance(k.space, space.CubeSpace) else "vector"
 
 

@@ -97,7 +97,12 @@ from dialects.ascend_kernel import ScalarOp
 from dialects.kernel_boundary import virtual_cores
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
-from passes.lowering.attention import attention_plan, fused_attention_plan
+from passes.lowering.attention import (
+    attention_phases,
+    attention_plan,
+    fused_attention_phases,
+    fused_attention_plan,
+)
 from passes.lowering.cube import (
     EPILOGUES,
     cube_program,
@@ -107,7 +112,7 @@ from passes.lowering.cube import (
 )
 from passes.lowering.program import SETUP_INSTRS, Ops, Plan, Program
 from passes.lowering.recurrent import recurrent_plan
-from passes.lowering.space import CubeSpace
+from passes.lowering.space import AttentionSpace, CubeSpace
 from passes.lowering.vector import scope_label, vector_plan
 
 # ----------------------------------------------------------- planning a scope
@@ -130,12 +135,16 @@ def plan(
     cube = cubes[0]
     if len(cubes) > 1 or ops[0] is not cube:
         raise ModelError(f"{scope_label(ops)}: a kernel holds one cube op, its first; this scope has {len(cubes)}, after {ops[0].name}")
-    if tiling is not None and isinstance(cube, (ag.MultiHeadAttentionOp, ag.FusedInferAttentionScoreOp, ag.RecurrentOp)):
+    if tiling is not None and isinstance(cube, ag.RecurrentOp):
         raise ModelError(f"{scope_label(ops)}: a {cube.name} kernel takes no tuned tiling")
     if isinstance(cube, ag.MultiHeadAttentionOp):
-        return attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
+        phases = attention_phases(profile, cube, virtual or profile.ai_cores)
+        chosen = AttentionSpace(phases).chosen(tiling) if tiling is not None else None
+        return attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores, chosen)
     if isinstance(cube, ag.FusedInferAttentionScoreOp):
-        return fused_attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
+        phases = fused_attention_phases(profile, cube, virtual or profile.ai_cores)
+        chosen = AttentionSpace(phases).chosen(tiling) if tiling is not None else None
+        return fused_attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores, chosen)
     if isinstance(cube, ag.RecurrentOp):
         return recurrent_plan(profile, ops, inputs, outputs, virtual or profile.ai_cores)
     gemm, n_logical = gemm_of(profile, cube)
@@ -145,7 +154,7 @@ def plan(
     cores = virtual or profile.ai_cores
     bias_table = e.bias is not None and profile.fix_pipe
     if tiling is not None:
-        t = CubeSpace(profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table, virtual is not None).tiling(tiling)
+        t = CubeSpace.of(profile, gemm, e, cores, virtual is not None).tiling(tiling)
     else:
         t = tile_gemm(
             profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=bias_table,

@@ -117,6 +117,10 @@ def softmax_phase(prog: Program, gm: dict[Hashable, SSAValue], spec: Softmax) ->
 
 # ------------------------------------------------------------ the phases' tiling
 
+MHA_PHASES = ("q_", "k_", "v_", "score_", "context_")
+FIA_PHASES = ("score_", "context_")
+"""The prefixes of the matmul phases' tiling parameters, in program order."""
+
 
 @dataclass(frozen=True)
 class Phases:
@@ -224,7 +228,7 @@ def attention_phases(profile: SocProfile, op: ag.MultiHeadAttentionOp, cores: in
 
     epilogues = tuple(epilogue(name, bias, g.out_bytes) for name, bias, g in zip(names, [*biases, None, None], gemms))
     return Phases(
-        profile, op, heads, min(cores, units), ("q_", "k_", "v_", "score_", "context_"), gemms, epilogues, sk, din, b * heads * sq,
+        profile, op, heads, min(cores, units), MHA_PHASES, gemms, epilogues, sk, din, b * heads * sq,
         numel(mask) if mask is not None else 0,
     )
 
@@ -295,7 +299,7 @@ def fused_attention_phases(profile: SocProfile, op: ag.FusedInferAttentionScoreO
 
     mask = op.atten_mask
     return Phases(
-        profile, op, heads, min(cores, units), ("score_", "context_"), gemms, tuple(epilogue(n, g.out_bytes) for n, g in zip(names, gemms)),
+        profile, op, heads, min(cores, units), FIA_PHASES, gemms, tuple(epilogue(n, g.out_bytes) for n, g in zip(names, gemms)),
         sk, din, b * heads * sq, numel(mask) if mask is not None else 0, element_bytes(mask) if mask is not None else 0,
     )
 

@@ -491,6 +491,11 @@ class Epilogue:
     aliases: dict[Hashable, Hashable] = field(default_factory=dict)
     """Values whose tile is another value's buffer (a TransData to ND that MTE3 does as it stores)."""
 
+    @property
+    def columns(self) -> list[EpiValue]:
+        """The per-column and single operands it loads (a bias added in UB, per-channel factors)."""
+        return [v for v in self.values if v.value in self.loads and v.kind != "tile"]
+
     def ub_bytes(self, profile: SocProfile, m: int, n: int) -> int:
         if self.kind == "fix":
             return 0
@@ -531,7 +536,7 @@ def cube_program(
     table = None
     if e.bias is not None and p.fix_pipe:
         table = (prog.alloc("L1", t.n0 * in_b), prog.alloc("BT", t.n0 * ACC_BYTES))
-    kept = {v.value: v for v in e.values if t.cols_resident and v.value in e.loads and v.kind != "tile"}
+    kept = {v.value: v for v in e.columns} if t.cols_resident else {}
     loads = [v for v in e.loads if v not in kept]
     ub = {
         v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double and v.value not in kept else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2

@@ -34,8 +34,17 @@ from dialects.ascend_kernel import BIAS_TABLE_BYTES
 from dialects.kernel_boundary import virtual_cores
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
+from passes.lowering.attention import (
+    FIA_PHASES,
+    MHA_PHASES,
+    Chosen,
+    Phases,
+    attention_phases,
+    fused_attention_phases,
+)
 from passes.lowering.cube import (
     CubeTiling,
+    Epilogue,
     Gemm,
     _panels,
     block_splits,
@@ -80,6 +89,13 @@ class CubeSpace:
     epilogue_ub: Callable[[int, int], int]
     bias_table: bool
     exact: bool
+    columns: bool = False
+    """The epilogue loads per-column operands (what `cols_resident` keeps)."""
+
+    @classmethod
+    def of(cls, profile: SocProfile, gemm: Gemm, e: Epilogue, cores: int, exact: bool) -> CubeSpace:
+        """The space of a Gemm whose tiles leave L0C through `e`."""
+        return cls(profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), e.bias is not None and profile.fix_pipe, exact, bool(e.columns))
 
     @property
     def kc(self) -> int:
@@ -118,7 +134,7 @@ class CubeSpace:
         if any(k not in t for k in CUBE_KEYS) or any(k not in CUBE_KEYS and k not in CUBE_KNOBS for k in t):
             return False
         accumulators = t.get("l0c_buffers", 2)
-        if accumulators not in (1, 2) or not 1 <= t.get("m_tail", 1) <= M_TAIL_MOST or t.get("cols_resident", 0) not in (0, 1):
+        if accumulators not in (1, 2) or not 1 <= t.get("m_tail", 1) <= M_TAIL_MOST or t.get("cols_resident", 0) not in (0, int(self.columns)):
             return False
         kc, kf = self.kc, self.kf
         dims = (t["batch_dim"], t["m_dim"], t["n_dim"])
@@ -159,7 +175,11 @@ class CubeSpace:
         )
 
     def widest_k1(self, t: Mapping[str, int]) -> Tiling:
-        """`t` with the largest K panel that fits L1 (k0 if none larger does)."""
+        """`t` with the largest K panel that fits L1: all of K in one, else the most k0
+        steps (k0 if none larger does)."""
+        whole = {**t, "k1": self.kf * self.kc}
+        if self.legal(whole):
+            return whole
         k0 = t["k0"]
         lo, hi = 1, max(1, -(-self.kf * self.kc // k0))
         while lo < hi:  # L1 use grows with k1: the largest multiple of k0 that fits
@@ -168,40 +188,157 @@ class CubeSpace:
         return {**t, "k1": lo * k0}
 
     def candidates(self) -> Iterator[Tiling]:
-        """Every legal tiling: each one-wave split, L0 tile, k0 (its largest, a half and a
-        quarter of it), B resident or not, with the widest K panel that fits."""
+        """Every legal tiling: each one-wave split, L0 tile (one that only one L0C
+        accumulator holds with `l0c_buffers` 1), k0 (its largest, a half and a quarter
+        of it), B resident or not, with the widest K panel that fits; the other knobs
+        as the analytic lowering fixes them."""
         cap_a, cap_b, cap_c, cap_n = self.caps()
         for per, dims in sorted(block_splits(self.units, self.cores, self.exact).items()):
             _, mbf, nbf = per
             for m0f in range(1, min(mbf, cap_a) + 1):
-                for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
+                for n0f in range(1, min(nbf, 2 * cap_c // m0f, cap_b, cap_n) + 1):
                     most = min(self.kf, cap_a // m0f, cap_b // n0f)
+                    knobs = {"l0c_buffers": 1} if m0f * n0f > cap_c else {}
                     for k0f in sorted({most, max(1, most // 2), max(1, most // 4)}, reverse=True):
                         for resident in (1, 0):
                             t = dict(zip(CUBE_KEYS, (*dims, m0f * FRACTAL, n0f * FRACTAL, k0f * self.kc, k0f * self.kc, resident)))
-                            if self.legal(t):
-                                yield self.widest_k1(t)
+                            if self.legal({**t, **knobs}):
+                                yield self.widest_k1({**t, **knobs})
 
     def neighbours(self, t: Mapping[str, int]) -> list[Tiling]:
         """The legal tilings one step from `t`: a split dimension, m0, n0 or k0 one unit
         or a factor 2 away, two of them trading a factor 2 (M and N of the split; m0 and
         n0, whose L0C use stays; m0 or n0 and k0, whose L0A or L0B use stays), B's
-        residency flipped, the K panel narrowed or widened;
-        each with its K panel kept (k0 where it no longer is a multiple) and widened."""
-        steps = {"batch_dim": 1, "m_dim": 1, "n_dim": 1, "m0": FRACTAL, "n0": FRACTAL, "k0": self.kc, "k1": t["k0"]}
-        moved: list[Tiling] = [{**t, "b_resident": 1 - t["b_resident"]}]
+        residency flipped, the K panel narrowed or widened; the last M tile's pieces
+        one or a factor 2 away, the L0C accumulators one or two (m0 or n0 doubled with
+        one, halved with two), the per-column operands resident or not;
+        each with its K panel kept (k0 where it no longer is a multiple) and widened,
+        knobs at the analytic value left out."""
+        steps = {"batch_dim": 1, "m_dim": 1, "n_dim": 1, "m0": FRACTAL, "n0": FRACTAL, "k0": self.kc, "k1": t["k0"], "m_tail": 1}
+        full = {**CUBE_KNOBS, **t}
+        moved: list[Tiling] = [{**full, "b_resident": 1 - t["b_resident"]}, {**full, "cols_resident": 1 - full["cols_resident"]}]
         for key, step in steps.items():
-            v = t[key]
-            moved += [{**t, key: x} for x in (v - step, v + step, v * 2, v // 2 // step * step) if x > 0 and x != v]
+            v = full[key]
+            moved += [{**full, key: x} for x in (v - step, v + step, v * 2, v // 2 // step * step) if x > 0 and x != v]
         for m, n in (("m_dim", "n_dim"), ("m0", "n0"), ("m0", "k0"), ("n0", "k0")):
-            moved += [{**t, m: t[m] * 2, n: t[n] // 2}, {**t, m: t[m] // 2, n: t[n] * 2}]
-        found: dict[tuple[int, ...], Tiling] = {}
+            moved += [{**full, m: full[m] * 2, n: full[n] // 2}, {**full, m: full[m] // 2, n: full[n] * 2}]
+        one = full["l0c_buffers"] == 2
+        moved += [{**full, "l0c_buffers": 1 if one else 2, key: full[key] * 2 if one else full[key] // 2 // FRACTAL * FRACTAL} for key in ("m0", "n0")]
+        moved.append({**full, "l0c_buffers": 1 if one else 2})
+        found: dict[tuple[tuple[str, int], ...], Tiling] = {}
         for m in moved:
             kept = {**m, "k1": m["k1"] if m["k0"] > 0 and m["k1"] % m["k0"] == 0 else m["k0"]}
             for c in (kept, self.widest_k1(kept) if kept["k0"] > 0 else kept):
-                if c != dict(t) and self.legal(c):
-                    found.setdefault(tuple(c[k] for k in CUBE_KEYS), c)
+                c = plain(c)
+                if c != plain(t) and self.legal(c):
+                    found.setdefault(tuple(sorted(c.items())), c)
         return list(found.values())
+
+
+def plain(t: Mapping[str, int]) -> Tiling:
+    """`t` without the knobs at the value the analytic lowering fixes: one key set per kernel."""
+    return {k: v for k, v in t.items() if CUBE_KNOBS.get(k) != v}
+
+
+# ------------------------------------------------------------------ attention
+
+
+@dataclass(frozen=True)
+class AttentionSpace:
+    """The tilings of an attention kernel (`attention.Phases`): each matmul phase's cube
+    tiling, its keys prefixed by the phase's name (q_m0, score_k1, ...), on exactly the
+    kernel's blocks as the analytic plan splits them, and `softmax_tile_rows`: the
+    softmax's tile rows, from one to a block's rows, whose buffers fit the UB."""
+
+    phases: Phases
+
+    @cached_property
+    def spaces(self) -> tuple[CubeSpace, ...]:
+        ph = self.phases
+        return tuple(CubeSpace.of(ph.profile, g, e, ph.block_dim, True) for g, e in zip(ph.gemms, ph.epilogues))
+
+    def part(self, t: Mapping[str, int], i: int) -> Tiling:
+        """Phase `i`'s cube tiling in `t`."""
+        prefix = self.phases.prefixes[i]
+        return {k: t[prefix + k] for k in (*CUBE_KEYS, *CUBE_KNOBS) if prefix + k in t}
+
+    def joined(self, t: Mapping[str, int], i: int, part: Mapping[str, int]) -> Tiling:
+        """`t` with phase `i`'s cube tiling `part`."""
+        prefix = self.phases.prefixes[i]
+        return {**{k: v for k, v in t.items() if not _in_phase(k, prefix)}, **{prefix + k: v for k, v in plain(part).items()}}
+
+    def legal(self, t: Mapping[str, int]) -> bool:
+        if SOFTMAX not in t or not _keys_fit(set(t) - {SOFTMAX}, self.phases.prefixes):
+            return False
+        return self.phases.softmax_fits(t[SOFTMAX]) and all(s.legal(self.part(t, i)) for i, s in enumerate(self.spaces))
+
+    def chosen(self, t: Mapping[str, int]) -> Chosen:
+        """The phases' CubeTilings and the softmax's tile rows of a legal `t`; an illegal one is refused."""
+        if not self.legal(t):
+            op = self.phases.op
+            raise ModelError(f"{op.OP_TYPE} '{op.label}': the tiling {dict(t)} does not fit {self.phases.profile.name}'s cores or buffers")
+        return tuple(s.tiling(self.part(t, i)) for i, s in enumerate(self.spaces)), t[SOFTMAX]
+
+    def analytic(self) -> Tiling:
+        """The analytic plan's tiling in this space's terms."""
+        tilings, tile_rows = self.phases.analytic()
+        t: Tiling = {SOFTMAX: tile_rows}
+        for prefix, g, ct in zip(self.phases.prefixes, self.phases.gemms, tilings):
+            params = ct.params(g)
+            t.update({prefix + k: params[k] for k in CUBE_KEYS})
+        return t
+
+    def tile_rows(self) -> list[int]:
+        """The softmax's tile sizes: a block's rows in 1 to VECTOR_TILE_COUNTS even tiles, those that fit, largest first."""
+        rows = self.phases.block_rows
+        return sorted((r for r in {-(-rows // n) for n in range(1, VECTOR_TILE_COUNTS + 1)} if self.phases.softmax_fits(r)), reverse=True)
+
+    def candidates(self) -> Iterator[Tiling]:
+        """The analytic tiling with one part changed: each phase's candidates and each
+        softmax tile size, taken in turn across the phases."""
+        base = self.analytic()
+        streams: list[Iterator[Tiling]] = [(self.joined(base, i, c) for c in s.candidates()) for i, s in enumerate(self.spaces)]
+        streams.append({**base, SOFTMAX: r} for r in self.tile_rows())
+        while streams:
+            for stream in list(streams):
+                t = next(stream, None)
+                if t is None:
+                    streams.remove(stream)
+                elif self.legal(t):
+                    yield t
+
+    def neighbours(self, t: Mapping[str, int]) -> list[Tiling]:
+        """One phase's neighbours (`CubeSpace.neighbours`), or the softmax's next larger or smaller tile size."""
+        found = [self.joined(t, i, c) for i, s in enumerate(self.spaces) for c in s.neighbours(self.part(t, i))]
+        sizes = self.tile_rows()
+        if t[SOFTMAX] in sizes:
+            at = sizes.index(t[SOFTMAX])
+            found += [{**t, SOFTMAX: sizes[j]} for j in (at - 1, at + 1) if 0 <= j < len(sizes)]
+        return [c for c in found if self.legal(c)]
+
+
+SOFTMAX = "softmax_tile_rows"
+
+
+def _in_phase(key: str, prefix: str) -> bool:
+    return key.startswith(prefix) and key[len(prefix):] in (*CUBE_KEYS, *CUBE_KNOBS)
+
+
+def well_formed(kind: str, t: Mapping[str, object]) -> bool:
+    """True when `t`'s keys make a tiling of `kind` (cube, vector or attention): every
+    key of its parameters, any of its knobs, nothing else."""
+    keys = set(t)
+    if kind == "vector":
+        return keys == set(VECTOR_KEYS)
+    if kind == "cube":
+        return _keys_fit(keys, ("",))
+    return kind == "attention" and SOFTMAX in keys and any(_keys_fit(keys - {SOFTMAX}, p) for p in (MHA_PHASES, FIA_PHASES))
+
+
+def _keys_fit(keys: set[str], prefixes: tuple[str, ...]) -> bool:
+    """True when `keys` are the cube tilings' of phases named by `prefixes`: all their keys, any of their knobs."""
+    required = {p + k for p in prefixes for k in CUBE_KEYS}
+    return required <= keys <= required | {p + k for p in prefixes for k in CUBE_KNOBS}
 
 
 # ------------------------------------------------------------------ vector
@@ -274,9 +411,12 @@ class VectorSpace:
 # ------------------------------------------------------------------ which space
 
 
-def space_of(profile: SocProfile, ops: tuple[Operation, ...], inputs: tuple[SSAValue, ...], outputs: tuple[SSAValue, ...]) -> CubeSpace | VectorSpace | None:
+Space = CubeSpace | VectorSpace | AttentionSpace
+
+
+def space_of(profile: SocProfile, ops: tuple[Operation, ...], inputs: tuple[SSAValue, ...], outputs: tuple[SSAValue, ...]) -> Space | None:
     """The tiling space of a kernel scope, as `plan` lowers it; None for a kernel
-    the tuner leaves alone (attention, recurrent layers, rows cut into pieces)."""
+    the tuner leaves alone (recurrent layers, rows cut into pieces)."""
     virtual = virtual_cores(ops)
     cubes = [op for op in ops if isinstance(op, ag.CubeOp)]
     if not cubes:
@@ -287,8 +427,12 @@ def space_of(profile: SocProfile, ops: tuple[Operation, ...], inputs: tuple[SSAV
         vector = VectorSpace(profile, ops, inputs, outputs, cores, virtual is not None)
         return vector if vector.fits_whole_rows() else None
     cube = cubes[0]
-    if len(cubes) > 1 or ops[0] is not cube or isinstance(cube, (ag.MultiHeadAttentionOp, ag.FusedInferAttentionScoreOp, ag.RecurrentOp)):
+    if len(cubes) > 1 or ops[0] is not cube or isinstance(cube, ag.RecurrentOp):
         return None
+    if isinstance(cube, ag.MultiHeadAttentionOp):
+        return AttentionSpace(attention_phases(profile, cube, virtual or profile.ai_cores))
+    if isinstance(cube, ag.FusedInferAttentionScoreOp):
+        return AttentionSpace(fused_attention_phases(profile, cube, virtual or profile.ai_cores))
     return cube_space(profile, cube, list(ops[1:]), outputs, virtual)
 
 
@@ -298,9 +442,7 @@ def cube_space(profile: SocProfile, cube: ag.CubeOp, tail: list[Operation], outp
     e = epilogue_of(profile, cube, tail, outputs, n_logical)
     if e.nd_store:
         gemm = replace(gemm, out_nd=True)
-    return CubeSpace(
-        profile, gemm, virtual or profile.ai_cores, lambda m, n: e.ub_bytes(profile, m, n), e.bias is not None and profile.fix_pipe, virtual is not None,
-    )
+    return CubeSpace.of(profile, gemm, e, virtual or profile.ai_cores, virtual is not None)
 
 
 # ------------------------------------------------------------------ tuned tilings in a compile
