@@ -56,6 +56,8 @@ class KernelRow:
     model_after_us: float
     tiling: dict[str, int] | None
     """The tuned tiling kept (in the bank), or None: the analytic one stays."""
+    analytic_tiling: dict[str, int] | None = None
+    """The analytic tiling in the space's terms (None where the space cannot say it)."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def tune(
         report.kernels.append(KernelRow(
             k.name, "+".join(k.op_types), _kind(k), k.launches, k.analytic,
             k.best_cycles if key in tuned else k.analytic, before.by_key(keys).get(key, 0.0), after.by_key(keys).get(key, 0.0),
-            tuned.get(key),
+            tuned.get(key), k.seed,
         ))
     if output is not None:
         os.makedirs(output, exist_ok=True)

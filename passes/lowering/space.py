@@ -5,17 +5,28 @@ lowering then builds a kernel from a tiling it is given (`plan`'s `tiling`, look
 through `using`) instead of the one `cube.tile_gemm` or `vector.vector_plan` derive.
 A tiling is a flat dict of ints, what the kernel's `tiling` attribute records:
 
-- cube (Conv2D, MatMulV2, ... with their tails; not attention or recurrent layers):
+- cube (Conv2D, MatMulV2, ... with their tails; not recurrent layers):
   batch_dim, m_dim, n_dim (the blocks per dimension), m0, n0 (L0 tile, multiples of
-  16), k0, k1 (the K step in L0 and the K panel in L1, multiples of the cube's k),
-  b_resident (B's whole K kept in L1 across the M tiles);
+  16), k0, k1 (the K step in L0 and the K panel in L1, multiples of the cube's k; a
+  panel of all of K may end in a shorter step), b_resident (B's whole K kept in L1
+  across the M tiles); and the knobs of the program's structure (`CUBE_KNOBS`, each
+  absent where it has the value the analytic lowering fixes, so that a tiling
+  without them builds the analytic program): m_tail (the pieces a block's last M
+  tile runs as, so that the drain after its last mmad is a piece's), l0c_buffers
+  (two accumulators, or one of the whole L0C for tiles twice the size whose mmads
+  wait for the previous tile's drain), cols_resident (an epilogue's per-column
+  operands loaded once per N tile instead of with every M tile);
+- attention (MultiHeadAttention, FusedInferAttentionScore): each matmul phase's cube
+  tiling, its keys prefixed by the phase (q_, k_, v_, score_, context_), on exactly
+  the kernel's blocks, and softmax_tile_rows;
 - vector (a scope whose whole rows fit the UB): block_dim and tile_rows.
 
 Legal is what the analytic choice checks: at most the kernel's cores in one wave, a
 split no finer than the work's units, L0A/L0B holding two k0 steps, L0C two m0 x n0
-accumulators, the bias table an n0 tile of float32 bias, L1 two A panels and B's
-panels (its whole K once when resident), the UB the epilogue's tiles; vector tiles
-in whole 32-byte blocks that fit the UB with their ping-pong buffers.
+accumulators (or one), the bias table an n0 tile of float32 bias, L1 two A panels
+and B's panels (its whole K once when resident), the UB the epilogue's tiles (the
+softmax's tiles with their statistics and mask); vector tiles in whole 32-byte
+blocks that fit the UB with their ping-pong buffers.
 """
 
 from __future__ import annotations
