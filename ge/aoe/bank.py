@@ -47,7 +47,13 @@ from ge.core import kernel_cache
 from ge.core.errors import OptionError
 from ge.core.files import FileError, published
 from ge.core.options import CompileOptions
-from passes.lowering.space import CUBE_KEYS, CUBE_KNOBS, SOFTMAX, VECTOR_KEYS, well_formed
+from passes.lowering.space import (
+    CUBE_KEYS,
+    CUBE_KNOBS,
+    SOFTMAX,
+    VECTOR_KEYS,
+    well_formed,
+)
 
 log = logging.getLogger("ge")
 

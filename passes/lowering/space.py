@@ -246,6 +246,11 @@ class CubeSpace:
         return list(found.values())
 
 
+def knobs_of(t: Mapping[str, int]) -> Tiling:
+    """The knobs `t` sets off their analytic values (an attention tiling's with their phase's prefix)."""
+    return {k: v for k, v in t.items() if any((k == knob or k.endswith("_" + knob)) and v != default for knob, default in CUBE_KNOBS.items())}
+
+
 def plain(t: Mapping[str, int]) -> Tiling:
     """`t` without the knobs at the value the analytic lowering fixes: one key set per kernel."""
     return {k: v for k, v in t.items() if CUBE_KNOBS.get(k) != v}
