@@ -66,6 +66,18 @@ def matmul_model(m: int, k: int, n: int, seed: int) -> tuple[onnx.ModelProto, di
     return model, {"x": rng.standard_normal((m, k)).astype(np.float32)}
 
 
+def attention_model(heads: int, sq: int, sk: int, d: int, seed: int) -> tuple[onnx.ModelProto, dict]:
+    """ONNX Attention (FusedInferAttentionScore) over 4-D query, key and value inputs."""
+    rng = np.random.default_rng(seed)
+    shapes = {"q": [1, heads, sq, d], "k": [1, heads, sk, d], "v": [1, heads, sk, d]}
+    graph = helper.make_graph(
+        [helper.make_node("Attention", ["q", "k", "v"], ["o"])], "attention",
+        [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()], [helper.make_tensor_value_info("o", F, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    return model, {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+
+
 def tunable(compiled: ge.Model, soc: str) -> tuple[list[Kernel], dict[str, str]]:
     """The compiled model's cube and attention kernels the tuner tiles, and every kernel's bank key."""
     kernels, keys = _kernels(compiled, soc)
@@ -285,6 +297,17 @@ def bert_models(tmp_path_factory) -> dict[int, str]:
 @given(soc=st.sampled_from(SOCS), hidden=st.sampled_from([32, 64, 96]), seq=st.integers(8, 80), data=st.data())
 def test_random_attention_layers_with_random_tilings_simulate_to_the_reference(bert_models, soc, hidden, seq, data):
     check_tuned(bert_models[hidden], bert_like_inputs(seq), soc, data, {"input_shape": f"input_ids:1,{seq};attention_mask:1,{seq}"})
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    soc=st.sampled_from(SOCS), heads=st.integers(1, 4), sq=st.integers(1, 64), sk=st.integers(1, 96),
+    d=st.sampled_from([16, 32, 64]), seed=st.integers(0, 2**16), data=st.data(),
+)
+def test_random_fused_attention_with_random_tilings_simulate_to_the_reference(soc, heads, sq, sk, d, seed, data):
+    model, feeds = attention_model(heads, sq, sk, d, seed)
+    check_tuned(model, feeds, soc, data)
 
 
 # ------------------------------------------------------------ the bank

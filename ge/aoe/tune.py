@@ -2,7 +2,7 @@
 as the cost model, into the tune bank that later compiles take their tilings from.
 
 1. The model is compiled with the analytic tilings and run timing only (the "before").
-2. Every cube and vector kernel whose tiling the tuner can choose (`passes.lowering.space`)
+2. Every cube, attention and vector kernel whose tiling the tuner can choose (`passes.lowering.space`)
    is searched on the backend's workers (`ge.aoe.search`), each candidate timed alone.
 3. The kernels that got faster alone are compiled into the model and it is run again:
    the model run is the judge. A tuned kernel slower in the model than with its

@@ -85,6 +85,8 @@ M_TAIL_MOST = 8
 VECTOR_KEYS = ("block_dim", "tile_rows")
 VECTOR_TILE_COUNTS = 64
 """A vector block's tiles range from one to this many (even shares of its rows)."""
+SOFTMAX = "softmax_tile_rows"
+"""An attention tiling's softmax tile rows (its other keys are its matmul phases')."""
 
 
 # ------------------------------------------------------------------ cube
@@ -270,6 +272,7 @@ class AttentionSpace:
 
     @cached_property
     def spaces(self) -> tuple[CubeSpace, ...]:
+        """Each matmul phase's space, on exactly the kernel's blocks."""
         ph = self.phases
         return tuple(CubeSpace.of(ph.profile, g, e, ph.block_dim, True) for g, e in zip(ph.gemms, ph.epilogues))
 
@@ -284,6 +287,7 @@ class AttentionSpace:
         return {**{k: v for k, v in t.items() if not _in_phase(k, prefix)}, **{prefix + k: v for k, v in plain(part).items()}}
 
     def legal(self, t: Mapping[str, int]) -> bool:
+        """True when `t` holds every phase's cube tiling (each legal) and softmax tiles that fit."""
         if SOFTMAX not in t or not _keys_fit(set(t) - {SOFTMAX}, self.phases.prefixes):
             return False
         return self.phases.softmax_fits(t[SOFTMAX]) and all(s.legal(self.part(t, i)) for i, s in enumerate(self.spaces))
@@ -333,10 +337,8 @@ class AttentionSpace:
         return [c for c in found if self.legal(c)]
 
 
-SOFTMAX = "softmax_tile_rows"
-
-
 def _in_phase(key: str, prefix: str) -> bool:
+    """True when `key` is a parameter or knob of the phase named `prefix`."""
     return key.startswith(prefix) and key[len(prefix):] in (*CUBE_KEYS, *CUBE_KNOBS)
 
 
