@@ -93,6 +93,10 @@ def draw_tiling(data: st.DataObject, sp: space.CubeSpace | space.AttentionSpace,
         if not near:
             break
         t = data.draw(st.sampled_from(near), label="neighbour")
+    if isinstance(sp, space.AttentionSpace):
+        shared = [n for n in sp.neighbours(t) if n.get(space.SHARED)]
+        if shared and data.draw(st.booleans(), label="projections shared"):
+            t = shared[0]
     parts = [("", sp)] if isinstance(sp, space.CubeSpace) else list(zip(sp.phases.prefixes, sp.spaces))
     for prefix, _ in parts:
         for knob, values in (("m_tail", range(1, 5)), ("l0c_buffers", (1, 2)), ("cols_resident", (0, 1))):
@@ -122,7 +126,7 @@ def check_tuned(model: onnx.ModelProto | str, feeds: dict, soc: str, data: st.Da
         for text in program.split_kernels(om.kernels).values()
     ]
     for t in chosen.values():  # each knob drawn off its analytic value is in some kernel's tiling attribute
-        knobs = {k: v for k, v in t.items() if any(k.endswith(knob) and v != default for knob, default in space.CUBE_KNOBS.items())}
+        knobs = space.knobs_of(t)
         assert any(knobs.items() <= a.items() and t.get(space.SOFTMAX, a.get(space.SOFTMAX)) == a.get(space.SOFTMAX) for a in attributes)
     want = ge.reference.run(ge.load_onnx(model)[0], feeds)
     with ge.Session() as session:
@@ -231,6 +235,9 @@ def test_attention_s_analytic_tiling_is_its_seed_and_builds_its_kernel(attention
     assert near and all(sp.legal(t) for t in near)
     assert {t[space.SOFTMAX] for t in near} - {k.seed[space.SOFTMAX]}  # the softmax's tiles move too
     assert any(t.get("q_m_tail", 1) > 1 for t in near)
+    shared = [t for t in near if t.get(space.SHARED)]  # self-attention: one input to the three projections
+    assert len(shared) == 1 and all(sp.part(shared[0], i) == sp.part(shared[0], 0) for i in (1, 2))
+    assert text_of("Ascend310P3", k, shared[0]) != text_of("Ascend310P3", k, k.seed)
     first = list(zip(range(40), sp.candidates()))
     assert first and all(sp.legal(t) for _, t in first)
 
@@ -242,6 +249,21 @@ def test_an_attention_tiling_that_does_not_fit_is_refused(attention_kernel):
         assert not k.space.legal(bad)
         with pytest.raises(ModelError, match="does not fit"):
             build_kernel("Ascend310P3", scope, bad)
+
+
+def test_shared_projections_load_the_input_once(attention_kernel):
+    """The projections as one phase read their input once instead of three times."""
+    k = attention_kernel
+    shared = next(t for t in k.space.neighbours(k.seed) if t.get(space.SHARED))
+    separate = {key: v for key, v in shared.items() if key != space.SHARED}
+
+    def projection_bytes(tiling: dict[str, int]) -> float:
+        text = next(iter(program.split_kernels(text_of("Ascend310P3", k, tiling)).values()))
+        return timing.time_block(text.program()).phase_gm_bytes[0]
+
+    g, ct = k.space.phases.gemms[0], k.space.spaces[0].tiling(k.space.part(shared, 0))
+    assert projection_bytes(separate) - projection_bytes(shared) >= 2 * ct.bb * g.a_gm_bytes(ct.mb, g.k, ct.kc)  # a block's A, twice
+    assert not k.space.legal({**shared, "k_m0": shared["q_m0"] + 16})  # the three take one tiling
 
 
 def test_attention_s_softmax_tiles_change_its_time(attention_kernel):

@@ -25,6 +25,7 @@ from passes.lowering.cube import (
     EpiValue,
     Gemm,
     cube_program,
+    shared_a_program,
     tile_gemm,
 )
 from passes.lowering.program import (
@@ -142,6 +143,9 @@ class Phases:
     rows: int
     mask_elements: int
     mask_bytes: int = 0
+    shared_input: bool = False
+    """The first three matmuls multiply one input (the Q, K and V projections of
+    self-attention, of one shape): `shared_a_program` may run them as one."""
 
     @property
     def block_rows(self) -> int:
@@ -161,24 +165,29 @@ class Phases:
         return 1 <= tile_rows <= self.block_rows and ub <= self.profile.ub_bytes
 
     def analytic(self) -> Chosen:
-        """The matmuls' tilings of `tile_gemm` (one per phase, exactly `block_dim` blocks) and the most softmax rows that fit."""
+        """The matmuls' tilings of `tile_gemm` (one per phase, exactly `block_dim` blocks),
+        the most softmax rows that fit, each projection its own phase."""
         tilings = tuple(
             tile_gemm(self.profile, g, self.block_dim, self.epilogue_ub(i), self.bias_table(i), exact=True) for i, g in enumerate(self.gemms)
         )
         tile_rows = softmax_tile_rows(self.profile, self.op, self.row, self.dtype, self.block_rows, self.mask_elements, self.mask_bytes)
-        return tilings, tile_rows
+        return tilings, tile_rows, False
 
     def params(self, chosen: Chosen) -> dict[str, int]:
         """The kernel's `tiling` attribute."""
-        tilings, tile_rows = chosen
+        tilings, tile_rows, shared = chosen
         tiling: dict[str, int] = {"heads": self.heads, "softmax_rows": self.rows, "softmax_row": self.row, "softmax_tile_rows": tile_rows}
         for prefix, g, t in zip(self.prefixes, self.gemms, tilings):
             tiling.update(t.params(g, prefix))
+        if shared:
+            tiling["qkv_shared"] = 1
         return tiling
 
 
-Chosen = tuple[tuple[CubeTiling, ...], int]
-"""An attention kernel's tiling: a CubeTiling per matmul phase, the softmax's tile rows."""
+Chosen = tuple[tuple[CubeTiling, ...], int, bool]
+"""An attention kernel's tiling: a CubeTiling per matmul phase, the softmax's tile
+rows, and whether the projections run as one phase on their shared input (with the
+first phase's tiling)."""
 
 
 def _phase(profile: SocProfile) -> Callable[[Callable[[Program], Ops]], LoopOp]:
@@ -229,7 +238,7 @@ def attention_phases(profile: SocProfile, op: ag.MultiHeadAttentionOp, cores: in
     epilogues = tuple(epilogue(name, bias, g.out_bytes) for name, bias, g in zip(names, [*biases, None, None], gemms))
     return Phases(
         profile, op, heads, min(cores, units), MHA_PHASES, gemms, epilogues, sk, din, b * heads * sq,
-        numel(mask) if mask is not None else 0,
+        numel(mask) if mask is not None else 0, shared_input=query is key is value and gemms[0] == gemms[1] == gemms[2],
     )
 
 
@@ -249,7 +258,7 @@ def attention_plan(
     sk, e, ev = ph.row, ag.shape_of(op.operands[3].type)[1], ag.shape_of(op.operands[5].type)[1]
     mask = op.operands[-1] if len(op.operands) in (7, 10) else None
     in_b = max(1, formats.element_bits(ph.dtype) // 8)
-    tilings, tile_rows = chosen or ph.analytic()
+    tilings, tile_rows, shared = chosen or ph.analytic()
     workspace = (b * sq * e + b * sk * (e + ev) + 2 * ph.rows * sk) * in_b
 
     def softmax(prog: Program, gm: dict[Hashable, SSAValue]) -> Ops:
@@ -265,12 +274,17 @@ def attention_plan(
         def matmul(i: int) -> LoopOp:
             return phase(lambda prog: cube_program(prog, ph.gemms[i], tilings[i], ph.epilogues[i], where, *operands[i], None))
 
+        if shared:
+            weights = [gm[w] for w in op.operands[3:6]]
+            projections = [phase(lambda prog: shared_a_program(prog, ph.gemms[0], tilings[0], ph.epilogues[:3], where, gm[query], weights))]
+        else:
+            projections = [matmul(0), matmul(1), matmul(2)]
         return [
-            ScalarOp(SETUP_INSTRS), matmul(0), matmul(1), matmul(2), SyncAllOp(), matmul(3), SyncAllOp(),
+            ScalarOp(SETUP_INSTRS), *projections, SyncAllOp(), matmul(3), SyncAllOp(),
             phase(lambda prog: softmax(prog, where)), SyncAllOp(), matmul(4),
         ]
 
-    return Plan(ph.block_dim, "AiCore", ph.params((tilings, tile_rows)), workspace, program)
+    return Plan(ph.block_dim, "AiCore", ph.params((tilings, tile_rows, shared)), workspace, program)
 
 
 # ---------------------------------------------------------- fused infer attention score
@@ -323,7 +337,7 @@ def fused_attention_plan(
     if mask is not None:
         pre.append(("VADD", BINARY) if ag.is_float(ag.dtype_of(mask.type)) else ("VSEL", BINARY))
     pre += [("VSEL", BINARY)] * (op.props.has("next_tokens") + (op.actual_seq_lengths_kv is not None))
-    tilings, tile_rows = chosen or ph.analytic()
+    tilings, tile_rows, _ = chosen or ph.analytic()
     spec = Softmax(ph.row, ph.dtype, ph.block_rows, tile_rows, mask, ph.mask_elements, pre, ph.mask_bytes, op.qk_out)
     in_b = max(1, formats.element_bits(ph.dtype) // 8)
 
@@ -341,4 +355,4 @@ def fused_attention_plan(
             matmul(1),
         ]
 
-    return Plan(ph.block_dim, "AiCore", ph.params((tilings, tile_rows)), 2 * ph.rows * ph.row * in_b, program)
+    return Plan(ph.block_dim, "AiCore", ph.params((tilings, tile_rows, False)), 2 * ph.rows * ph.row * in_b, program)

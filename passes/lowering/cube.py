@@ -638,6 +638,86 @@ def cube_program(
     return repeat(t.bb, n_tiles)
 
 
+def shared_a_program(
+    prog: Program, gemm: Gemm, t: CubeTiling, epilogues: Sequence[Epilogue], gm: dict[Hashable, SSAValue],
+    a: SSAValue, bs: Sequence[SSAValue],
+) -> Ops:
+    """One block's program for matmuls of one A by several B's (`bs`, one shape, each
+    with its epilogue, whose loads are per-column operands): M tiles outer, each
+    loading A's whole K once into L1 for every B (N tiles of the B's stay resident
+    in L1, each B loaded just before its first use, so that the later ones load while
+    the cube works on the first); a tile's products with the B's take the two L0C
+    accumulators in turn, each draining while the next computes, and the epilogues'
+    per-column operands are loaded once per N tile. Events: A's slots 0 and 1, B j
+    MTE2 -> MTE1 2 + j, the columns V <-> MTE2 2."""
+    p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
+    count = len(bs)
+    l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, gemm.k, kc))
+    l1_b = [prog.alloc("L1", _align(gemm.k, kc) * t.n0 * in_b) for _ in bs]
+    l0a = prog.pair("L0A", t.m0 * t.k0 * in_b)
+    l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
+    l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES)
+    columns = {v.value: v for e in epilogues for v in e.columns}
+    ub = [
+        {v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2 for v in e.values}
+        for e in epilogues
+    ]
+    drain = "FIX" if epilogues[0].kind == "fix" else "V"
+    a_mode = "nd2nz" if gemm.a_nd else "normal"
+    b_mode = "nd2nz" if gemm.b_nd else "normal"
+    steps = iterations(*split(gemm.k, t.k0))
+
+    def product(sc: int, j: int, m: int, n: int) -> Ops:
+        """Tile `sc`'s product with B j into accumulator (sc + j) % 2, then its drain."""
+        cs = (sc + j) % 2
+
+        def make(sz: int, k: int) -> Ops:
+            ops: Ops = [WaitFlagOp("M", "MTE1", sz)]
+            ops.append(copy(p, l1_a[sc], l0a[sz], _align(m, FRACTAL) * k * in_b, "img2col" if gemm.img2col else "normal"))
+            ops.append(copy(p, l1_b[j], l0b[sz], k * n * in_b))
+            ops += sync("MTE1", "M", sz)
+            ops.append(MmadOp(l0a[sz], l0b[sz], l0c[cs], _align(m, FRACTAL), _align(k, kc), n, gemm.in_dtype))
+            ops.append(SetFlagOp("M", "MTE1", sz))
+            return body(ops)
+
+        ops: Ops = [WaitFlagOp(drain, "M", cs)]
+        ops += double_buffered(*split(gemm.k, t.k0), make, [], (count * sc + j) * steps % 2)  # the L0 steps run on across products
+        ops += sync("M", drain, cs)
+        return ops + _drain(p, gemm, epilogues[j], gm, l0c[cs], cs, ub[j], cs, m, n, None, [])
+
+    def tile(n: int, first: bool) -> Callable[[int, int], Ops]:
+        def make(sc: int, m: int) -> Ops:
+            ops: Ops = [WaitFlagOp("MTE1", "MTE2", sc), copy(p, a, l1_a[sc], gemm.a_gm_bytes(m, gemm.k, kc), a_mode), *sync("MTE2", "MTE1", sc)]
+            for j, b in enumerate(bs):
+                if first:
+                    ops += [copy(p, b, l1_b[j], gemm.b_gm_bytes(gemm.k, n, kc), b_mode), *sync("MTE2", "MTE1", 2 + j)]
+                ops += product(sc, j, m, n)
+            return body(ops + [SetFlagOp("MTE1", "MTE2", sc)])
+
+        return make
+
+    def n_tile(n: int) -> Ops:
+        ops: Ops = []
+        if columns:
+            held = {v: pair[0] for u in ub for v, pair in u.items()}
+            ops += [*sync("V", "MTE2", 2), *(copy(p, gm[v], held[v], c.nbytes(t.m0, n)) for v, c in columns.items())]
+            ops += sync("MTE2", "V", 2)
+        streams = [SetFlagOp(c, d, s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
+        frees = [(drain, "M", 0), *([("MTE3", "V", 0)] if drain == "V" else [])]
+        full, size, tail = split(t.mb, t.m0)
+        ops += [*streams, *(SetFlagOp(c, d, e + s) for s in (0, 1) for c, d, e in frees)]
+        ops += tile(n, True)(0, size if full else tail)
+        ops += double_buffered(full - 1, size, tail, tile(n, False), [], 1) if full else []
+        ops += [*(WaitFlagOp(c, d, e + s) for s in (0, 1) for c, d, e in frees), *(WaitFlagOp(*op.key) for op in streams)]
+        return body(ops)
+
+    return repeat(t.bb, lambda: sequence(*split(t.nb, t.n0), n_tile))
+
+
+SHARED_A_EVENTS = 5
+"""Event ids `shared_a_program` uses for three B's (B j's MTE2 -> MTE1 is 2 + j)."""
+
+
 def _delayed_drains(
     runs: Sequence[tuple[int, int, int]], head: Callable[[int, int], Ops], drain: Callable[[int, int], Ops],
     frees: Sequence[tuple[str, str, int]],

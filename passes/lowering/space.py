@@ -54,6 +54,7 @@ from passes.lowering.attention import (
     fused_attention_phases,
 )
 from passes.lowering.cube import (
+    SHARED_A_EVENTS,
     CubeTiling,
     Epilogue,
     Gemm,
@@ -68,6 +69,7 @@ from passes.lowering.program import (
     ACC_FRACTAL_BYTES,
     FRACTAL,
     FRACTAL_BYTES,
+    aligned,
     iterations,
 )
 from passes.lowering.vector import ub_bytes, vector_space, vector_values
@@ -87,6 +89,10 @@ VECTOR_TILE_COUNTS = 64
 """A vector block's tiles range from one to this many (even shares of its rows)."""
 SOFTMAX = "softmax_tile_rows"
 """An attention tiling's softmax tile rows (its other keys are its matmul phases')."""
+SHARED = "qkv_shared"
+"""An attention tiling's knob: its Q, K and V projections run as one phase on their
+shared input (`cube.shared_a_program`: each A tile loaded once for the three), with
+the q_ tiling (k_ and v_ equal to it)."""
 
 
 # ------------------------------------------------------------------ cube
@@ -250,7 +256,8 @@ class CubeSpace:
 
 def knobs_of(t: Mapping[str, int]) -> Tiling:
     """The knobs `t` sets off their analytic values (an attention tiling's with their phase's prefix)."""
-    return {k: v for k, v in t.items() if any((k == knob or k.endswith("_" + knob)) and v != default for knob, default in CUBE_KNOBS.items())}
+    knobs = {**CUBE_KNOBS, SHARED: 0}
+    return {k: v for k, v in t.items() if any((k == knob or k.endswith("_" + knob)) and v != default for knob, default in knobs.items())}
 
 
 def plain(t: Mapping[str, int]) -> Tiling:
@@ -287,26 +294,54 @@ class AttentionSpace:
         return {**{k: v for k, v in t.items() if not _in_phase(k, prefix)}, **{prefix + k: v for k, v in plain(part).items()}}
 
     def legal(self, t: Mapping[str, int]) -> bool:
-        """True when `t` holds every phase's cube tiling (each legal) and softmax tiles that fit."""
-        if SOFTMAX not in t or not _keys_fit(set(t) - {SOFTMAX}, self.phases.prefixes):
+        """True when `t` holds every phase's cube tiling (each legal) and softmax tiles that
+        fit; with `qkv_shared`, the one projection phase's buffers fit too."""
+        if SOFTMAX not in t or not _keys_fit(set(t) - {SOFTMAX, SHARED}, self.phases.prefixes) or t.get(SHARED, 0) not in (0, 1):
             return False
-        return self.phases.softmax_fits(t[SOFTMAX]) and all(s.legal(self.part(t, i)) for i, s in enumerate(self.spaces))
+        if not self.phases.softmax_fits(t[SOFTMAX]) or not all(s.legal(self.part(t, i)) for i, s in enumerate(self.spaces)):
+            return False
+        return not t.get(SHARED, 0) or self.shareable(t)
+
+    def shareable(self, t: Mapping[str, int]) -> bool:
+        """True when the projections of `t` may run as one phase (`cube.shared_a_program`):
+        one input, the same tiling (B resident, one K panel, knobs at their analytic
+        values), epilogues loading per-column operands only and no bias table, and
+        two A tiles of the whole K with the three B tiles in L1, the three epilogues in UB."""
+        ph = self.phases
+        q = self.part(t, 0)
+        if not ph.shared_input or any(self.part(t, i) != q for i in (1, 2)) or not q["b_resident"] or knobs_of(q):
+            return False
+        sp, g = self.spaces[0], ph.gemms[0]
+        if q["k1"] != sp.kf * sp.kc or ph.profile.event_ids < SHARED_A_EVENTS:
+            return False
+        if any(ph.bias_table(i) or len(ph.epilogues[i].columns) != len(ph.epilogues[i].loads) for i in range(3)):
+            return False
+        ct = sp.tiling(q)
+        l1 = 2 * aligned(ph.profile, "L1", g.a_l1_bytes(ct.m0, g.k, sp.kc)) + 3 * sp.kf * sp.kc * ct.n0 * g.in_bytes
+        ub = sum(ph.epilogues[i].ub_bytes(ph.profile, ct.m0, ct.n0) for i in range(3))
+        return l1 <= ph.profile.l1_bytes and ub <= ph.profile.ub_bytes
 
     def chosen(self, t: Mapping[str, int]) -> Chosen:
         """The phases' CubeTilings and the softmax's tile rows of a legal `t`; an illegal one is refused."""
         if not self.legal(t):
             op = self.phases.op
             raise ModelError(f"{op.OP_TYPE} '{op.label}': the tiling {dict(t)} does not fit {self.phases.profile.name}'s cores or buffers")
-        return tuple(s.tiling(self.part(t, i)) for i, s in enumerate(self.spaces)), t[SOFTMAX]
+        return tuple(s.tiling(self.part(t, i)) for i, s in enumerate(self.spaces)), t[SOFTMAX], bool(t.get(SHARED, 0))
 
     def analytic(self) -> Tiling:
         """The analytic plan's tiling in this space's terms."""
-        tilings, tile_rows = self.phases.analytic()
+        tilings, tile_rows, _ = self.phases.analytic()
         t: Tiling = {SOFTMAX: tile_rows}
         for prefix, g, ct in zip(self.phases.prefixes, self.phases.gemms, tilings):
             params = ct.params(g)
             t.update({prefix + k: params[k] for k in CUBE_KEYS})
         return t
+
+    def projections(self, t: Mapping[str, int], part: Mapping[str, int]) -> Tiling:
+        """`t` with `part` the tiling of all three projections."""
+        for i in range(3):
+            t = self.joined(t, i, part)
+        return dict(t)
 
     def tile_rows(self) -> list[int]:
         """The softmax's tile sizes: a block's rows in 1 to VECTOR_TILE_COUNTS even tiles, those that fit, largest first."""
@@ -328,8 +363,18 @@ class AttentionSpace:
                     yield t
 
     def neighbours(self, t: Mapping[str, int]) -> list[Tiling]:
-        """One phase's neighbours (`CubeSpace.neighbours`), or the softmax's next larger or smaller tile size."""
-        found = [self.joined(t, i, c) for i, s in enumerate(self.spaces) for c in s.neighbours(self.part(t, i))]
+        """One phase's neighbours (`CubeSpace.neighbours`; with `qkv_shared`, the q_
+        phase's, taken by all three projections), the softmax's next larger or
+        smaller tile size, or the projections shared (k_ and v_ taking q_'s tiling, B
+        resident) or not."""
+        shared = bool(t.get(SHARED, 0))
+        found = [self.joined(t, i, c) for i, s in enumerate(self.spaces) for c in s.neighbours(self.part(t, i)) if not (shared and i in (1, 2))]
+        if shared:
+            found = [self.projections(c, self.part(c, 0)) for c in found]
+            found.append({k: v for k, v in t.items() if k != SHARED})
+        elif self.phases.shared_input:
+            whole = self.spaces[0].kf * self.spaces[0].kc
+            found.append({**self.projections(t, {**plain(self.part(t, 0)), "b_resident": 1, "k1": whole}), SHARED: 1})
         sizes = self.tile_rows()
         if t[SOFTMAX] in sizes:
             at = sizes.index(t[SOFTMAX])
@@ -350,7 +395,7 @@ def well_formed(kind: str, t: Mapping[str, object]) -> bool:
         return keys == set(VECTOR_KEYS)
     if kind == "cube":
         return _keys_fit(keys, ("",))
-    return kind == "attention" and SOFTMAX in keys and any(_keys_fit(keys - {SOFTMAX}, p) for p in (MHA_PHASES, FIA_PHASES))
+    return kind == "attention" and SOFTMAX in keys and (_keys_fit(keys - {SOFTMAX, SHARED}, MHA_PHASES) or _keys_fit(keys - {SOFTMAX}, FIA_PHASES))
 
 
 def _keys_fit(keys: set[str], prefixes: tuple[str, ...]) -> bool:
