@@ -18,7 +18,8 @@ A tiling is a flat dict of ints, what the kernel's `tiling` attribute records:
   operands loaded once per N tile instead of with every M tile);
 - attention (MultiHeadAttention, FusedInferAttentionScore): each matmul phase's cube
   tiling, its keys prefixed by the phase (q_, k_, v_, score_, context_), on exactly
-  the kernel's blocks, and softmax_tile_rows;
+  the kernel's blocks, softmax_tile_rows, and for self-attention qkv_shared (the
+  three projections as one phase that loads each tile of their input once);
 - vector (a scope whose whole rows fit the UB): block_dim and tile_rows.
 
 Legal is what the analytic choice checks: at most the kernel's cores in one wave, a
@@ -272,8 +273,9 @@ def plain(t: Mapping[str, int]) -> Tiling:
 class AttentionSpace:
     """The tilings of an attention kernel (`attention.Phases`): each matmul phase's cube
     tiling, its keys prefixed by the phase's name (q_m0, score_k1, ...), on exactly the
-    kernel's blocks as the analytic plan splits them, and `softmax_tile_rows`: the
-    softmax's tile rows, from one to a block's rows, whose buffers fit the UB."""
+    kernel's blocks as the analytic plan splits them, `softmax_tile_rows`: the
+    softmax's tile rows, from one to a block's rows, whose buffers fit the UB, and
+    `qkv_shared` (see `SHARED`)."""
 
     phases: Phases
 
