@@ -10,8 +10,8 @@ analytic tiling back). The issue's goal (#17): at least 15% lower latency, every
 kernel never worse. Beside it, per model and kind of kernel (cube, attention,
 vector), the kernels' time in the model before and after, and how many tuned
 tilings set each of the cube program's knobs off its analytic value
-(`space.CUBE_KNOBS`, an attention kernel's in any of its phases) or changed the
-softmax's tile rows.
+(`space.CUBE_KNOBS`, an attention kernel's in any of its phases), changed the
+softmax's tile rows or ran the projections as one phase (`qkv_shared`).
 
 Throughput: the same candidate timings (about `--jobs` neighbours of ResNet-50's
 analytic tilings, a batch per kernel as the tuner sends them) through each backend,
@@ -35,7 +35,7 @@ from ge.aoe import Budget, measure, tune
 from ge.aoe.tune import Report, _kernels, _run
 from ge.distributed import backend
 from ge.testing.real_models import batched_path
-from passes.lowering.space import CUBE_KNOBS, SOFTMAX
+from passes.lowering.space import CUBE_KNOBS, SHARED, SOFTMAX
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "benchmarks" / "README.md"
@@ -76,6 +76,7 @@ class Tuned:
                     for knob, default in CUBE_KNOBS.items()}
             if kind == "attention":
                 used[SOFTMAX] = sum(k.analytic_tiling is None or k.tiling[SOFTMAX] != k.analytic_tiling[SOFTMAX] for k in tuned_)  # type: ignore[index]
+                used[SHARED] = sum(bool(k.tiling.get(SHARED)) for k in tuned_)  # type: ignore[union-attr]
             knobs = ", ".join(f"{knob} {n}" for knob, n in used.items() if n) if kind != "vector" else "-"
             before, after = sum(k.model_before_us for k in of), sum(k.model_after_us for k in of)
             rows.append([self.model, kind, str(len(of)), str(len(tuned_)), f"{before:,.1f}", f"{after:,.1f}", f"{1 - after / before:.1%}" if before else "-", knobs or "none"])
