@@ -6,11 +6,14 @@ CANN lays out its operator bank, a folder per SoC with a folder per kind of kern
 
     <root>/Ascend310P3/cube/<sha256 of the key>.json
     <root>/Ascend310P3/vector/<sha256 of the key>.json
+    <root>/Ascend310P3/attention/<sha256 of the key>.json
 
 An entry is one kernel signature's tiling: the key (`lower_to_kernel.bank_key`: the
 compiler's version, the SoC, the scope's op types, properties, shapes, dtypes,
-formats, impl mode and virtual cores), the tiling, the cycles of the kernel alone
-with the analytic and the tuned tiling, and the SHA-256 of all that. Entries are
+formats, impl mode and virtual cores), the tiling (format 2: a cube tiling's keys
+and any of the program's knobs, `space.CUBE_KNOBS`; an attention kernel's phases),
+the cycles of the kernel alone with the analytic and the tuned tiling, and the
+SHA-256 of all that. Entries are
 written to a temporary file in their folder and renamed into place, so that tuners
 writing one bank at once (a process per worker, several machines on a shared
 folder) leave only whole entries. One that is not JSON, of another format, whose
@@ -44,12 +47,24 @@ from ge.core import kernel_cache
 from ge.core.errors import OptionError
 from ge.core.files import FileError, published
 from ge.core.options import CompileOptions
-from passes.lowering.space import CUBE_KEYS, VECTOR_KEYS
+from passes.lowering.space import (
+    CUBE_KEYS,
+    CUBE_KNOBS,
+    SOFTMAX,
+    VECTOR_KEYS,
+    well_formed,
+)
 
 log = logging.getLogger("ge")
 
-FORMAT = 1
-KINDS = {"cube": CUBE_KEYS, "vector": VECTOR_KEYS}
+FORMAT = 2
+"""2: a cube tiling may hold the program's knobs (`space.CUBE_KNOBS`), and attention kernels have entries."""
+KINDS = {
+    "cube": f"{', '.join(CUBE_KEYS)}, any of {', '.join(CUBE_KNOBS)}",
+    "vector": ", ".join(VECTOR_KEYS),
+    "attention": f"each matmul phase's cube keys prefixed by its name, and {SOFTMAX}",
+}
+"""The kinds of kernel entries, with the keys their tilings hold."""
 GRAPH = "graph"
 SUFFIX = ".json"
 NOT_GRAPH_OPTIONS = frozenset({"fusion_switch_file", "export_compile_stat", "op_compiler_cache_mode", "op_compiler_cache_dir", "debug_dir", "session_id", "graph_id"})
@@ -216,8 +231,8 @@ def _problem(data: object, key: str, kind: str) -> str:
         return reason
     assert isinstance(data, dict)
     tiling = data.get("tiling")
-    if data.get("kind") != kind or not isinstance(tiling, dict) or sorted(tiling) != sorted(KINDS[kind]):
-        return f"its tiling is not a {kind} tiling ({', '.join(KINDS[kind])})"
+    if data.get("kind") != kind or not isinstance(tiling, dict) or not well_formed(kind, tiling):
+        return f"its tiling is not a {kind} tiling ({KINDS[kind]})"
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in tiling.values()):
         return "its tiling's values are not integers"
     cycles = data.get("cycles")

@@ -31,7 +31,7 @@ from passes.lower_to_kernel import (
     scope_of_kernel,
 )
 from passes.lowering.program import element_bytes, numel
-from passes.lowering.space import CubeSpace, space_of
+from passes.lowering.space import AttentionSpace, CubeSpace, space_of
 
 
 class Job(TypedDict):
@@ -105,10 +105,8 @@ def roofline(job: Job) -> float:
     scope = _scope(job["kernel"])
     nbytes = sum(numel(v) * element_bytes(v) for v in (*scope.inputs, *scope.outputs))
     found = space_of(profile, scope.ops, scope.inputs, scope.outputs)
-    cube = 0.0
-    if isinstance(found, CubeSpace):
-        batch, mf, nf = found.units
-        cube = batch * mf * nf * found.kf / max(found.cores, 1)
+    phases = [found] if isinstance(found, CubeSpace) else list(found.spaces) if isinstance(found, AttentionSpace) else []
+    cube = sum(math.prod(s.units) * s.kf / max(s.cores, 1) for s in phases)  # an attention kernel's matmuls run one after another
     total = 0.0
     for launches, shares in job["resident"]:
         in_l2 = min(nbytes, sum(size * share for size, share in zip(job["inputs"], shares)))

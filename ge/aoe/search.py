@@ -2,7 +2,9 @@
 search over its neighbours (`passes.lowering.space`), timed by the simulator.
 
 Rounds: each kernel still searching proposes up to `WIDTH` untimed neighbours of its
-best tiling (in an order drawn from `random.Random(seed)`), or, once its
+best tiling (in an order drawn from `random.Random(seed)`, the moves that keep its
+program's knobs before those that change them: the knobs are tried once the
+tiling's neighbourhood is spent, and a knob that helps opens a new one), or, once its
 neighbourhood is spent, as many tilings drawn from its whole space (a restart);
 a kernel's proposals are one job (a batch: its text shipped and parsed once), and
 the round's jobs go to the backend together. A candidate whose lower bound (the kernel's roofline, or its largest block's cube work at peak)
@@ -23,7 +25,15 @@ from dataclasses import dataclass, field
 from ge.aoe import measure
 from ge.distributed import Backend
 from passes.lowering.program import FRACTAL
-from passes.lowering.space import CUBE_KEYS, CubeSpace, Tiling, VectorSpace
+from passes.lowering.space import (
+    CUBE_KEYS,
+    SOFTMAX,
+    AttentionSpace,
+    CubeSpace,
+    Space,
+    Tiling,
+    knobs_of,
+)
 
 WIDTH = 6
 """Neighbours a kernel proposes per round."""
@@ -47,7 +57,7 @@ class Kernel:
 
     name: str
     text: str
-    space: CubeSpace | VectorSpace
+    space: Space
     seed: Tiling | None
     """The analytic tiling in the space's terms, if legal there."""
     launches: int
@@ -98,6 +108,8 @@ class Kernel:
         if self.best is not None:
             near = self.space.neighbours(self.best)
             rng.shuffle(near)
+            knobs = knobs_of(self.best)
+            near.sort(key=lambda t: knobs_of(t) != knobs)  # the tiling's moves first, then the knobs'
             proposed += self._keep(near, seen, width)
         if len(proposed) < width:
             proposed += self._keep(self.pool(rng), seen | {_sig(t) for t in proposed}, width - len(proposed))
@@ -216,10 +228,13 @@ def search(
     return evaluated
 
 
-def seed_of(space: CubeSpace | VectorSpace, tiling: Mapping[str, int], block_dim: int) -> Tiling | None:
+def seed_of(space: Space, tiling: Mapping[str, int], block_dim: int) -> Tiling | None:
     """The analytic tiling (a kernel's `tiling` attribute) in the space's terms."""
     if isinstance(space, CubeSpace):
         return {k: int(tiling[k]) for k in CUBE_KEYS} if all(k in tiling for k in CUBE_KEYS) else None
+    if isinstance(space, AttentionSpace):
+        keys = [p + k for p in space.phases.prefixes for k in CUBE_KEYS] + [SOFTMAX]
+        return {k: int(tiling[k]) for k in keys} if all(k in tiling for k in keys) else None
     if "tile_rows" not in tiling:
         return None
     return {"block_dim": block_dim, "tile_rows": int(tiling["tile_rows"])}

@@ -2,7 +2,7 @@
 as the cost model, into the tune bank that later compiles take their tilings from.
 
 1. The model is compiled with the analytic tilings and run timing only (the "before").
-2. Every cube and vector kernel whose tiling the tuner can choose (`passes.lowering.space`)
+2. Every cube, attention and vector kernel whose tiling the tuner can choose (`passes.lowering.space`)
    is searched on the backend's workers (`ge.aoe.search`), each candidate timed alone.
 3. The kernels that got faster alone are compiled into the model and it is run again:
    the model run is the judge. A tuned kernel slower in the model than with its
@@ -56,6 +56,8 @@ class KernelRow:
     model_after_us: float
     tiling: dict[str, int] | None
     """The tuned tiling kept (in the bank), or None: the analytic one stays."""
+    analytic_tiling: dict[str, int] | None = None
+    """The analytic tiling in the space's terms (None where the space cannot say it)."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def tune(
         report.kernels.append(KernelRow(
             k.name, "+".join(k.op_types), _kind(k), k.launches, k.analytic,
             k.best_cycles if key in tuned else k.analytic, before.by_key(keys).get(key, 0.0), after.by_key(keys).get(key, 0.0),
-            tuned.get(key),
+            tuned.get(key), k.seed,
         ))
     if output is not None:
         os.makedirs(output, exist_ok=True)
@@ -234,6 +236,8 @@ def _launches(compiled: Model) -> dict[str, list[tuple[KernelTask, tuple[float, 
 
 
 def _kind(k: Kernel) -> str:
+    if isinstance(k.space, space.AttentionSpace):
+        return "attention"
     return "cube" if isinstance(k.space, space.CubeSpace) else "vector"
 
 

@@ -68,10 +68,13 @@ the time loop: the input projection of every step, then per step the product of
 h_{t-1} on the cube and the gate activations on the vector unit, the blocks
 meeting at `sync_all` (`recurrent`).
 
-MultiHeadAttention is one kernel of four phases: the Q/K/V projections, the
-scores per head, softmax, and the probabilities times V, with the intermediate
-values in the workspace and `sync_all` between phases. FusedInferAttentionScore
-is the same kernel without the projections.
+MultiHeadAttention is one kernel: the Q/K/V projections, then, where the vector
+unit sits beside the cube and a row of scores fits the core, one flash phase
+(`flash`: per (head, query tile), scores, softmax and context in L0C, UB and L1,
+the context one unit late); elsewhere the scores per head, softmax and the
+probabilities times V, with the intermediates in the workspace and `sync_all`
+between phases. FusedInferAttentionScore is the same kernel without the
+projections.
 
 Double buffering is explicit: a loop over tiles holds its ping and its pong
 iteration, each with its own buffers and event ids; the consumer primes the
@@ -107,7 +110,7 @@ from passes.lowering.cube import (
 )
 from passes.lowering.program import SETUP_INSTRS, Ops, Plan, Program
 from passes.lowering.recurrent import recurrent_plan
-from passes.lowering.space import CubeSpace
+from passes.lowering.space import CubeSpace, attention_space
 from passes.lowering.vector import scope_label, vector_plan
 
 # ----------------------------------------------------------- planning a scope
@@ -130,12 +133,18 @@ def plan(
     cube = cubes[0]
     if len(cubes) > 1 or ops[0] is not cube:
         raise ModelError(f"{scope_label(ops)}: a kernel holds one cube op, its first; this scope has {len(cubes)}, after {ops[0].name}")
-    if tiling is not None and isinstance(cube, (ag.MultiHeadAttentionOp, ag.FusedInferAttentionScoreOp, ag.RecurrentOp)):
+    if tiling is not None and isinstance(cube, ag.RecurrentOp):
         raise ModelError(f"{scope_label(ops)}: a {cube.name} kernel takes no tuned tiling")
-    if isinstance(cube, ag.MultiHeadAttentionOp):
-        return attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
-    if isinstance(cube, ag.FusedInferAttentionScoreOp):
-        return fused_attention_plan(profile, cube, inputs, outputs, virtual or profile.ai_cores)
+    if isinstance(cube, (ag.MultiHeadAttentionOp, ag.FusedInferAttentionScoreOp)):
+        cores = virtual or profile.ai_cores
+        chosen = None
+        if tiling is not None:
+            attention = attention_space(profile, cube, cores)
+            if attention is None:
+                raise ModelError(f"{scope_label(ops)}: its attention runs as one flash phase on {profile.name}, which takes no tuned tiling")
+            chosen = attention.chosen(tiling)
+        make = attention_plan if isinstance(cube, ag.MultiHeadAttentionOp) else fused_attention_plan
+        return make(profile, cube, inputs, outputs, cores, chosen)
     if isinstance(cube, ag.RecurrentOp):
         return recurrent_plan(profile, ops, inputs, outputs, virtual or profile.ai_cores)
     gemm, n_logical = gemm_of(profile, cube)
@@ -145,7 +154,7 @@ def plan(
     cores = virtual or profile.ai_cores
     bias_table = e.bias is not None and profile.fix_pipe
     if tiling is not None:
-        t = CubeSpace(profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table, virtual is not None).tiling(tiling)
+        t = CubeSpace.of(profile, gemm, e, cores, virtual is not None).tiling(tiling)
     else:
         t = tile_gemm(
             profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=bias_table,

@@ -19,8 +19,16 @@ from dialects.ascend_kernel import (
 )
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
-from passes.lowering.cube import Epilogue, EpiValue, Gemm, cube_program, tile_gemm
-from passes.lowering.flash import Flash, flash_phase, flash_tiling
+from passes.lowering.cube import (
+    CubeTiling,
+    Epilogue,
+    EpiValue,
+    Gemm,
+    cube_program,
+    shared_a_program,
+    tile_gemm,
+)
+from passes.lowering.flash import Flash, FlashTiling, flash_phase, flash_tiling
 from passes.lowering.program import (
     ACC_BYTES,
     FRACTAL,
@@ -63,21 +71,23 @@ class Softmax:
     scores: SSAValue | None = None
 
 
+def softmax_ub(profile: SocProfile, row: int, dtype: Attribute, tile_rows: int, mask_elements: int, mask_bytes: int = 0) -> int:
+    """UB bytes of the softmax's buffers for tiles of `tile_rows` rows of scores:
+    scores and probabilities twice each, the row statistics, and the mask's share
+    (as in `Softmax`)."""
+    in_b = max(1, formats.element_bits(dtype) // 8)
+    row_bytes = aligned(profile, "UB", tile_rows * row * in_b)
+    stats = aligned(profile, "UB", tile_rows * ACC_BYTES) * 2
+    masked = aligned(profile, "UB", min(mask_elements, tile_rows * row) * (mask_bytes or in_b)) if mask_elements else 0
+    return 4 * row_bytes + stats + masked
+
+
 def softmax_tile_rows(profile: SocProfile, op: ag.AscendOp, row: int, dtype: Attribute, block_rows: int,
                       mask_elements: int, mask_bytes: int = 0) -> int:
-    """The most rows of scores whose buffers fit the UB: scores and probabilities
-    twice each, the row statistics, and the mask's share (as in `Softmax`)."""
-    in_b = max(1, formats.element_bits(dtype) // 8)
-
-    def ub(r: int) -> int:
-        row_bytes = aligned(profile, "UB", r * row * in_b)
-        stats = aligned(profile, "UB", r * ACC_BYTES) * 2
-        masked = aligned(profile, "UB", min(mask_elements, r * row) * (mask_bytes or in_b)) if mask_elements else 0
-        return 4 * row_bytes + stats + masked
-
-    if ub(1) > profile.ub_bytes:
+    """The most rows of scores whose buffers fit the UB (`softmax_ub`)."""
+    if softmax_ub(profile, row, dtype, 1, mask_elements, mask_bytes) > profile.ub_bytes:
         raise ModelError(f"{op.OP_TYPE} '{op.label}': a row of {row} scores does not fit {profile.name}'s UB")
-    return max(r for r in range(1, block_rows + 1) if ub(r) <= profile.ub_bytes)
+    return max(r for r in range(1, block_rows + 1) if softmax_ub(profile, row, dtype, r, mask_elements, mask_bytes) <= profile.ub_bytes)
 
 
 def softmax_phase(prog: Program, gm: dict[Hashable, SSAValue], spec: Softmax) -> Ops:
@@ -107,18 +117,96 @@ def softmax_phase(prog: Program, gm: dict[Hashable, SSAValue], spec: Softmax) ->
     return double_buffered(*split(spec.block_rows, tile_rows), make, [("V", "MTE2", 0), ("MTE3", "V", 0)])
 
 
+# ------------------------------------------------------------ the phases' tiling
+
+MHA_PHASES = ("q_", "k_", "v_", "score_", "context_")
+FIA_PHASES = ("score_", "context_")
+"""The prefixes of the matmul phases' tiling parameters, in program order."""
+
+
+@dataclass(frozen=True)
+class Phases:
+    """What an attention kernel's plan fixes before it tiles: its blocks, its matmul
+    phases (a Gemm and its epilogue each, named by the prefix of its tiling
+    parameters) and its softmax's rows (`rows` in all, of `row` scores). Their
+    tiling, the matmuls' `CubeTiling`s and the softmax's tile rows, is the analytic
+    one (`analytic`) or a tuned one (`passes.lowering.space.AttentionSpace`)."""
+
+    profile: SocProfile
+    op: ag.AscendOp
+    heads: int
+    block_dim: int
+    prefixes: tuple[str, ...]
+    gemms: tuple[Gemm, ...]
+    epilogues: tuple[Epilogue, ...]
+    row: int
+    dtype: Attribute
+    rows: int
+    mask_elements: int
+    mask_bytes: int = 0
+    shared_input: bool = False
+    """The first three matmuls multiply one input (the Q, K and V projections of
+    self-attention, of one shape): `shared_a_program` may run them as one."""
+
+    @property
+    def block_rows(self) -> int:
+        """The softmax rows of a block."""
+        return -(-self.rows // min(self.block_dim, self.rows))
+
+    def epilogue_ub(self, i: int) -> Callable[[int, int], int]:
+        """The UB matmul `i`'s epilogue needs for an m x n tile."""
+        return lambda m, n: self.epilogues[i].ub_bytes(self.profile, m, n)
+
+    def bias_table(self, i: int) -> bool:
+        return self.epilogues[i].bias is not None and self.profile.fix_pipe
+
+    def softmax_fits(self, tile_rows: int) -> bool:
+        """True when tiles of `tile_rows` rows fit the UB and a block's rows."""
+        ub = softmax_ub(self.profile, self.row, self.dtype, tile_rows, self.mask_elements, self.mask_bytes)
+        return 1 <= tile_rows <= self.block_rows and ub <= self.profile.ub_bytes
+
+    def analytic(self) -> Chosen:
+        """The matmuls' tilings of `tile_gemm` (one per phase, exactly `block_dim` blocks),
+        the most softmax rows that fit, each projection its own phase."""
+        tilings = tuple(
+            tile_gemm(self.profile, g, self.block_dim, self.epilogue_ub(i), self.bias_table(i), exact=True) for i, g in enumerate(self.gemms)
+        )
+        tile_rows = softmax_tile_rows(self.profile, self.op, self.row, self.dtype, self.block_rows, self.mask_elements, self.mask_bytes)
+        return tilings, tile_rows, False
+
+    def params(self, chosen: Chosen) -> dict[str, int]:
+        """The kernel's `tiling` attribute."""
+        tilings, tile_rows, shared = chosen
+        tiling: dict[str, int] = {"heads": self.heads, "softmax_rows": self.rows, "softmax_row": self.row, "softmax_tile_rows": tile_rows}
+        for prefix, g, t in zip(self.prefixes, self.gemms, tilings):
+            tiling.update(t.params(g, prefix))
+        if shared:
+            tiling["qkv_shared"] = 1
+        return tiling
+
+
+Chosen = tuple[tuple[CubeTiling, ...], int, bool]
+"""An attention kernel's tiling: a CubeTiling per matmul phase, the softmax's tile
+rows, and whether the projections run as one phase on their shared input (with the
+first phase's tiling)."""
+
+
+def _phase(profile: SocProfile) -> Callable[[Callable[[Program], Ops]], LoopOp]:
+    def phase(make: Callable[[Program], Ops]) -> LoopOp:
+        """A phase holds its own buffers: a loop of one trip, so they end with it."""
+        prog = Program(profile)
+        ops = make(prog)
+        return LoopOp(1, [*prog.allocs, *ops])
+
+    return phase
+
+
 # -------------------------------------------------------- multi-head attention
 
 
-def attention_plan(
-    profile: SocProfile, op: ag.MultiHeadAttentionOp, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], cores: int
-) -> Plan:
-    """MultiHeadAttention as four phases of one kernel, joined by `sync_all`: the
-    Q/K/V projections (bias added as by a matmul), the scores of every head, their
-    softmax (times `scale`, plus the mask), and the probabilities times V. q, k, v
-    and the scores and probabilities live in the workspace (in the input dtype).
-    Where the vector unit sits beside the cube and a row of scores fits UB, the last
-    three are one flash phase (`flash`): the scores never leave the core."""
+def attention_phases(profile: SocProfile, op: ag.MultiHeadAttentionOp, cores: int) -> Phases:
+    """MultiHeadAttention's phases: the Q/K/V projections (bias added as by a matmul),
+    the scores of every head, their softmax, and the probabilities times V."""
     query, key, value = op.operands[:3]
     bsh = op.props.str("input_layout") == "BSH"
     (b, sq, kq), (_, sk, kk), (_, _, kv) = (
@@ -130,19 +218,17 @@ def attention_plan(
     nd = ag.format_of(query.type) is None
     biases = op.operands[6:9] if len(op.operands) >= 9 else [None, None, None]
     mask = op.operands[-1] if len(op.operands) in (7, 10) else None
-    gemms = [
+    gemms = (
         Gemm(1, b * sq, kq, e, din, din, a_nd=nd, b_nd=ag.format_of(op.operands[3].type) is None),
         Gemm(1, b * sk, kk, e, din, din, a_nd=nd, b_nd=ag.format_of(op.operands[4].type) is None),
         Gemm(1, b * sk, kv, ev, din, din, a_nd=nd, b_nd=ag.format_of(op.operands[5].type) is None),
         Gemm(b * heads, sq, e // heads, sk, din, din),
         Gemm(b * heads, sq, sk, ev // heads, din, dout, out_nd=ag.format_of(op.results[0].type) is None and profile.fix_pipe),
-    ]
+    )
     names = ["q", "k", "v", "s", op.results[0]]
     units = max(max(g.batch * -(-g.m // FRACTAL) * -(-g.n // FRACTAL) for g in gemms), b * heads * sq)
-    block_dim = min(cores, units)
-    in_b = max(1, formats.element_bits(din) // 8)
 
-    def epilogue(stored: Hashable, bias: SSAValue | None, n: int, out_b: int) -> Epilogue:
+    def epilogue(stored: Hashable, bias: SSAValue | None, out_b: int) -> Epilogue:
         if profile.fix_pipe:
             return Epilogue("fix", stored, (), [], [], [stored], bias)
         values = [EpiValue(stored, "tile", out_b, True)]
@@ -150,144 +236,189 @@ def attention_plan(
             values.append(EpiValue(bias, "col", element_bytes(bias), True))
         return Epilogue("vector", stored, (), values, [bias] if bias is not None else [], [stored], bias)
 
+    epilogues = tuple(epilogue(name, bias, g.out_bytes) for name, bias, g in zip(names, [*biases, None, None], gemms))
+    return Phases(
+        profile, op, heads, min(cores, units), MHA_PHASES, gemms, epilogues, sk, din, b * heads * sq,
+        numel(mask) if mask is not None else 0, shared_input=query is key is value and gemms[0] == gemms[1] == gemms[2],
+    )
+
+
+def attention_flash(profile: SocProfile, op: ag.MultiHeadAttentionOp, block_dim: int) -> tuple[Flash, FlashTiling | None]:
+    """MultiHeadAttention's scores, softmax and context as one flash phase (`flash`),
+    and its tiling: None where the vector unit is not beside the cube or a row of
+    scores does not fit the core."""
+    query, key = op.operands[:2]
+    shape, k_shape = ag.shape_of(query.type), ag.shape_of(key.type)
+    bsh = op.props.str("input_layout") == "BSH"
+    b, sq, sk = (shape[0], shape[1], k_shape[1]) if bsh else (shape[1], shape[0], k_shape[0])
+    heads = op.props.int("head_num")
+    e, ev = ag.shape_of(op.operands[3].type)[1], ag.shape_of(op.operands[5].type)[1]
+    mask = op.operands[-1] if len(op.operands) in (7, 10) else None
     pre = [("VMULS", BINARY)] + ([("VADD", BINARY)] if mask is not None else [])
     mask_shape = ag.shape_of(mask.type) if mask is not None else (0,)
-    flash_spec = Flash(
-        b * heads, sq, sk, e // heads, ev // heads, din, dout, "q", "k", "v", op.results[0], pre, mask, mask_shape[-1],
-        len(mask_shape) > 1 and mask_shape[-2] > 1, element_bytes(mask) if mask is not None else 0,
+    spec = Flash(
+        b * heads, sq, sk, e // heads, ev // heads, ag.dtype_of(query.type), ag.dtype_of(op.results[0].type), "q", "k", "v",
+        op.results[0], pre, mask, mask_shape[-1], len(mask_shape) > 1 and mask_shape[-2] > 1,
+        element_bytes(mask) if mask is not None else 0,
     )
-    flash = flash_tiling(profile, flash_spec, block_dim)
-    epilogues = [epilogue(name, bias, g.n, g.out_bytes) for name, bias, g in zip(names, [*biases, None, None], gemms)]
-    tilings = [
-        tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), ep.bias is not None and profile.fix_pipe, exact=True)
-        for g, ep in zip(gemms[: 3 if flash is not None else 5], epilogues)
-    ]
-    rows = b * heads * sq
-    soft_dim = min(block_dim, rows)
-    block_rows = -(-rows // soft_dim)
-    mask_elements = numel(mask) if mask is not None else 0
+    return spec, flash_tiling(profile, spec, block_dim)
 
-    if flash is not None:
-        workspace = (b * sq * e + b * sk * (e + ev)) * in_b
-        tiling: dict[str, int] = {"heads": heads, **flash.params()}
-    else:
-        tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements)
-        workspace = (b * sq * e + b * sk * (e + ev) + 2 * rows * sk) * in_b
-        tiling = {"heads": heads, "softmax_rows": rows, "softmax_row": sk, "softmax_tile_rows": tile_rows}
-    for prefix, g, t in zip(("q_", "k_", "v_", "score_", "context_"), gemms, tilings):
-        tiling.update(t.params(g, prefix))
+
+def attention_plan(
+    profile: SocProfile, op: ag.MultiHeadAttentionOp, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], cores: int,
+    chosen: Chosen | None = None,
+) -> Plan:
+    """MultiHeadAttention as four phases of one kernel, joined by `sync_all`: the
+    Q/K/V projections (bias added as by a matmul), the scores of every head, their
+    softmax (times `scale`, plus the mask), and the probabilities times V. q, k, v
+    and the scores and probabilities live in the workspace (in the input dtype).
+    Where the vector unit sits beside the cube and a row of scores fits the core, the
+    last three are one flash phase (`flash`): the scores never leave the core, and
+    the kernel takes no tuned tiling (`passes.lowering.space.attention_space`).
+    `chosen`: a tuned tiling, else the analytic one."""
+    ph = attention_phases(profile, op, cores)
+    spec, flash = attention_flash(profile, op, ph.block_dim)
+    query, key, value = op.operands[:3]
+    shape = ag.shape_of(query.type)
+    b, sq = (shape[0], shape[1]) if op.props.str("input_layout") == "BSH" else (shape[1], shape[0])
+    sk, e, ev = ph.row, ag.shape_of(op.operands[3].type)[1], ag.shape_of(op.operands[5].type)[1]
+    mask = op.operands[-1] if len(op.operands) in (7, 10) else None
+    in_b = max(1, formats.element_bits(ph.dtype) // 8)
+    tilings, tile_rows, shared = chosen or ph.analytic()
+    workspace = (b * sq * e + b * sk * (e + ev) + (0 if flash is not None else 2 * ph.rows * sk)) * in_b
 
     def softmax(prog: Program, gm: dict[Hashable, SSAValue]) -> Ops:
-        return softmax_phase(prog, gm, Softmax(sk, din, block_rows, tile_rows, mask, mask_elements, pre))
+        pre = [("VMULS", BINARY)] + ([("VADD", BINARY)] if mask is not None else [])
+        return softmax_phase(prog, gm, Softmax(sk, ph.dtype, ph.block_rows, tile_rows, mask, ph.mask_elements, pre))
 
     def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
         assert ws is not None
         where: dict[Hashable, SSAValue] = {**gm, "q": ws, "k": ws, "v": ws, "s": ws, "p": ws}
         operands = [(gm[query], gm[op.operands[3]]), (gm[key], gm[op.operands[4]]), (gm[value], gm[op.operands[5]]), (ws, ws), (ws, ws)]
-
-        def phase(make: Callable[[Program], Ops]) -> LoopOp:
-            """A phase holds its own buffers: a loop of one trip, so they end with it."""
-            prog = Program(profile)
-            ops = make(prog)
-            return LoopOp(1, [*prog.allocs, *ops])
+        phase = _phase(profile)
 
         def matmul(i: int) -> LoopOp:
-            return phase(lambda prog: cube_program(prog, gemms[i], tilings[i], epilogues[i], where, *operands[i], None))
+            return phase(lambda prog: cube_program(prog, ph.gemms[i], tilings[i], ph.epilogues[i], where, *operands[i], None))
 
-        projections = [ScalarOp(SETUP_INSTRS), matmul(0), matmul(1), matmul(2), SyncAllOp()]
+        if shared:
+            weights = [gm[w] for w in op.operands[3:6]]
+            projections = [phase(lambda prog: shared_a_program(prog, ph.gemms[0], tilings[0], ph.epilogues[:3], where, gm[query], weights))]
+        else:
+            projections = [matmul(0), matmul(1), matmul(2)]
         if flash is not None:
-            return [*projections, phase(lambda prog: flash_phase(prog, where, flash_spec, flash))]
-        return [*projections, matmul(3), SyncAllOp(), phase(lambda prog: softmax(prog, where)), SyncAllOp(), matmul(4)]
+            return [ScalarOp(SETUP_INSTRS), *projections, SyncAllOp(), phase(lambda prog: flash_phase(prog, where, spec, flash))]
+        return [
+            ScalarOp(SETUP_INSTRS), *projections, SyncAllOp(), matmul(3), SyncAllOp(),
+            phase(lambda prog: softmax(prog, where)), SyncAllOp(), matmul(4),
+        ]
 
-    return Plan(block_dim, "AiCore", tiling, workspace, program)
+    params = ph.params((tilings, tile_rows, shared))
+    if flash is not None:  # the projections' tilings, then the flash phase's
+        params = {k: v for k, v in params.items() if k.startswith(MHA_PHASES[:3])} | {"heads": ph.heads, **flash.params()}
+    return Plan(ph.block_dim, "AiCore", params, workspace, program)
 
 
 # ---------------------------------------------------------- fused infer attention score
 
 
-def fused_attention_plan(
-    profile: SocProfile, op: ag.FusedInferAttentionScoreOp, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
-    cores: int,
-) -> Plan:
-    """FusedInferAttentionScore as three phases of one kernel, joined by `sync_all`:
-    the scores of every query head (a grouped key/value head is read once per query
-    head it serves), their softmax (scale, softcap, mask, causal band and key lengths
-    first; a requested scores output is one more store per tile), and the
-    probabilities times V. Scores and probabilities live in the workspace. Where the
-    vector unit sits beside the cube and a row of scores fits UB, the three are one
-    flash phase (`flash`) and the kernel has no workspace."""
+def fused_attention_phases(profile: SocProfile, op: ag.FusedInferAttentionScoreOp, cores: int) -> Phases:
+    """FusedInferAttentionScore's phases: the scores of every query head, their softmax, and the probabilities times V."""
     query, key, value = op.query, op.key, op.value
     b, heads, sq, d = ag.shape_of(query.type)
     sk, dv = ag.shape_of(key.type)[2], ag.shape_of(value.type)[3]
     din, dout = ag.dtype_of(query.type), ag.dtype_of(op.results[0].type)
-    gemms = [
+    gemms = (
         Gemm(b * heads, sq, d, sk, din, din, a_nd=ag.format_of(query.type) is None, b_nd=ag.format_of(key.type) is None),
         Gemm(
             b * heads, sq, sk, dv, din, dout, b_nd=ag.format_of(value.type) is None,
             out_nd=ag.format_of(op.results[0].type) is None and profile.fix_pipe,
         ),
-    ]
+    )
     names: list[Hashable] = ["s", op.results[0]]
     units = max(max(g.batch * -(-g.m // FRACTAL) * -(-g.n // FRACTAL) for g in gemms), b * heads * sq)
-    block_dim = min(cores, units)
 
     def epilogue(stored: Hashable, out_b: int) -> Epilogue:
         if profile.fix_pipe:
             return Epilogue("fix", stored, (), [], [], [stored], None)
         return Epilogue("vector", stored, (), [EpiValue(stored, "tile", out_b, True)], [], [stored], None)
 
-    rows = b * heads * sq
-    block_rows = -(-rows // min(block_dim, rows))
     mask = op.atten_mask
-    mask_elements = numel(mask) if mask is not None else 0
-    mask_bytes = element_bytes(mask) if mask is not None else 0
+    return Phases(
+        profile, op, heads, min(cores, units), FIA_PHASES, gemms, tuple(epilogue(n, g.out_bytes) for n, g in zip(names, gemms)),
+        sk, din, b * heads * sq, numel(mask) if mask is not None else 0, element_bytes(mask) if mask is not None else 0,
+    )
+
+
+def fused_attention_flash(profile: SocProfile, op: ag.FusedInferAttentionScoreOp, block_dim: int) -> tuple[Flash, FlashTiling | None]:
+    """FusedInferAttentionScore as one flash phase (`flash`), and its tiling: None where
+    the vector unit is not beside the cube or a row of scores does not fit the core."""
+    query, key, value, mask = op.query, op.key, op.value, op.atten_mask
+    b, heads, sq, d = ag.shape_of(query.type)
+    sk, dv = ag.shape_of(key.type)[2], ag.shape_of(value.type)[3]
+    mask_shape = ag.shape_of(mask.type) if mask is not None else (0,)
+    spec = Flash(
+        b * heads, sq, sk, d, dv, ag.dtype_of(query.type), ag.dtype_of(op.results[0].type), query, key, value, op.results[0],
+        _fused_pre(op), mask, mask_shape[-1], len(mask_shape) > 1 and mask_shape[-2] > 1,
+        element_bytes(mask) if mask is not None else 0, op.qk_out, tuple(v for v in (query, key, value) if ag.format_of(v.type) is None),
+    )
+    return spec, flash_tiling(profile, spec, block_dim)
+
+
+def _fused_pre(op: ag.FusedInferAttentionScoreOp) -> list[tuple[str, str]]:
+    """The vector steps on FusedInferAttentionScore's scores before the softmax: the
+    scale, the softcap, the mask, the causal band and the key lengths."""
+    mask = op.atten_mask
     pre: list[tuple[str, str]] = [("VMULS", BINARY)]
     if op.props.float("softcap") > 0:
         pre += [("VMULS", BINARY), *((i, t) for i, t, _ in RECIPES[ag.TanhOp]), ("VMULS", BINARY)]
     if mask is not None:
         pre.append(("VADD", BINARY) if ag.is_float(ag.dtype_of(mask.type)) else ("VSEL", BINARY))
-    pre += [("VSEL", BINARY)] * (op.props.has("next_tokens") + (op.actual_seq_lengths_kv is not None))
-    mask_shape = ag.shape_of(mask.type) if mask is not None else (0,)
-    flash_spec = Flash(
-        b * heads, sq, sk, d, dv, din, dout, query, key, value, op.results[0], pre, mask, mask_shape[-1],
-        len(mask_shape) > 1 and mask_shape[-2] > 1, mask_bytes, op.qk_out,
-        tuple(v for v in (query, key, value) if ag.format_of(v.type) is None),
-    )
-    flash = flash_tiling(profile, flash_spec, block_dim)
+    return pre + [("VSEL", BINARY)] * (op.props.has("next_tokens") + (op.actual_seq_lengths_kv is not None))
+
+
+def fused_attention_plan(
+    profile: SocProfile, op: ag.FusedInferAttentionScoreOp, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
+    cores: int, chosen: Chosen | None = None,
+) -> Plan:
+    """FusedInferAttentionScore as three phases of one kernel, joined by `sync_all`:
+    the scores of every query head (a grouped key/value head is read once per query
+    head it serves), their softmax (scale, softcap, mask, causal band and key lengths
+    first; a requested scores output is one more store per tile), and the
+    probabilities times V. Scores and probabilities live in the workspace. Where the
+    vector unit sits beside the cube and a row of scores fits the core, the three are
+    one flash phase (`flash`), the kernel has no workspace and takes no tuned tiling
+    (`passes.lowering.space.attention_space`).
+    `chosen`: a tuned tiling, else the analytic one."""
+    ph = fused_attention_phases(profile, op, cores)
+    flash_spec, flash = fused_attention_flash(profile, op, ph.block_dim)
     if flash is not None:
-        chosen = flash
+        chosen_flash = flash
 
         def flash_program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
             prog = Program(profile)
-            ops = flash_phase(prog, gm, flash_spec, chosen)
+            ops = flash_phase(prog, gm, flash_spec, chosen_flash)
             return [*prog.allocs, ScalarOp(SETUP_INSTRS), *ops]
 
-        return Plan(block_dim, "AiCore", {"heads": heads, **flash.params()}, 0, flash_program)
-    epilogues = [epilogue(name, g.out_bytes) for name, g in zip(names, gemms)]
-    tilings = [tile_gemm(profile, g, block_dim, lambda m, n, e=ep: e.ub_bytes(profile, m, n), False, exact=True) for g, ep in zip(gemms, epilogues)]
-    tile_rows = softmax_tile_rows(profile, op, sk, din, block_rows, mask_elements, mask_bytes)
-    spec = Softmax(sk, din, block_rows, tile_rows, mask, mask_elements, pre, mask_bytes, op.qk_out)
-    in_b = max(1, formats.element_bits(din) // 8)
-    tiling: dict[str, int] = {"heads": heads, "softmax_rows": rows, "softmax_row": sk, "softmax_tile_rows": tile_rows}
-    for prefix, g, t in zip(("score_", "context_"), gemms, tilings):
-        tiling.update(t.params(g, prefix))
+        return Plan(ph.block_dim, "AiCore", {"heads": ph.heads, **flash.params()}, 0, flash_program)
+    query, key, value = op.query, op.key, op.value
+    mask = op.atten_mask
+    pre = _fused_pre(op)
+    tilings, tile_rows, _ = chosen or ph.analytic()
+    spec = Softmax(ph.row, ph.dtype, ph.block_rows, tile_rows, mask, ph.mask_elements, pre, ph.mask_bytes, op.qk_out)
+    in_b = max(1, formats.element_bits(ph.dtype) // 8)
 
     def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
         assert ws is not None
         where: dict[Hashable, SSAValue] = {**gm, "s": ws, "p": ws}
         operands = [(gm[query], gm[key]), (ws, gm[value])]
-
-        def phase(make: Callable[[Program], Ops]) -> LoopOp:
-            prog = Program(profile)
-            ops = make(prog)
-            return LoopOp(1, [*prog.allocs, *ops])
+        phase = _phase(profile)
 
         def matmul(i: int) -> LoopOp:
-            return phase(lambda prog: cube_program(prog, gemms[i], tilings[i], epilogues[i], where, *operands[i], None))
+            return phase(lambda prog: cube_program(prog, ph.gemms[i], tilings[i], ph.epilogues[i], where, *operands[i], None))
 
         return [
             ScalarOp(SETUP_INSTRS), matmul(0), SyncAllOp(), phase(lambda prog: softmax_phase(prog, where, spec)), SyncAllOp(),
             matmul(1),
         ]
 
-    return Plan(block_dim, "AiCore", tiling, 2 * rows * sk * in_b, program)
+    return Plan(ph.block_dim, "AiCore", ph.params((tilings, tile_rows, False)), 2 * ph.rows * ph.row * in_b, program)

@@ -42,6 +42,7 @@ from passes.lowering.program import (
     body,
     copy,
     double_buffered,
+    double_buffered_runs,
     element_bytes,
     iterations,
     numel,
@@ -139,10 +140,28 @@ class CubeTiling:
     b_resident: bool
     kc: int
     """The cube's k: elements per fractal column (16 for float16, 32 for int8)."""
+    m_tail: int = 1
+    """Pieces the last M tile of an N tile runs as: its drain after the block's last
+    mmad is a piece's, the rest overlapping the next pieces' mmads."""
+    l0c_buffers: int = 2
+    """Accumulators in L0C: two (a tile's mmads overlap the previous tile's drain) or
+    one of twice the size (an m0 x n0 tile up to the whole L0C, each tile's mmads
+    waiting for the previous tile to leave L0C)."""
+    cols_resident: bool = False
+    """The epilogue's per-column operands (a bias added in UB, per-channel factors)
+    loaded once per N tile into one buffer, not with every M tile."""
 
     @property
     def block_dim(self) -> int:
         return self.batch_dim * self.m_dim * self.n_dim
+
+    def m_runs(self) -> list[tuple[int, int, int]]:
+        """The M tiles of an N tile as runs of `split`s: whole m0 tiles, the last cut into `m_tail` pieces."""
+        full, size, tail = split(self.mb, self.m0)
+        if self.m_tail <= 1:
+            return [(full, size, tail)]
+        last = tail or size
+        return [(full if tail else full - 1, size, 0), split(last, _align(-(-last // self.m_tail), FRACTAL))]
 
     @property
     def b_single(self) -> bool:
@@ -156,6 +175,12 @@ class CubeTiling:
             "block_n": self.nb, "m0": self.m0, "n0": self.n0, "k0": self.k0, "k1": self.k1,
             "b_resident": int(self.b_resident),
         }
+        if self.m_tail != 1:
+            values["m_tail"] = self.m_tail
+        if self.l0c_buffers != 2:
+            values["l0c_buffers"] = self.l0c_buffers
+        if self.cols_resident:
+            values["cols_resident"] = 1
         return {f"{prefix}{k}": v for k, v in values.items()}
 
 
@@ -577,6 +602,11 @@ class Epilogue:
     aliases: dict[Hashable, Hashable] = field(default_factory=dict)
     """Values whose tile is another value's buffer (a TransData to ND that MTE3 does as it stores)."""
 
+    @property
+    def columns(self) -> list[EpiValue]:
+        """The per-column and single operands it loads (a bias added in UB, per-channel factors)."""
+        return [v for v in self.values if v.value in self.loads and v.kind != "tile"]
+
     def ub_bytes(self, profile: SocProfile, m: int, n: int) -> int:
         if self.kind == "fix":
             return 0
@@ -613,15 +643,24 @@ def cube_program(
     l1_b = (prog.alloc("L1", l1_b_bytes),) * 2 if t.b_single else prog.pair("L1", l1_b_bytes)
     l0a = prog.pair("L0A", t.m0 * t.k0 * in_b)
     l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
-    l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES)
+    l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES) if t.l0c_buffers == 2 else (prog.alloc("L0C", t.m0 * t.n0 * ACC_BYTES),) * 2
     table = None
     if e.bias is not None and p.fix_pipe:
         table = (prog.alloc("L1", t.n0 * in_b), prog.alloc("BT", t.n0 * ACC_BYTES))
-    ub = {v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2 for v in e.values}
+    kept = {v.value: v for v in e.columns} if t.cols_resident else {}
+    loads = [v for v in e.loads if v not in kept]
+    ub = {
+        v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double and v.value not in kept else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2
+        for v in e.values
+    }
     ub.update({alias: ub[of] for alias, of in e.aliases.items()})
     drain = "FIX" if e.kind in ("fix", "mixed") else "V"
     a_mode = "nd2nz" if gemm.a_nd else "normal"
     b_mode = "nd2nz" if gemm.b_nd else "normal"
+
+    def acc(sc: int) -> int:
+        """The L0C slot (and its free event) of a tile of parity `sc`."""
+        return sc if t.l0c_buffers == 2 else 0
 
     def k0_steps(sa: int, sb: int, sc: int, m: int, n: int) -> Ops:
         def make(sz: int, k: int) -> Ops:
@@ -629,7 +668,7 @@ def cube_program(
             ops.append(copy(p, l1_a[sa], l0a[sz], _align(m, FRACTAL) * k * in_b, "img2col" if gemm.img2col else "normal"))
             ops.append(copy(p, l1_b[sb], l0b[sz], k * n * in_b))
             ops += sync("MTE1", "M", sz)
-            ops.append(MmadOp(l0a[sz], l0b[sz], l0c[sc], _align(m, FRACTAL), _align(k, kc), n, gemm.in_dtype))
+            ops.append(MmadOp(l0a[sz], l0b[sz], l0c[acc(sc)], _align(m, FRACTAL), _align(k, kc), n, gemm.in_dtype))
             ops.append(SetFlagOp("M", "MTE1", sz))
             return body(ops)
 
@@ -665,20 +704,29 @@ def cube_program(
         frees = [(drain, "M", 0)]
         if e.kind != "fix":
             frees.append(("MTE3", "V", 0))
-            if e.loads or e.kind == "mixed":
+            if loads or e.kind == "mixed":
                 frees.append(("V", "MTE2", 0))
 
         def head(sc: int, m: int) -> Ops:
-            return [WaitFlagOp(drain, "M", sc), *k1_panels(sc, m, n, sb), *sync("M", drain, sc)]
+            return [WaitFlagOp(drain, "M", acc(sc)), *k1_panels(sc, m, n, sb), *sync("M", drain, sc)]
+
+        def out(sc: int, m: int) -> Ops:
+            return _drain(p, gemm, e, gm, l0c[acc(sc)], acc(sc), ub, sc, m, n, workspace, loads)
 
         def make(sc: int, m: int) -> Ops:
-            return body(head(sc, m) + _drain(p, gemm, e, gm, l0c[sc], ub, sc, m, n, workspace))
+            return body(head(sc, m) + out(sc, m))
 
         if e.kind != "mixed":
-            tiles = double_buffered(*split(t.mb, t.m0), make, frees)
+            tiles = double_buffered_runs(t.m_runs(), make, frees)
         else:
-            tiles = _delayed_drains(split(t.mb, t.m0), head, lambda sc, m: _drain(p, gemm, e, gm, l0c[sc], ub, sc, m, n, workspace), frees)
-        return [*streams, *tiles, *(WaitFlagOp(*op.key) for op in streams)]
+            tiles = _delayed_drains(t.m_runs(), head, out, frees)
+        return [*streams, *columns(n), *tiles, *(WaitFlagOp(*op.key) for op in streams)]
+
+    def columns(n: int) -> Ops:
+        """The N tile's resident per-column operands, once V is done with the previous tile's."""
+        if not kept:
+            return []
+        return [*sync("V", "MTE2", 2), *(copy(p, gm[v], ub[v][0], value.nbytes(t.m0, n)) for v, value in kept.items()), *sync("MTE2", "V", 2)]
 
     def bias_table(n: int) -> Ops:
         if table is None or e.bias is None:
@@ -701,61 +749,153 @@ def cube_program(
     return repeat(t.bb, n_tiles)
 
 
+def shared_a_program(
+    prog: Program, gemm: Gemm, t: CubeTiling, epilogues: Sequence[Epilogue], gm: dict[Hashable, SSAValue],
+    a: SSAValue, bs: Sequence[SSAValue],
+) -> Ops:
+    """One block's program for matmuls of one A by several B's (`bs`, one shape, each
+    with its epilogue, whose loads are per-column operands): M tiles outer, each
+    loading A's whole K once into L1 for every B (N tiles of the B's stay resident
+    in L1, each B loaded just before its first use, so that the later ones load while
+    the cube works on the first); a tile's products with the B's take the two L0C
+    accumulators in turn, each draining while the next computes, and the epilogues'
+    per-column operands are loaded once per N tile. Events: A's slots 0 and 1, B j
+    MTE2 -> MTE1 2 + j, the columns V <-> MTE2 2."""
+    p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
+    count = len(bs)
+    l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, gemm.k, kc))
+    l1_b = [prog.alloc("L1", _align(gemm.k, kc) * t.n0 * in_b) for _ in bs]
+    l0a = prog.pair("L0A", t.m0 * t.k0 * in_b)
+    l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
+    l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES)
+    columns = {v.value: v for e in epilogues for v in e.columns}
+    ub = [
+        {v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2 for v in e.values}
+        for e in epilogues
+    ]
+    drain = "FIX" if epilogues[0].kind == "fix" else "V"
+    a_mode = "nd2nz" if gemm.a_nd else "normal"
+    b_mode = "nd2nz" if gemm.b_nd else "normal"
+    steps = iterations(*split(gemm.k, t.k0))
+
+    def product(sc: int, j: int, m: int, n: int) -> Ops:
+        """Tile `sc`'s product with B j into accumulator (sc + j) % 2, then its drain."""
+        cs = (sc + j) % 2
+
+        def make(sz: int, k: int) -> Ops:
+            ops: Ops = [WaitFlagOp("M", "MTE1", sz)]
+            ops.append(copy(p, l1_a[sc], l0a[sz], _align(m, FRACTAL) * k * in_b, "img2col" if gemm.img2col else "normal"))
+            ops.append(copy(p, l1_b[j], l0b[sz], k * n * in_b))
+            ops += sync("MTE1", "M", sz)
+            ops.append(MmadOp(l0a[sz], l0b[sz], l0c[cs], _align(m, FRACTAL), _align(k, kc), n, gemm.in_dtype))
+            ops.append(SetFlagOp("M", "MTE1", sz))
+            return body(ops)
+
+        ops: Ops = [WaitFlagOp(drain, "M", cs)]
+        ops += double_buffered(*split(gemm.k, t.k0), make, [], (count * sc + j) * steps % 2)  # the L0 steps run on across products
+        ops += sync("M", drain, cs)
+        return ops + _drain(p, gemm, epilogues[j], gm, l0c[cs], cs, ub[j], cs, m, n, None, [])
+
+    def tile(n: int, first: bool) -> Callable[[int, int], Ops]:
+        def make(sc: int, m: int) -> Ops:
+            ops: Ops = [WaitFlagOp("MTE1", "MTE2", sc), copy(p, a, l1_a[sc], gemm.a_gm_bytes(m, gemm.k, kc), a_mode), *sync("MTE2", "MTE1", sc)]
+            for j, b in enumerate(bs):
+                if first:
+                    ops += [copy(p, b, l1_b[j], gemm.b_gm_bytes(gemm.k, n, kc), b_mode), *sync("MTE2", "MTE1", 2 + j)]
+                ops += product(sc, j, m, n)
+            return body(ops + [SetFlagOp("MTE1", "MTE2", sc)])
+
+        return make
+
+    def n_tile(n: int) -> Ops:
+        ops: Ops = []
+        if columns:
+            held = {v: pair[0] for u in ub for v, pair in u.items()}
+            ops += [*sync("V", "MTE2", 2), *(copy(p, gm[v], held[v], c.nbytes(t.m0, n)) for v, c in columns.items())]
+            ops += sync("MTE2", "V", 2)
+        streams = [SetFlagOp(c, d, s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
+        frees = [(drain, "M", 0), *([("MTE3", "V", 0)] if drain == "V" else [])]
+        full, size, tail = split(t.mb, t.m0)
+        ops += [*streams, *(SetFlagOp(c, d, e + s) for s in (0, 1) for c, d, e in frees)]
+        ops += tile(n, True)(0, size if full else tail)
+        ops += double_buffered(full - 1, size, tail, tile(n, False), [], 1) if full else []
+        ops += [*(WaitFlagOp(c, d, e + s) for s in (0, 1) for c, d, e in frees), *(WaitFlagOp(*op.key) for op in streams)]
+        return body(ops)
+
+    return repeat(t.bb, lambda: sequence(*split(t.nb, t.n0), n_tile))
+
+
+SHARED_A_EVENTS = 5
+"""Event ids `shared_a_program` uses for three B's (B j's MTE2 -> MTE1 is 2 + j)."""
+
+
 def _delayed_drains(
-    tiles: tuple[int, int, int], head: Callable[[int, int], Ops], drain: Callable[[int, int], Ops],
+    runs: Sequence[tuple[int, int, int]], head: Callable[[int, int], Ops], drain: Callable[[int, int], Ops],
     frees: Sequence[tuple[str, str, int]],
 ) -> Ops:
-    """The M tiles of a mixed epilogue, each tile's vector half one tile late: MTE2 runs
-    its queue in order, and the half's first load (the workspace FIX writes) waits for
-    the tile's mmads and FIX, so in the tile's own body it would hold the next tile's
-    A panel back until then. Here a body is the tile's loads, mmads and FIX write,
-    then the previous tile's workspace read, vector tail and store, so that the next
-    panel loads while the cube computes. (`drain`'s ops are FIX's three, then the rest.)"""
-    full, size, tail = tiles
-    count = iterations(full, size, tail)
+    """The M tiles of a mixed epilogue (`runs` of `split`s), each tile's vector half one
+    tile late: MTE2 runs its queue in order, and the half's first load (the workspace
+    FIX writes) waits for the tile's mmads and FIX, so in the tile's own body it
+    would hold the next tile's A panel back until then. Here a body is the tile's
+    loads, mmads and FIX write, then the previous tile's workspace read, vector tail
+    and store, so that the next panel loads while the cube computes. (`drain`'s ops
+    are FIX's three, then the rest.)"""
+    groups = [(n, size) for full, size, tail in runs for n, size in ((full, size), (int(tail > 0), tail)) if n]
+    count = sum(n for n, _ in groups)
     slots = range(min(count, 2))
     ops: Ops = [SetFlagOp(c, d, ev + s) for s in slots for c, d, ev in frees]
-    first = size if full else tail
+    first = groups[0][1]
     ops += body(head(0, first) + drain(0, first)[:3])
 
-    def make(sc: int, m: int) -> Ops:
-        return body(head(sc, m) + drain(sc, m)[:3] + drain(1 - sc, size)[3:])
+    def after(previous: int) -> Callable[[int, int], Ops]:
+        def make(sc: int, m: int) -> Ops:
+            return body(head(sc, m) + drain(sc, m)[:3] + drain(1 - sc, previous)[3:])
 
-    if count > 1:
-        ops += double_buffered(full - 1, size, tail, make, [], 1)
-    last = (count - 1) % 2
-    ops += body(drain(last, tail or size)[3:])
+        return make
+
+    done, previous = 1, first
+    for i, (n, size) in enumerate(groups):
+        todo = n - 1 if i == 0 else n
+        if i > 0:  # the group's first tile follows the previous group's last
+            ops += after(previous)(done % 2, size)
+            done, todo = done + 1, todo - 1
+        ops += double_buffered(todo, size, 0, after(size), [], done % 2)
+        done, previous = done + todo, size
+    ops += body(drain((count - 1) % 2, previous)[3:])
     return ops + [WaitFlagOp(c, d, ev + s) for s in slots for c, d, ev in frees]
 
 
 def _drain(
-    p: SocProfile, gemm: Gemm, e: Epilogue, gm: dict[Hashable, SSAValue], acc: SSAValue,
+    p: SocProfile, gemm: Gemm, e: Epilogue, gm: dict[Hashable, SSAValue], acc: SSAValue, acc_event: int,
     ub: dict[Hashable, tuple[SSAValue, SSAValue]], slot: int, m: int, n: int, workspace: SSAValue | None,
+    loads: Sequence[Hashable],
 ) -> Ops:
-    """An m x n result tile out of L0C, through the epilogue, into GM."""
+    """An m x n result tile out of L0C (`acc`, freed for the cube by `acc_event`),
+    through the epilogue's buffers of `slot`, into GM; `loads` are the operands it
+    loads (the epilogue's, but those resident over the N tile)."""
     tile_bytes = m * n * gemm.out_bytes
     if e.kind == "fix":
-        return [copy(p, acc, gm[e.stores[0]], tile_bytes, "nz2nd" if gemm.out_nd else "normal"), SetFlagOp("FIX", "M", slot)]
+        return [copy(p, acc, gm[e.stores[0]], tile_bytes, "nz2nd" if gemm.out_nd else "normal"), SetFlagOp("FIX", "M", acc_event)]
     buffers = {v: pair[slot] for v, pair in ub.items()}
     sizes = {v.value: v.elements(m, n) for v in e.values}
     nbytes = {v.value: v.nbytes(m, n) for v in e.values}
     for alias, of in e.aliases.items():
         sizes[alias], nbytes[alias] = sizes[of], nbytes[of]
-    reads = bool(e.loads) or e.kind == "mixed"
+    reads = bool(loads) or e.kind == "mixed"
     ops: Ops = []
     if e.kind == "mixed":
         assert workspace is not None
-        ops += [copy(p, acc, workspace, tile_bytes), SetFlagOp("FIX", "M", slot), *sync("FIX", "MTE2", slot)]
+        ops += [copy(p, acc, workspace, tile_bytes), SetFlagOp("FIX", "M", acc_event), *sync("FIX", "MTE2", slot)]
     if reads:
         ops.append(WaitFlagOp("V", "MTE2", slot))
     if e.kind == "mixed":
         ops.append(copy(p, workspace, buffers[e.result], tile_bytes))  # type: ignore[arg-type]
-    ops += [copy(p, gm[v], buffers[v], nbytes[v]) for v in e.loads]
+    ops += [copy(p, gm[v], buffers[v], nbytes[v]) for v in loads]
     if reads:
         ops += sync("MTE2", "V", slot)
     ops.append(WaitFlagOp("MTE3", "V", slot))
     if e.kind == "vector":
-        ops += [copy(p, acc, buffers[e.result], tile_bytes), SetFlagOp("V", "M", slot)]
+        ops += [copy(p, acc, buffers[e.result], tile_bytes), SetFlagOp("V", "M", acc_event)]
     out = dtype_name(gemm.out_dtype)
     if e.scale:
         ops += vec("VMULS", f"{out}_{out}_{out}", m * n, [buffers[e.result]], gemm.out_bytes)

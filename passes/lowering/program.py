@@ -157,14 +157,29 @@ def double_buffered(
     (consumer, producer, event of slot 0; slot 1 uses the next id), primed before
     and drained after; without them an outer level primes and drains them, and
     the slots run on across its iterations."""
-    slots = range(min(iterations(full, size, tail), 2))
+    return double_buffered_runs([(full, size, tail)], make, frees, start)
+
+
+def double_buffered_runs(
+    runs: Sequence[tuple[int, int, int]],
+    make: Callable[[int, int], Ops],
+    frees: Sequence[tuple[str, str, int]],
+    start: int = 0,
+) -> Ops:
+    """`double_buffered` over consecutive runs of iterations (each a `split`), the
+    slots running on from one run to the next: a loop whose last iteration is cut
+    into smaller ones keeps its ping-pong order."""
+    slots = range(min(sum(iterations(*run) for run in runs), 2))
     ops: Ops = [SetFlagOp(c, p, e + s) for s in slots for c, p, e in frees]
-    pairs, odd = divmod(full, 2)  # iteration i takes slot (start + i) % 2
-    ops += repeat(pairs, lambda: make(start, size) + make(1 - start, size))
-    if odd:
-        ops += make(start, size)
-    if tail:
-        ops += make((start + full) % 2, tail)
+    slot = start
+    for full, size, tail in runs:
+        pairs, odd = divmod(full, 2)  # iteration i takes slot (slot + i) % 2
+        ops += repeat(pairs, lambda s=slot, n=size: make(s, n) + make(1 - s, n))
+        if odd:
+            ops += make(slot, size)
+        if tail:
+            ops += make((slot + full) % 2, tail)
+        slot = (slot + iterations(full, size, tail)) % 2
     ops += [WaitFlagOp(c, p, e + s) for s in slots for c, p, e in frees]
     return ops
 
