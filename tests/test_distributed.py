@@ -41,9 +41,11 @@ def pid(_: int) -> int:
 
 
 def test_a_pool_keeps_its_workers_until_closed() -> None:
+    """Two maps run on the same two processes (which of them takes tasks depends on
+    the load: one may take all six), a map after close on new ones."""
     pool = LocalPool(2)
-    first = set(pool.map(pid, list(range(6))))
-    assert set(pool.map(pid, list(range(6)))) <= first
+    first = set(pool.map(pid, list(range(6)))) | set(pool.map(pid, list(range(6))))
+    assert len(first) <= 2
     pool.close()
     assert set(pool.map(pid, list(range(2)))).isdisjoint(first)
     pool.close()
