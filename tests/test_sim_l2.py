@@ -130,13 +130,16 @@ def test_the_least_recently_used_range_leaves_first() -> None:
     assert cache.held == 800
 
 
-def test_rereads_hit_only_when_the_working_set_fits() -> None:
+def test_rereads_hit_when_the_working_set_or_the_reuse_distance_fits() -> None:
     cache = L2Cache(1000)
     fits = cache.kernel([(0, 300)], [(300, 100)], 900)  # read three times: twice from L2
     assert fits.hits == pytest.approx(600) and fits.resident == 0
     cache = L2Cache(1000)
-    thrashes = cache.kernel([(0, 900)], [(900, 200)], 2700)
+    thrashes = cache.kernel([(0, 900)], [(900, 600)], 2700)  # 200 bytes written between passes: 1,100 apart
     assert thrashes.hits == 0
+    cache = L2Cache(1000)
+    hot = cache.kernel([(0, 200), (200, 1500)], [(1700, 500)], 10 * 200 + 1500, input_reads=[2000, 1500])
+    assert hot.hits == pytest.approx(1800)  # a weight read per tile while 2,000 bytes stream past in ten passes
 
 
 def test_each_input_is_charged_its_own_reads() -> None:

@@ -3,7 +3,9 @@ chooses exactly the tilings of the plain search it replaced: that search is kept
 here, as it was, as the oracle (`oracle_tile_gemm`), and over random convolution and
 matmul Gemms (several dtypes, Ascend310P3 and Ascend910B1, with and without a bias
 table, epilogue UB, GM bytes and vector work, whole chips and virtual instances)
-both return the same `CubeTiling`."""
+both return the same `CubeTiling`. The oracle shares the cost's GM rates
+(`cube._GmRates`: its `cycles`, and the `bound` that sorts and cuts the splits):
+what it checks is the pruning, not the rates."""
 
 from __future__ import annotations
 
@@ -24,11 +26,11 @@ from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
 from passes.lowering.cube import (
     TIE,
-    UB_LOAD_SHARE,
     CubeTiling,
     Gemm,
     _align,
     _BlockTile,
+    _GmRates,
     block_splits,
     cube_k,
     tile_gemm,
@@ -36,16 +38,11 @@ from passes.lowering.cube import (
 from passes.lowering.program import (
     ACC_BYTES,
     ACC_FRACTAL_BYTES,
-    COPY_LATENCY_NS,
-    CORE_LOAD_SHARE,
-    CORE_STORE_SHARE,
     FRACTAL,
     FRACTAL_BYTES,
     L0A_FRACTAL_CYCLES,
     L0B_FRACTAL_CYCLES,
     MMAD_OVERHEAD,
-    ND2NZ_LATENCY_NS,
-    ND2NZ_LOAD_SHARE,
     aligned,
 )
 
@@ -74,14 +71,15 @@ def oracle_tile_gemm(
         hi, _, wo, stride, kh = gemm.conv
         pixels = ((hi - kh) // stride + 1) * wo
         a_whole = -(-gemm.m // pixels) * gemm.a_gm_bytes(pixels, gemm.k, kc)
-    working_set = gemm.batch * (a_whole + gemm.b_gm_bytes(gemm.k, gemm.n, kc) + gemm.m * gemm.n * (epilogue_gm + gemm.out_bytes))
-    gm = _OracleRates.of(profile, cores, working_set if working_set <= profile.l2_bytes else None)
+    b_whole = gemm.b_gm_bytes(gemm.k, gemm.n, kc)
+    working_set = gemm.batch * (a_whole + b_whole + gemm.m * gemm.n * (epilogue_gm + gemm.out_bytes))
+    gm = _GmRates.of(profile, cores, working_set if working_set <= profile.l2_bytes else None, gemm.batch * a_whole, gemm.batch * b_whole)
 
     def lower_bound(per: tuple[int, ...], used: int) -> float:
         bb, mbf, nbf = per
         elements = bb * mbf * nbf * FRACTAL * FRACTAL
-        loads = bb * (gemm.a_gm_bytes(mbf * FRACTAL, gemm.k, kc) + gemm.b_gm_bytes(gemm.k, nbf * FRACTAL, kc)) + elements * epilogue_gm
-        return max(bb * mbf * nbf * kf, gm.cycles(used, loads, bb * mbf * nbf * out_tile))
+        a, b = bb * gemm.a_gm_bytes(mbf * FRACTAL, gemm.k, kc), bb * gemm.b_gm_bytes(gemm.k, nbf * FRACTAL, kc)
+        return max(bb * mbf * nbf * kf, gm.bound(used, a, b, elements * epilogue_gm, bb * mbf * nbf * out_tile))
 
     candidates = sorted((lower_bound(per, math.prod(dims)), math.prod(dims), per, dims) for per, dims in block_splits(units, cores, exact).items())
     tiled: list[tuple[float, int, tuple[int, ...], _BlockTile]] = []
@@ -108,46 +106,9 @@ def _oracle_panels(profile: SocProfile, gemm: Gemm, kc: int, m0f: int, n0f: int,
     return 2 * a + (1 if b_single else 2) * b_k * n0f * FRACTAL_BYTES
 
 
-@dataclass(frozen=True)
-class _OracleRates:
-
-    chip: float
-    load: float
-    store: float
-    load_nd: float
-    ub_load: float
-    latency: float
-    nd_latency: float
-    l2: float
-    working_set: float | None
-
-    @classmethod
-    def of(cls, profile: SocProfile, cores: int, working_set: float | None = None) -> _OracleRates:
-        share = max(profile.gm_bytes_per_cycle, 1.0)
-        chip = share * max(cores, 1)
-        cycles_per_ns = profile.clock_mhz / 1000
-        return cls(
-            chip, min(chip, CORE_LOAD_SHARE * share), min(chip, CORE_STORE_SHARE * share), min(chip, ND2NZ_LOAD_SHARE * share),
-            min(chip, UB_LOAD_SHARE * share), COPY_LATENCY_NS * cycles_per_ns, ND2NZ_LATENCY_NS * cycles_per_ns,
-            max(profile.l2_bytes_per_cycle, share) * max(cores, 1), working_set,
-        )
-
-    def load_cycles(self, copies: int, nbytes: float, nd: bool) -> float:
-        if nd:
-            return copies * self.nd_latency + nbytes / self.load_nd
-        return copies * self.latency + nbytes / self.load
-
-    def cycles(self, used: int, loads: float, stores: float) -> float:
-        total = used * (loads + stores)
-        if self.working_set is None:
-            chip = total / self.chip
-        else:
-            chip = min(total, self.working_set) / self.chip + max(0.0, total - self.working_set) / self.l2
-        return max(chip, loads / self.load, stores / self.store)
-
 
 def _oracle_block(
-    profile: SocProfile, gemm: Gemm, per: tuple[int, ...], used: int, kc: int, kf: int, l1: int, gm: _OracleRates,
+    profile: SocProfile, gemm: Gemm, per: tuple[int, ...], used: int, kc: int, kf: int, l1: int, gm: _GmRates,
     epilogue_ub: Callable[[int, int], int], bias_table: bool, epilogue_gm: float, epilogue_vector: float,
 ) -> _BlockTile | None:
     bb, mbf, nbf = per
@@ -200,7 +161,7 @@ def _oracle_block(
                         first_panel += gm.load_cycles(1, gemm.b_gm_bytes(k1f * kc, n0f * FRACTAL, kc), gemm.b_nd)
                     first = first_b + first_panel + step_mte1
                     pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector)
-                    chip = gm.cycles(used, a_loads + b_loads + epilogue, out_bytes)
+                    chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes)
                     tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes)
                     if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
                         best = tile

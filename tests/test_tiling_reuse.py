@@ -158,6 +158,18 @@ def test_activations_outweighing_weights_are_not_read_per_core():
     assert block_reads(gemm, "Ascend310P3")[0] <= 2
 
 
+def test_a_weight_l2_holds_is_reread_from_l2_across_the_m_tiles():
+    """ViT-B/16's feed-forward down-projection at batch 64 (13,312 x 3,072 x 768): no
+    panel of either operand stays in L1 across the other's tiles. B's 4.7 MB fit the
+    310P3's 16 MB L2 between its passes (A streams 1.7 MB past per M tile), so its
+    re-reads are L2 hits (`ge.sim.l2.L2Cache.reused`) and the split is over M on all
+    8 cores, A read once; counting them at GM's rate, the search split N five ways
+    and read A five times."""
+    gemm = Gemm(1, 13312, 3072, 768, F16, F16)
+    t = tile_gemm(socs.load("Ascend310P3"), gemm, 8, lambda m, n: 0)
+    assert (t.m_dim, t.n_dim, t.b_resident) == (8, 1, False)
+
+
 def test_a_conv_layer_moves_little_more_than_its_compulsory_bytes():
     """The same layer compiled and run: GM bytes within 1.3x of the compulsory bytes
     (main: 5.9x)."""

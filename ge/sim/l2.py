@@ -7,8 +7,11 @@ an LRU over address ranges, kept at the granularity of a kernel task's arguments
 - when a kernel task starts, the bytes of each input already in L2 are hits for
   every read of them; the bytes not in L2 are read from GM once, and their further
   reads (the tiling re-reading weight or activation tiles) are hits when the task's
-  inputs and outputs fit in L2 together, misses otherwise (a working set larger
-  than L2 thrashes an LRU);
+  inputs and outputs fit in L2 together, or when the input's reuse distance fits:
+  its own bytes and the task's other traffic between two of its passes (all the
+  task's other bytes shared evenly among the input's passes: a weight re-read per
+  M tile is hot while the activation streams past it); misses otherwise (an LRU
+  evicts a re-read farther than its size);
 - each input's reads are those of the program's copies from its GM buffer
   (`BlockTiming.arg_reads`; where a program does not say, the task's reads are
   shared among its inputs by size); its reads of its own outputs and workspace
@@ -80,7 +83,8 @@ class L2Cache:
         (None: unknown, shared among the inputs by size), and writing its outputs ((address,
         size) each): what L2 served; then the task's ranges are in L2."""
         sizes = sum(size for _, size in inputs)
-        fits = sizes + sum(size for _, size in outputs) <= self.capacity
+        written = sum(size for _, size in outputs)
+        fits = sizes + written <= self.capacity
         if input_reads is None:
             input_reads = [read_bytes * size / sizes for _, size in inputs] if sizes > 0 else [0.0] * len(inputs)
         hits = resident = 0.0
@@ -88,7 +92,7 @@ class L2Cache:
             if size <= 0:
                 continue
             held = self.resident(addr, addr + size)
-            rereads = max(0.0, reads - size) if fits else 0.0
+            rereads = max(0.0, reads - size) if fits or self.reused(size, reads, read_bytes + written) else 0.0
             hits += reads * held / size + rereads * (size - held) / size
             resident += held
         if fits:
@@ -96,6 +100,14 @@ class L2Cache:
         for addr, size in (*inputs, *outputs):
             self.touch(addr, addr + size)
         return Reads(min(max(hits, 0.0), read_bytes), resident)
+
+    def reused(self, size: float, reads: float, moved: float) -> bool:
+        """Whether an input of `size` bytes read `reads` bytes' worth, in a task moving
+        `moved` bytes in all, finds its bytes still in L2 on each pass after the first:
+        its reuse distance (its size and the other bytes moved between two passes) fits."""
+        if reads <= size:
+            return False
+        return size + (moved - reads) * size / reads <= self.capacity
 
     def touch(self, start: int, end: int) -> None:
         """[start, end) becomes the most recently used range (one larger than L2 flushes it)."""

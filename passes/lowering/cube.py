@@ -270,16 +270,17 @@ def tile_gemm(
         hi, _, wo, stride, kh = gemm.conv
         pixels = ((hi - kh) // stride + 1) * wo
         a_whole = -(-gemm.m // pixels) * gemm.a_gm_bytes(pixels, gemm.k, kc)
-    working_set = gemm.batch * (a_whole + gemm.b_gm_bytes(gemm.k, gemm.n, kc) + gemm.m * gemm.n * (epilogue_gm + gemm.out_bytes))
-    gm = _GmRates.of(profile, cores, working_set if working_set <= profile.l2_bytes else None)
+    b_whole = gemm.b_gm_bytes(gemm.k, gemm.n, kc)
+    working_set = gemm.batch * (a_whole + b_whole + gemm.m * gemm.n * (epilogue_gm + gemm.out_bytes))
+    gm = _GmRates.of(profile, cores, working_set if working_set <= profile.l2_bytes else None, gemm.batch * a_whole, gemm.batch * b_whole)
     search = _Search(profile, gemm, gm, epilogue_ub, bias_table, epilogue_gm, epilogue_vector)
 
     def lower_bound(per: tuple[int, ...], used: int) -> float:
         """No tiling of this block does better: each operand read once, the cube at peak."""
         bb, mbf, nbf = per
         elements = bb * mbf * nbf * FRACTAL * FRACTAL
-        loads = bb * (gemm.a_gm_bytes(mbf * FRACTAL, gemm.k, kc) + gemm.b_gm_bytes(gemm.k, nbf * FRACTAL, kc)) + elements * epilogue_gm
-        return max(bb * mbf * nbf * kf, gm.cycles(used, loads, bb * mbf * nbf * out_tile))
+        a, b = bb * gemm.a_gm_bytes(mbf * FRACTAL, gemm.k, kc), bb * gemm.b_gm_bytes(gemm.k, nbf * FRACTAL, kc)
+        return max(bb * mbf * nbf * kf, gm.bound(used, a, b, elements * epilogue_gm, bb * mbf * nbf * out_tile))
 
     candidates = sorted((lower_bound(per, math.prod(dims)), math.prod(dims), per, dims) for per, dims in block_splits(units, cores, exact).items())
     tiled: list[tuple[float, int, tuple[int, ...], _BlockTile]] = []
@@ -317,7 +318,9 @@ def _l1_panels(a_panel: int, n0f: int, b_k: int, b_single: bool) -> int:
 class _GmRates:
     """GM rates the tiling cost assumes: the chip's, shared by a kernel's blocks, what
     one core's loads and stores reach alone (`CORE_LOAD_SHARE`), and, where the
-    chip's L2 holds the kernel's `working_set`, the L2's for every byte beyond it."""
+    chip's L2 holds the kernel's `working_set`, the L2's for every byte beyond it;
+    else L2's for the re-reads of an operand (A's `a_whole` bytes, B's `b_whole`)
+    whose reuse distance fits L2, as `ge.sim.l2` serves them."""
 
     chip: float
     load: float
@@ -331,16 +334,22 @@ class _GmRates:
     """Cycles a GM copy (an nd2nz one) holds its pipe before its first byte."""
     l2: float
     working_set: float | None
+    a_whole: float = 0.0
+    b_whole: float = 0.0
+    capacity: float = 0.0
+    """The chip's L2 bytes."""
 
     @classmethod
-    def of(cls, profile: SocProfile, cores: int, working_set: float | None = None) -> _GmRates:
+    def of(
+        cls, profile: SocProfile, cores: int, working_set: float | None = None, a_whole: float = 0.0, b_whole: float = 0.0,
+    ) -> _GmRates:
         share = max(profile.gm_bytes_per_cycle, 1.0)
         chip = share * max(cores, 1)
         cycles_per_ns = profile.clock_mhz / 1000
         return cls(
             chip, min(chip, CORE_LOAD_SHARE * share), min(chip, CORE_STORE_SHARE * share), min(chip, ND2NZ_LOAD_SHARE * share),
             min(chip, UB_LOAD_SHARE * share), COPY_LATENCY_NS * cycles_per_ns, ND2NZ_LATENCY_NS * cycles_per_ns,
-            max(profile.l2_bytes_per_cycle, share) * max(cores, 1), working_set,
+            max(profile.l2_bytes_per_cycle, share) * max(cores, 1), working_set, a_whole, b_whole, profile.l2_bytes,
         )
 
     def load_cycles(self, copies: int, nbytes: float, nd: bool) -> float:
@@ -349,19 +358,40 @@ class _GmRates:
             return copies * self.nd_latency + nbytes / self.load_nd
         return copies * self.latency + nbytes / self.load
 
-    def cycles(self, used: int, loads: float, stores: float) -> float:
-        """Cycles of one block's GM traffic in a kernel of `used` such blocks: the
-        chip's share (with L2, the working set through GM and the re-reads beyond it
-        through L2, one after the other: the simulator's L2 serves them at once, but
+    def cycles(self, used: int, a: float, b: float, other: float, stores: float) -> float:
+        """Cycles of one block's GM traffic (`a` and `b` bytes of A and B read, `other`
+        loaded besides, `stores` written) in a kernel of `used` such blocks: the chip's
+        share or the block's own loads and stores, whichever is longest. The chip's
+        share: with the working set in L2, its bytes through GM and the re-reads beyond
+        it through L2, one after the other (the simulator's L2 serves them at once, but
         summed the re-reads weigh more, which keeps the GM bytes of a run without L2
-        down at no cost with it) or the block's own loads and stores, whichever is
-        longest."""
-        total = used * (loads + stores)
-        if self.working_set is None:
-            chip = total / self.chip
-        else:
+        down at no cost with it); else every byte through GM but the re-reads of an
+        operand whose reuse distance fits L2 (`ge.sim.l2.L2Cache.reused`: a weight
+        re-read per M tile while the activation streams past, or the activation per
+        N tile while the weights do)."""
+        total = used * (a + b + other + stores)
+        if self.working_set is not None:
             chip = min(total, self.working_set) / self.chip + max(0.0, total - self.working_set) / self.l2
-        return max(chip, loads / self.load, stores / self.store)
+        else:
+            hot = sum(used * x - whole for whole, x in ((self.a_whole, a), (self.b_whole, b)) if self._reused(whole, used * x, total))
+            chip = (total - hot) / self.chip + hot / self.l2
+        return max(chip, (a + b + other) / self.load, stores / self.store)
+
+    def bound(self, used: int, a: float, b: float, other: float, stores: float) -> float:
+        """At most `cycles`, and never less for more bytes: every re-read of an operand
+        L2 could hold at L2's rate (the search's lower bounds rest on it; `cycles`
+        itself may fall as re-reads grow, when they bring an operand's reuse distance
+        within L2)."""
+        if self.working_set is not None:
+            return self.cycles(used, a, b, other, stores)
+        total = used * (a + b + other + stores)
+        hot = sum(max(0.0, used * x - whole) for whole, x in ((self.a_whole, a), (self.b_whole, b)) if 0 < whole <= self.capacity)
+        return max((total - hot) / self.chip + hot / self.l2, (a + b + other) / self.load, stores / self.store)
+
+    def _reused(self, whole: float, reads: float, total: float) -> bool:
+        """Whether an operand of `whole` bytes read `reads` in a kernel moving `total`
+        finds its bytes in L2 on every pass after the first."""
+        return 0 < whole < reads and whole + (total - reads) * whole / reads <= self.capacity
 
 
 _CUTOFF_SLACK = 1.0
@@ -485,7 +515,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             tiles = bb * mt * nt
             b_tile = s.b_tile(n0f)
             a_least, b_least = tiles * s.a_reads(m0f, kf), bb * nt * b_tile  # A's K and B's once per tile: the least reads
-            if not _worth_trying(gm.cycles(used, a_least + b_least + epilogue, out_bytes), cutoff, best):
+            if not _worth_trying(gm.bound(used, a_least, b_least, epilogue, out_bytes), cutoff, best):
                 continue
             single = nt == 1
             steps = tiles * -(-kf // k0f)
@@ -505,7 +535,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             fits = s.panels(m0f, n0f, k0f, kf, single) <= l1
             for resident in (True, False) if fits else (False,):  # a resident B loads whole before the first mmad
                 b_loads = bb * nt * b_tile * (1 if resident else mt)
-                if not _worth_trying(gm.cycles(used, a_least + b_loads + epilogue, out_bytes), cutoff, best):
+                if not _worth_trying(gm.bound(used, a_least, b_loads, epilogue, out_bytes), cutoff, best):
                     continue
                 room = l1 - ((1 if single else 2) * b_tile if resident else 0)
                 k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
@@ -522,7 +552,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                         first_panel += gm.load_cycles(1, s.b_first(k1f, n0f), gemm.b_nd)
                     first = first_b + first_panel + step_mte1
                     pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector)
-                    chip = gm.cycles(used, a_loads + b_loads + epilogue, out_bytes)
+                    chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes)
                     tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes)
                     if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
                         best = tile
