@@ -165,12 +165,14 @@ class Phases:
         ub = softmax_ub(self.profile, self.row, self.dtype, tile_rows, self.mask_elements, self.mask_bytes)
         return 1 <= tile_rows <= self.block_rows and ub <= self.profile.ub_bytes
 
+    def tiling(self, i: int) -> CubeTiling:
+        """Matmul `i`'s analytic tiling (`tile_gemm`, exactly `block_dim` blocks)."""
+        return tile_gemm(self.profile, self.gemms[i], self.block_dim, self.epilogue_ub(i), self.bias_table(i), exact=True)
+
     def analytic(self) -> Chosen:
         """The matmuls' tilings of `tile_gemm` (one per phase, exactly `block_dim` blocks),
         the most softmax rows that fit, each projection its own phase."""
-        tilings = tuple(
-            tile_gemm(self.profile, g, self.block_dim, self.epilogue_ub(i), self.bias_table(i), exact=True) for i, g in enumerate(self.gemms)
-        )
+        tilings = tuple(self.tiling(i) for i in range(len(self.gemms)))
         tile_rows = softmax_tile_rows(self.profile, self.op, self.row, self.dtype, self.block_rows, self.mask_elements, self.mask_bytes)
         return tilings, tile_rows, False
 
@@ -243,25 +245,19 @@ def attention_phases(profile: SocProfile, op: ag.MultiHeadAttentionOp, cores: in
     )
 
 
-def attention_flash(profile: SocProfile, op: ag.MultiHeadAttentionOp, block_dim: int) -> tuple[Flash, FlashTiling | None]:
-    """MultiHeadAttention's scores, softmax and context as one flash phase (`flash`),
-    and its tiling: None where the vector unit is not beside the cube or a row of
-    scores does not fit the core."""
-    query, key = op.operands[:2]
-    shape, k_shape = ag.shape_of(query.type), ag.shape_of(key.type)
-    bsh = op.props.str("input_layout") == "BSH"
-    b, sq, sk = (shape[0], shape[1], k_shape[1]) if bsh else (shape[1], shape[0], k_shape[0])
-    heads = op.props.int("head_num")
-    e, ev = ag.shape_of(op.operands[3].type)[1], ag.shape_of(op.operands[5].type)[1]
+def attention_flash(profile: SocProfile, op: ag.MultiHeadAttentionOp, ph: Phases) -> tuple[Flash, FlashTiling | None]:
+    """MultiHeadAttention's scores, softmax and context (its phases' last two matmuls
+    and softmax) as one flash phase (`flash`), and its tiling: None where the vector
+    unit is not beside the cube or a row of scores does not fit the core."""
+    scores, context = ph.gemms[3], ph.gemms[4]
     mask = op.operands[-1] if len(op.operands) in (7, 10) else None
     pre = [("VMULS", BINARY)] + ([("VADD", BINARY)] if mask is not None else [])
     mask_shape = ag.shape_of(mask.type) if mask is not None else (0,)
     spec = Flash(
-        b * heads, sq, sk, e // heads, ev // heads, ag.dtype_of(query.type), ag.dtype_of(op.results[0].type), "q", "k", "v",
-        op.results[0], pre, mask, mask_shape[-1], len(mask_shape) > 1 and mask_shape[-2] > 1,
-        element_bytes(mask) if mask is not None else 0,
+        scores.batch, scores.m, scores.n, scores.k, context.n, ph.dtype, context.out_dtype, "q", "k", "v", op.results[0], pre,
+        mask, mask_shape[-1], len(mask_shape) > 1 and mask_shape[-2] > 1, element_bytes(mask) if mask is not None else 0,
     )
-    return spec, flash_tiling(profile, spec, block_dim)
+    return spec, flash_tiling(profile, spec, ph.block_dim)
 
 
 def attention_plan(
@@ -277,19 +273,20 @@ def attention_plan(
     the kernel takes no tuned tiling (`passes.lowering.space.attention_space`).
     `chosen`: a tuned tiling, else the analytic one."""
     ph = attention_phases(profile, op, cores)
-    spec, flash = attention_flash(profile, op, ph.block_dim)
+    spec, flash = attention_flash(profile, op, ph)
     query, key, value = op.operands[:3]
     shape = ag.shape_of(query.type)
     b, sq = (shape[0], shape[1]) if op.props.str("input_layout") == "BSH" else (shape[1], shape[0])
     sk, e, ev = ph.row, ag.shape_of(op.operands[3].type)[1], ag.shape_of(op.operands[5].type)[1]
     mask = op.operands[-1] if len(op.operands) in (7, 10) else None
     in_b = max(1, formats.element_bits(ph.dtype) // 8)
+    if chosen is None and flash is not None:  # only the projections are matmul phases
+        chosen = tuple(ph.tiling(i) for i in range(3)), 0, False
     tilings, tile_rows, shared = chosen or ph.analytic()
     workspace = (b * sq * e + b * sk * (e + ev) + (0 if flash is not None else 2 * ph.rows * sk)) * in_b
 
     def softmax(prog: Program, gm: dict[Hashable, SSAValue]) -> Ops:
-        pre = [("VMULS", BINARY)] + ([("VADD", BINARY)] if mask is not None else [])
-        return softmax_phase(prog, gm, Softmax(sk, ph.dtype, ph.block_rows, tile_rows, mask, ph.mask_elements, pre))
+        return softmax_phase(prog, gm, Softmax(sk, ph.dtype, ph.block_rows, tile_rows, mask, ph.mask_elements, spec.pre))
 
     def program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
         assert ws is not None

@@ -507,7 +507,7 @@ def attention_space(profile: SocProfile, op: ag.MultiHeadAttentionOp | ag.FusedI
     context are one flash phase (`passes.lowering.flash`), which takes no tuned tiling."""
     if isinstance(op, ag.MultiHeadAttentionOp):
         phases = attention_phases(profile, op, cores)
-        return None if attention_flash(profile, op, phases.block_dim)[1] is not None else AttentionSpace(phases)
+        return None if attention_flash(profile, op, phases)[1] is not None else AttentionSpace(phases)
     phases = fused_attention_phases(profile, op, cores)
     return None if fused_attention_flash(profile, op, phases.block_dim)[1] is not None else AttentionSpace(phases)
 
