@@ -24,7 +24,9 @@ What each op wants (C0 = 32 bytes of the dtype, see `dialects/formats.py`):
   FRACTAL_NZ, the biases and the mask ND. Parts
   with a FIX pipe (the 910B generation) convert ND <-> NZ in flight (MTE2's ND2NZ
   load, FIX's NZ2ND store: the calibration's *_TRANS paths), so there the matmuls
-  keep ND, as CANN keeps them on Atlas A2.
+  keep ND, as CANN keeps them on Atlas A2; only their constant weights go
+  FRACTAL_NZ, converted once in the weight store (deployments on A2 cast weights to
+  NZ for the same reason: an ND2NZ load's fixed cost is four times a plain load's).
 - Pooling (MaxPoolV3, AvgPoolV2, GlobalAveragePool, GlobalMaxPool): NC1HWC0 in and
   out; their kernels exist in that format only.
 - Elementwise ops (unary and binary ops, Cast, and BatchNorm in NC1HWC0; LayerNorm
@@ -148,22 +150,28 @@ class _Selector:
             ranks = (_rank(op.x), _rank(op.w))
             if ranks == (4, 4):
                 return [NC1HWC0, FRACTAL_Z] + [None] * (len(op.operands) - 2), NC1HWC0
-            if ranks == (2, 2) and not self.nd_matmul:
-                return [FRACTAL_NZ, FRACTAL_NZ] + [None] * (len(op.operands) - 2), FRACTAL_NZ
-            return origin
+            return self.matmul(op, 2) if ranks == (2, 2) else origin
         if isinstance(op, ag.MatMulV2Op | ag.BatchMatMulOp | ag.GemmOp):
-            if self.nd_matmul or min(_rank(op.operands[0]), _rank(op.operands[1])) < 2:
-                return origin
-            return [FRACTAL_NZ, FRACTAL_NZ] + [None] * (len(op.operands) - 2), FRACTAL_NZ
+            return self.matmul(op, 2) if min(_rank(op.operands[0]), _rank(op.operands[1])) >= 2 else origin
         if isinstance(op, ag.MultiHeadAttentionOp):
-            if self.nd_matmul:
-                return origin
-            return [FRACTAL_NZ] * 6 + [None] * (len(op.operands) - 6), FRACTAL_NZ
+            return self.matmul(op, 6)
         if isinstance(op, POOLS):
             return ([NC1HWC0], NC1HWC0) if _rank(op.operands[0]) == 4 else origin
         if isinstance(op, ELEMENTWISE + ROW_OPS + (ag.BatchNormOp,)):
             return self.elementwise(op) or origin
         return origin
+
+    def matmul(self, op: Operation, matrices: int) -> Want:
+        """A cube op's first `matrices` operands (activations and weights) in FRACTAL_NZ,
+        and its result. Where the matmuls keep ND, only its constant weights go NZ: they
+        are converted once, in the weight store, and their tiles then load without
+        MTE2's ND2NZ conversion, whose fixed cost is four times a plain load's."""
+        rest: list[str | None] = [None] * (len(op.operands) - matrices)
+        if not self.nd_matmul:
+            return [FRACTAL_NZ] * matrices + rest, FRACTAL_NZ
+        weights = range(1, 2) if matrices == 2 else range(3, 6)
+        wanted = [FRACTAL_NZ if i in weights and isinstance(v.owner, ag.ConstOp) else None for i, v in enumerate(op.operands[:matrices])]
+        return wanted + rest, None
 
     def elementwise(self, op: ag.AscendOp) -> Want | None:
         """The device format an elementwise op keeps, if its operands allow one."""

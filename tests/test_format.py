@@ -234,6 +234,25 @@ def test_parts_with_a_fix_pipe_keep_matmuls_in_nd() -> None:
     assert count_ops(after, ag.TransDataOp) == 0
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+def test_parts_with_a_fix_pipe_lay_constant_weights_out_in_nz(transposed: bool) -> None:
+    """Only the weight changes format, folded in the weight store: the activations and
+    results stay ND and no TransData is made."""
+    b = GraphBuilder(dtype=f16)
+    x = b.input([20, 40])
+    w = b.constant(np.linspace(-1, 1, 40 * 24), [24, 40] if transposed else [40, 24])
+    m = b.op(ag.MatMulV2Op, [x, w], transpose_x1=False, transpose_x2=transposed)
+    b.op(ag.BatchMatMulOp, [m.y, b.input([24, 8])], adj_x1=False, adj_x2=False)
+    case = b.finish()
+    after = run_pass(case, "format-selection{soc_version=Ascend910B1}")
+    (first,) = [op for op in after.walk() if isinstance(op, ag.MatMulV2Op)]
+    assert [ag.format_of(v.type) for v in first.operands] == [None, "FRACTAL_NZ"]
+    assert isinstance(first.operands[1].owner, ag.ConstOp)
+    assert set(formats_of(after, ag.MatMulV2Op) + formats_of(after, ag.BatchMatMulOp)) == {None}
+    assert count_ops(after, ag.TransDataOp) == 0
+    assert_equivalent(case, after, rtol=0, atol=0)
+
+
 def test_nz_to_nc1hwc0_goes_through_the_origin_format() -> None:
     b = GraphBuilder(dtype=f16)
     x = b.input([1, 2, 4, 4])
