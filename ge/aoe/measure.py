@@ -79,8 +79,6 @@ def _cycles(job: Job, tiling: dict[str, int] | None) -> float:
     counts = {"AiCore": profile.ai_cores, "VectorCore": profile.vector_cores}
     kind = text.header.core_type if counts.get(text.header.core_type) else "AiCore"
     block_dim = text.header.block_dim
-    read = block_dim * block.gm_read
-    per_input = [block_dim * (block.arg_reads[i] if i < len(block.arg_reads) else 0.0) for i in range(len(job["inputs"]))] if block.arg_reads else None
     starts = [sum(job["inputs"][:i]) for i in range(len(job["inputs"]))]
     base = sum(job["inputs"])
     outputs = [(base + sum(job["outputs"][:i]), n) for i, n in enumerate(job["outputs"])]
@@ -89,10 +87,9 @@ def _cycles(job: Job, tiling: dict[str, int] | None) -> float:
         l2 = L2.of(profile)
         for start, size, share in zip(starts, job["inputs"], shares):
             l2.cache.touch(start, start + int(size * share))
-        served = l2.kernel(list(zip(starts, job["inputs"])), outputs, read, per_input)
-        hit = served.hits / read if read > 0 else 0.0
+        served = l2.task(list(zip(starts, job["inputs"])), outputs, block, block_dim, text.header.workspace)
         ledger = timing.GmLedger(timing.chip_gm_bytes_per_cycle(profile))
-        run = timing.run_kernel(timing.Cores(counts), kind, 0.0, block_dim, block, ledger, l2.ledger, hit)
+        run = timing.run_kernel(timing.Cores(counts), kind, 0.0, block_dim, block, ledger, l2.ledger, served.hit(block, block_dim), served.scratch > 0)
         total += launches * run.end
     return total
 

@@ -230,8 +230,8 @@ def _launches(compiled: Model) -> dict[str, list[tuple[KernelTask, tuple[float, 
         shares = tuple(l2.cache.resident(a.addr, a.addr + a.size) / a.size if a.size else 0.0 for a in task.inputs)
         found[task.kernel].append((task, shares))
         block = runtime.block_timing(task.kernel)
-        per_input = [task.block_dim * (block.arg_reads[i] if i < len(block.arg_reads) else 0.0) for i in range(len(task.inputs))] if block.arg_reads else None
-        l2.kernel([(a.addr, a.size) for a in task.inputs], [(a.addr, a.size) for a in task.outputs], task.block_dim * block.gm_read, per_input)
+        workspace = runtime.kernels[task.kernel].header.workspace
+        l2.task([(a.addr, a.size) for a in task.inputs], [(a.addr, a.size) for a in task.outputs], block, task.block_dim, workspace)
     return found
 
 

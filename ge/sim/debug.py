@@ -26,12 +26,11 @@ import re
 
 import numpy as np
 
-from dialects.ascend_kernel import PIPES
 from ge.core.errors import ModelError
 from ge.core.files import published
 from ge.om.memory import ALIGNMENT
 from ge.om.tasks import Arg, KernelTask
-from ge.sim.program import BARRIER, LOOP, RUN, SET, WAIT, KernelText
+from ge.sim.program import BARRIER, LOOP, RUN, SET, SIM_PIPES, WAIT, KernelText
 
 _ARG = re.compile(r"(%\w+): !ascend_kernel\.buffer<\"GM\">")
 _WRITE = re.compile(r"^\s*ascend_kernel\.copy \"\w+\" %\w+ -> (%\w+), (\d+) bytes")
@@ -88,7 +87,7 @@ def write_kernel_meta(kernels: dict[str, KernelText], directory: str) -> list[st
 def pipe_listing(kernel: KernelText) -> str:
     """One block's program as one section per pipe: the instructions each pipe issues,
     in order, loop bodies indented under their trip counts."""
-    sections: dict[int, list[str]] = {p: [] for p in range(len(PIPES))}
+    sections: dict[int, list[str]] = {p: [] for p in range(len(SIM_PIPES))}
 
     def walk(body: tuple, depth: int) -> None:
         indent = "  " * depth
@@ -103,7 +102,7 @@ def pipe_listing(kernel: KernelText) -> str:
             elif kind in (SET, WAIT):
                 src, dst, event = instr[2]
                 verb = "set_flag" if kind == SET else "wait_flag"
-                sections[instr[1]].append(f"{indent}{verb} {PIPES[src]} -> {PIPES[dst]}, {event}")
+                sections[instr[1]].append(f"{indent}{verb} {SIM_PIPES[src]} -> {SIM_PIPES[dst]}, {event}")
             elif kind == BARRIER:
                 sections[instr[1]].append(f"{indent}pipe_barrier")
             else:
@@ -115,7 +114,7 @@ def pipe_listing(kernel: KernelText) -> str:
     out = [f"kernel @{header.name}: {'+'.join(header.op_types)}, block_dim {header.block_dim}, {header.core_type}, {header.soc}"]
     for pipe, lines in sections.items():
         if lines:
-            out += ["", f"pipe {PIPES[pipe]}:", *(f"  {line}" for line in lines)]
+            out += ["", f"pipe {SIM_PIPES[pipe]}:", *(f"  {line}" for line in lines)]
     return "\n".join(out) + "\n"
 
 

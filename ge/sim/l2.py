@@ -18,7 +18,14 @@ an LRU over address ranges, kept at the granularity of a kernel task's arguments
   (bytes it wrote) are hits when its working set fits;
 - after it, its inputs are the most recently used, then its outputs: a write
   allocates its bytes in L2 (the consumer of a feature map finds it there) and
-  goes through to GM (write-through: every write is charged to GM bandwidth);
+  goes through to GM (every write to an output is charged to GM bandwidth);
+- its workspace, scratch it writes and reads back within the task (a mixed
+  epilogue's ring of tiles between the cube's FIX and the vector core, attention's
+  projections and scores), stays in L2 when its reuse distance fits (`keeps`):
+  then its writes and reads alike are L2 traffic. The ring is overwritten in place
+  and dies with the task, so a write-back L2 has nothing of it to write out (at
+  most its own size, left out here); a workspace that does not fit goes to GM
+  both ways, its reads hits only as any own bytes'.
 - a range written or read again replaces whatever it overlaps; the least
   recently used ranges leave while the held bytes exceed the size; a range larger
   than L2 streams through it: it flushes everything and stays in none of it (an
@@ -31,8 +38,8 @@ transfers likely read L2-resident buffers already.
 
 Not modelled: cache lines, sets and ways (any range fits anywhere); the order of
 reads inside a kernel (a re-read's hit depends only on the working set); dirty
-write-back (writes never stay only in L2, and a feature map that dies in L2 is
-still written to GM); host copies (an H2D input is not in L2, a D2H read does not
+write-back of outputs (only a workspace's writes stay in L2; a feature map that
+dies in L2 is still written to GM); host copies (an H2D input is not in L2, a D2H read does not
 touch it); L2 left warm by an earlier run (each run starts with an empty L2); the
 L2's own latency; the 910B's partitioning of L2 among its dies.
 """
@@ -56,9 +63,16 @@ class Reads:
     """How a kernel task's GM reads split between L2 and GM."""
 
     hits: float
-    """Read bytes L2 served."""
+    """Read bytes L2 served (of its arguments; the workspace's are in `scratch`)."""
     resident: float
     """Bytes of its inputs in L2 when it started: its compulsory reads from L2."""
+    scratch: float = 0.0
+    """Bytes of its workspace traffic, written and read, that L2 kept (0: none or all to GM)."""
+
+    def hit(self, block: timing.BlockTiming, block_dim: int) -> float:
+        """The share of the task's other GM reads that L2 served (`timing.run_kernel`'s `hit`)."""
+        read = block_dim * (block.gm_read - (block.scratch_read if self.scratch else 0.0))
+        return self.hits / read if read > 0 else 0.0
 
 
 class L2Cache:
@@ -77,14 +91,17 @@ class L2Cache:
 
     def kernel(
         self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]], read_bytes: float,
-        input_reads: Sequence[float] | None = None,
+        input_reads: Sequence[float] | None = None, workspace: tuple[int, float, float] = (0, 0.0, 0.0),
     ) -> Reads:
         """A kernel task reading `read_bytes` in all, `input_reads[i]` of them from input i
         (None: unknown, shared among the inputs by size), and writing its outputs ((address,
-        size) each): what L2 served; then the task's ranges are in L2."""
+        size) each), with a `workspace` of (bytes, bytes it moves, bytes of those read):
+        what L2 served; then the task's ranges are in L2."""
         sizes = sum(size for _, size in inputs)
         written = sum(size for _, size in outputs)
         fits = sizes + written <= self.capacity
+        size, moved, ws_reads = workspace
+        kept = self.keeps(size, ws_reads, read_bytes - ws_reads + written)
         if input_reads is None:
             input_reads = [read_bytes * size / sizes for _, size in inputs] if sizes > 0 else [0.0] * len(inputs)
         hits = resident = 0.0
@@ -95,11 +112,23 @@ class L2Cache:
             rereads = max(0.0, reads - size) if fits or self.reused(size, reads, read_bytes + written) else 0.0
             hits += reads * held / size + rereads * (size - held) / size
             resident += held
-        if fits:
-            hits += read_bytes - sum(input_reads)  # its reads of its own outputs and workspace: bytes it wrote
+        if fits:  # its reads of its own outputs and workspace: bytes it wrote
+            hits += read_bytes - sum(input_reads) - (ws_reads if kept else 0.0)
         for addr, size in (*inputs, *outputs):
             self.touch(addr, addr + size)
-        return Reads(min(max(hits, 0.0), read_bytes), resident)
+        return Reads(min(max(hits, 0.0), read_bytes), resident, moved if kept else 0.0)
+
+    def keeps(self, size: float, reads: float, other: float) -> bool:
+        """Whether L2 keeps a task's workspace of `size` bytes, read `reads` bytes' worth,
+        while the task moves `other` bytes besides: scratch written and soon read back
+        (a mixed epilogue's ring of tiles between FIX and the vector core, attention's
+        projections) stays when its reuse distance fits, its size and the other bytes
+        moved between two of its passes. Its writes then stay in L2 too: the ring is
+        overwritten in place and dies with the kernel, so a write-back L2 need not
+        write it out."""
+        if size <= 0 or reads <= 0:
+            return False
+        return size + other * size / max(reads, size) <= self.capacity
 
     def reused(self, size: float, reads: float, moved: float) -> bool:
         """Whether an input of `size` bytes read `reads` bytes' worth, in a task moving
@@ -150,10 +179,15 @@ class L2:
         """An empty L2 of the part."""
         return cls(L2Cache(profile.l2_bytes), timing.GmLedger(chip_l2_bytes_per_cycle(profile)))
 
-    def kernel(
-        self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]], read_bytes: float,
-        input_reads: Sequence[float] | None = None,
+    def task(
+        self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]], block: timing.BlockTiming,
+        block_dim: int, workspace: int,
     ) -> Reads:
-        """`L2Cache.kernel` at this model's addresses."""
+        """`L2Cache.kernel` for a kernel task of `block_dim` blocks of `block`, at this model's addresses."""
         base = self.base
-        return self.cache.kernel([(base + a, n) for a, n in inputs], [(base + a, n) for a, n in outputs], read_bytes, input_reads)
+        args = block.arg_reads
+        per_input = [block_dim * (args[i] if i < len(args) else 0.0) for i in range(len(inputs))] if args else None
+        return self.cache.kernel(
+            [(base + a, n) for a, n in inputs], [(base + a, n) for a, n in outputs], block_dim * block.gm_read, per_input,
+            (workspace, block_dim * block.scratch, block_dim * block.scratch_read),
+        )

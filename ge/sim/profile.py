@@ -57,19 +57,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from dialects.ascend_kernel import PIPES
 from dialects.kernel_boundary import AICPU_ENGINE
 from ge.om.tasks import AicpuTask
 from ge.sim import roofline_chart, timing
 from ge.sim.l2 import chip_l2_bytes_per_cycle
+from ge.sim.program import AIV_MTE2, SIM_PIPES
 from ge.core.files import published
 from ge.core.soc import SocProfile
 
 log = logging.getLogger("ge")
 
 AICPU_KIND = AicpuTask.KIND
-RATIO_COLUMNS = {"M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1": "mte1_ratio", "MTE2": "mte2_ratio", "MTE3": "mte3_ratio", "FIX": "fixpipe_ratio"}
-"""The per-pipe busy ratios, named as msprof names them."""
+RATIO_COLUMNS = {
+    "M": "mac_ratio", "V": "vec_ratio", "S": "scalar_ratio", "MTE1": "mte1_ratio", "MTE2": "mte2_ratio", "MTE3": "mte3_ratio",
+    "FIX": "fixpipe_ratio", AIV_MTE2: "aiv_mte2_ratio",
+}
+"""The per-pipe busy ratios, named as msprof names them (on parts with split cores
+msprof tells the cube core's MTE2 from the vector core's: aic_ and aiv_mte2_ratio)."""
 CSV_COLUMNS = (
     "op_name", "op_type", "kernel", "task_index", "stream", "core_type", "block_dim", "waves",
     "start_cycles", "duration_cycles", "start_us", "duration_us", "wait_us", "block_cycles",
@@ -306,18 +310,18 @@ class Profile:
         cores = self.cores.get(r.core_type) or self.cores["AiCore"]
         used = min(r.block_dim, cores)
         block = t.cycles * r.stretch
-        ratios = {RATIO_COLUMNS[p]: (t.busy[i] / block if block > 0 else 0.0) for i, p in enumerate(PIPES)}
+        ratios = {RATIO_COLUMNS[p]: (t.busy[i] / block if block > 0 else 0.0) for i, p in enumerate(SIM_PIPES)}
         span = r.duration
         per_core = r.block_dim / (used * span) if span > 0 else 0.0
         gm_bytes = r.block_dim * t.gm_bytes - r.l2_hits
         chip = gm_bytes / (timing.chip_gm_bytes_per_cycle(self.soc) * span) if span > 0 else 0.0
         cube, vector = t.cube_blocks * per_core, t.vector_cycles * per_core
         memory = max(t.gm_ideal * per_core, chip)
-        busy = {p: t.busy[i] * per_core for i, p in enumerate(PIPES)}
+        busy = {p: t.busy[i] * per_core for i, p in enumerate(SIM_PIPES)}
         pressure = {
             "cube": busy["M"],
             "vector": busy["V"],
-            "memory": max(busy["MTE1"], busy["MTE2"], busy["MTE3"], busy["FIX"], chip),
+            "memory": max(busy["MTE1"], busy["MTE2"], busy[AIV_MTE2], busy["MTE3"], busy["FIX"], chip),
         }
         kind, most = max(pressure.items(), key=lambda kv: kv[1])
         bound = kind if most >= timing.LATENCY_BOUND else "latency"
@@ -433,7 +437,7 @@ class Profile:
             meta(pid, f"{titles[kind]} {first.get(kind, 0) + core}")
             meta(pid, "", 0, "blocks")
             if self.pipes:
-                for i, p in enumerate(PIPES):
+                for i, p in enumerate(SIM_PIPES):
                     meta(pid, "", i + 1, p)
         for r in self.launches():
             for n, b in enumerate(r.blocks):

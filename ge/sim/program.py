@@ -14,7 +14,7 @@ xDSL, without their programs, only when numerics are asked for.
 A decoded program is a tuple of instructions (tuples, for speed) with their costs
 already looked up in `ge.sim.costs`:
 
-    (RUN, pipe, cycles, gm_bytes, gm_ideal, cube_blocks, vector_cycles, label, ops, vector_ideal, gm_read, arg)
+    (RUN, pipe, cycles, gm_bytes, gm_ideal, cube_blocks, vector_cycles, label, ops, vector_ideal, gm_read, arg, scratch)
     (SET, pipe, key)          set_flag on the source pipe; key = (src, dst, event id)
     (WAIT, pipe, key)         wait_flag on the destination pipe
     (BARRIER, pipe)           pipe_barrier
@@ -24,10 +24,21 @@ already looked up in `ge.sim.costs`:
 `gm_bytes` are the bytes a copy moves to or from GM (`gm_read` those it reads from
 GM: what the simulator's L2 may serve, `ge.sim.l2`; `arg` the kernel argument it
 reads, by its place among the program's block arguments (inputs, outputs, then the
-workspace), -1 for none or unknown); `gm_ideal` the cycles they
+workspace), -1 for none or unknown; `scratch` those it moves to or from the kernel's
+workspace, which L2 may keep); `gm_ideal` the cycles they
 take at the path's peak rate (no latency): a kernel whose GM traffic at peak fills
 its time is memory-bound, one whose copies mostly wait on latency is not.
 `cube_blocks` are the m0 x k0 x n0 cube blocks of an mmad (one a cycle at peak).
+
+On a part with split cores (the 910B: cube cores and vector cores apart, two vector
+cores per cube core) a cube kernel's vector half (a mixed epilogue, attention's
+softmax) runs on a vector core, whose MTE2 is not the cube core's: there a copy
+into UB on MTE2 runs on `AIV_MTE2`, a queue of its own, and so do the flags that
+pair MTE2 with V, MTE3 or FIX (the workspace FIX wrote). The dialect names one MTE2,
+as the program's ops say what moves where, not on which core; the decoder tells the
+two apart by the buffer. Both halves still issue from one instruction stream (the
+scalar units of the two cores are not told apart), and the vector half runs on one
+vector core (the second one idles).
 `ops` count the work for a roofline: 2 x m x k x n for an mmad (a multiply and an add
 per MAC), the elements of a vector instruction (one operation each); `vector_ideal`
 is the cycles a vector instruction takes at the unit's peak, one 256-byte repeat a cycle.
@@ -42,12 +53,18 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from dialects.ascend_kernel import PIPES
+from ge.core import soc as soc_profiles
 from ge.core.errors import CalibrationError, ModelError
 from ge.sim import costs
 
 RUN, SET, WAIT, BARRIER, SYNC_ALL, LOOP = range(6)
-PIPE = {name: i for i, name in enumerate(PIPES)}
+AIV_MTE2 = "AIV_MTE2"
+SIM_PIPES = (*PIPES, AIV_MTE2)
+"""The pipes a block's clocks keep: the dialect's, and on a part with split cores the
+vector core's own MTE2, which a cube kernel's vector half loads UB with (`_side`)."""
+PIPE = {name: i for i, name in enumerate(SIM_PIPES)}
 S_PIPE = PIPE["S"]
+_AIV_SIDE = {PIPE["V"], PIPE["MTE3"]}
 
 SCALAR_CYCLES_PER_INSTR = 1.0
 """The scalar unit retires one instruction a cycle (an in-order RISC core); the
@@ -64,7 +81,7 @@ _MMAD_DTYPES = {"f16": "float16", "bf16": "bfloat16", "i8": "int8", "si8": "int8
 _HEADER = re.compile(r"^ascend_kernel\.kernel @(\S+) attributes \{(.*)\} compute \{$")
 _OP = re.compile(r"^\s*(?:%\S+ = )?ascend_kernel\.(\w+)\s?(.*)$")
 _COPY = re.compile(
-    r'^"(\w+)" (%\S+) -> %\S+, (\d+) bytes(?: mode "(\w+)")?(?: \{.*\})? : '
+    r'^"(\w+)" (%\S+) -> (%\S+), (\d+) bytes(?: mode "(\w+)")?(?: \{.*\})? : '
     r'!ascend_kernel\.buffer<"(\w+)"> -> !ascend_kernel\.buffer<"(\w+)">$'
 )
 _MMAD = re.compile(r"^%\S+, %\S+ -> %\S+, (\d+) x (\d+) x (\d+), (\w+)(?: \{.*\})? : ")
@@ -110,8 +127,10 @@ class KernelText:
         """The decoded pipe program of one block (decoded once)."""
         if self._program is None:
             lines = iter(self.program_lines)
-            args = {name: i for i, name in enumerate(_BLOCK_ARG.findall(self.program_args_line))}
-            self._program = _decode(lines, self.header, top=True, args=args)
+            names = _BLOCK_ARG.findall(self.program_args_line)
+            args = {name: i for i, name in enumerate(names)}
+            workspace = names[-1] if names and self.header.workspace > 0 else None
+            self._program = _decode(lines, self.header, top=True, args=args, workspace=workspace)
         return self._program
 
     def compute_text(self) -> str:
@@ -189,7 +208,7 @@ def decode(lines: Sequence[str], soc: str, name: str = "program") -> tuple:
     return _decode(iter(lines), Header(name, (), 1, "AiCore", "high_performance", soc, 0), top=True)
 
 
-def _decode(lines: Iterator[str], header: Header, top: bool, args: dict[str, int] | None = None) -> tuple:
+def _decode(lines: Iterator[str], header: Header, top: bool, args: dict[str, int] | None = None, workspace: str | None = None) -> tuple:
     """Instructions up to the end of `lines` (top) or to the `}` closing a loop body."""
     out: list[tuple] = []
     for line in lines:
@@ -206,11 +225,11 @@ def _decode(lines: Iterator[str], header: Header, top: bool, args: dict[str, int
         if kind == "loop":
             loop = _LOOP.match(rest)
             _check(loop, header, line)
-            body = _decode(lines, header, top=False, args=args)
+            body = _decode(lines, header, top=False, args=args, workspace=workspace)
             pipes, keys = touched(body)
             out.append((LOOP, int(loop.group(1)), body, pipes, keys))  # type: ignore[union-attr]
             continue
-        out.append(_instruction(kind, rest, header, line, args or {}))
+        out.append(_instruction(kind, rest, header, line, args or {}, workspace))
     if not top:
         raise ModelError(f"kernel @{header.name}: a loop body in its program is not closed")
     return tuple(out)
@@ -221,15 +240,17 @@ def _check(match: re.Match | None, header: Header, line: str) -> None:
         raise ModelError(f"kernel @{header.name}: cannot read program line {line.strip()[:80]!r}")
 
 
-def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str, int]) -> tuple:
+def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str, int], workspace: str | None) -> tuple:
     soc = header.soc
     try:
         if kind == "copy":
             m = _COPY.match(rest)
             _check(m, header, line)
-            pipe, source, nbytes, mode, src, dst = m.groups()  # type: ignore[union-attr]
+            pipe, source, dest, nbytes, mode, src, dst = m.groups()  # type: ignore[union-attr]
             arg = args.get(source, -1) if src == "GM" else -1
-            return _copy(soc, _pipe(pipe, header), int(nbytes), mode or "normal", src, dst, arg)
+            scratch = workspace is not None and workspace == (source if src == "GM" else dest if dst == "GM" else None)
+            index = PIPE[AIV_MTE2] if dst == "UB" and pipe == "MTE2" and _mixed(header) else _pipe(pipe, header)
+            return _copy(soc, index, int(nbytes), mode or "normal", src, dst, arg, scratch)
         if kind == "mmad":
             m = _MMAD.match(rest)
             _check(m, header, line)
@@ -244,12 +265,12 @@ def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str
             m = _SCALAR.match(rest)
             _check(m, header, line)
             cycles = int(m.group(1)) * SCALAR_CYCLES_PER_INSTR  # type: ignore[union-attr]
-            return (RUN, S_PIPE, cycles, 0, 0.0, 0.0, 0.0, "scalar", 0.0, 0.0, 0, -1)
+            return (RUN, S_PIPE, cycles, 0, 0.0, 0.0, 0.0, "scalar", 0.0, 0.0, 0, -1, 0)
         if kind in ("set_flag", "wait_flag"):
             m = _FLAG.match(rest)
             _check(m, header, line)
             src, dst, event = m.groups()  # type: ignore[union-attr]
-            key = (_pipe(src, header), _pipe(dst, header), int(event))
+            key = _side(_pipe(src, header), _pipe(dst, header), int(event), _mixed(header))
             return (SET, key[0], key) if kind == "set_flag" else (WAIT, key[1], key)
         if kind == "pipe_barrier":
             m = _BARRIER.match(rest)
@@ -260,6 +281,24 @@ def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str
     except CalibrationError as e:
         raise ModelError(f"kernel @{header.name}: {e}") from e
     raise ModelError(f"kernel @{header.name}: the simulator does not know program op ascend_kernel.{kind}")
+
+
+def _mixed(header: Header) -> bool:
+    """Whether a cube kernel's vector half runs on vector cores of its own: on a part
+    with split cores (the 910B's AIC and AIV), UB is the vector core's, loaded by
+    that core's MTE2, a queue apart from the cube core's loads into L1."""
+    return header.core_type == "AiCore" and soc_profiles.load(header.soc).split_cores
+
+
+def _side(src: int, dst: int, event: int, mixed: bool) -> tuple[int, int, int]:
+    """A flag's key with MTE2 taken as the vector core's where its other end is: the
+    vector pipe, MTE3 (UB's store) or FIX (the cube's result in the workspace)."""
+    mte2 = PIPE["MTE2"]
+    if mixed and dst == mte2 and src in (*_AIV_SIDE, PIPE["FIX"]):
+        dst = PIPE[AIV_MTE2]
+    if mixed and src == mte2 and dst in _AIV_SIDE:
+        src = PIPE[AIV_MTE2]
+    return src, dst, event
 
 
 def _pipe(name: str, header: Header) -> int:
@@ -275,14 +314,14 @@ def _mmad_dtype(spelling: str, header: Header) -> str:
 
 
 @cache
-def _copy(soc_name: str, pipe: int, nbytes: int, mode: str, src: str, dst: str, arg: int) -> tuple:
+def _copy(soc_name: str, pipe: int, nbytes: int, mode: str, src: str, dst: str, arg: int, scratch: bool) -> tuple:
     soc = costs.for_soc(soc_name)
     path = f"{src}_TO_{dst}" + ("_TRANS" if mode in ("nd2nz", "nz2nd") else "")
     cycles = soc.transfer_cycles(path, nbytes)
     gm = nbytes if "GM" in (src, dst) else 0
     ideal = gm / soc.transfer(path).peak_bytes_per_cycle if gm else 0.0
     read = nbytes if src == "GM" else 0
-    return (RUN, pipe, cycles, gm, ideal, 0.0, 0.0, f"{path} {nbytes} B", 0.0, 0.0, read, arg)
+    return (RUN, pipe, cycles, gm, ideal, 0.0, 0.0, f"{path} {nbytes} B", 0.0, 0.0, read, arg, gm if scratch else 0)
 
 
 @cache
@@ -291,7 +330,7 @@ def _mmad(soc_name: str, m: int, k: int, n: int, dtype: str) -> tuple:
     cycles = soc.mmad_cycles(m, k, n, dtype)
     m0, k0, n0 = soc.cube[dtype]
     blocks = m * k * n / (m0 * k0 * n0)
-    return (RUN, PIPE["M"], cycles, 0, 0.0, blocks, 0.0, f"mmad {m}x{k}x{n} {dtype}", 2.0 * m * k * n, 0.0, 0, -1)
+    return (RUN, PIPE["M"], cycles, 0, 0.0, blocks, 0.0, f"mmad {m}x{k}x{n} {dtype}", 2.0 * m * k * n, 0.0, 0, -1, 0)
 
 
 @cache
@@ -299,7 +338,7 @@ def _vec(soc_name: str, instr: str, dtypes: str, elements: int) -> tuple:
     priced = VECTOR_ALIASES.get(instr, instr)
     cycles = costs.vector_cycles(soc_name, priced, dtypes, elements)
     ideal = float(costs.default_repeat(dtypes, elements))
-    return (RUN, PIPE["V"], cycles, 0, 0.0, 0.0, cycles, f"{instr} {dtypes} x{elements}", float(elements), ideal, 0, -1)
+    return (RUN, PIPE["V"], cycles, 0, 0.0, 0.0, cycles, f"{instr} {dtypes} x{elements}", float(elements), ideal, 0, -1, 0)
 
 
 def touched(body: tuple) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
@@ -314,7 +353,7 @@ def touched(body: tuple) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], .
             pipes.add(ins[1])
             keys.add(ins[2])
         elif op == SYNC_ALL:
-            pipes.update(range(len(PIPES)))
+            pipes.update(range(len(SIM_PIPES)))
         else:
             inner_pipes, inner_keys = ins[3], ins[4]
             pipes.update(inner_pipes)

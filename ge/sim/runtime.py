@@ -124,7 +124,7 @@ from ge.sim.config import RunConfig
 from ge.sim.debug import check_oom, dump_exception, exception_dump_dir, largest_writes
 from ge.sim.dump import Overflow, Watch
 from ge.sim.kernels import Layout, Numerics
-from ge.sim.l2 import L2
+from ge.sim.l2 import L2, Reads
 from ge.sim.profile import Profile, TaskRecord
 
 RUN_BLOCKS = 1 << 20
@@ -388,15 +388,13 @@ class Runtime:
         kind = header.core_type if self.cores.get(header.core_type) else "AiCore"
         block = self.block_timing(task.kernel)
         ready = now + timing.KERNEL_LAUNCH_US * self.soc.clock_mhz
-        read = task.block_dim * block.gm_read
-        hits = resident = 0.0
+        served = Reads(0.0, 0.0)
         if l2 is not None:
-            args = block.arg_reads
-            per_input = [task.block_dim * (args[i] if i < len(args) else 0.0) for i in range(len(task.inputs))] if args else None
-            served = l2.kernel([(a.addr, a.size) for a in task.inputs], [(a.addr, a.size) for a in task.outputs], read, per_input)
-            hits, resident = served.hits, served.resident
-        hit = hits / read if read > 0 else 0.0
-        placed = timing.run_kernel(cores, kind, ready, task.block_dim, block, ledger, l2.ledger if l2 is not None else None, hit)
+            served = l2.task([(a.addr, a.size) for a in task.inputs], [(a.addr, a.size) for a in task.outputs], block, task.block_dim, header.workspace)
+        placed = timing.run_kernel(
+            cores, kind, ready, task.block_dim, block, ledger, l2.ledger if l2 is not None else None,
+            served.hit(block, task.block_dim), served.scratch > 0,
+        )
         limits.kernel(index, task.name, placed.end - now)
         self._compute(task, index, header, state, placed.end)
         records.append(
@@ -404,7 +402,7 @@ class Runtime:
                 index, task.KIND, stream, task.name, ready, placed.end, op_type="+".join(header.op_types),
                 kernel=task.kernel, core_type=kind, block_dim=task.block_dim, blocks=placed.blocks,
                 block_timing=self.block_timing(task.kernel, True) if trace else block, stretch=placed.stretch,
-                nbytes=sum(a.size for a in (*task.inputs, *task.outputs)), l2_hits=hits, l2_resident=resident,
+                nbytes=sum(a.size for a in (*task.inputs, *task.outputs)), l2_hits=served.hits + served.scratch, l2_resident=served.resident,
                 wait=ready - now, host_us=self.host_us[index] if self.host_us else 0.0,
             )
         )

@@ -175,6 +175,19 @@ class BlockTiming:
     arg_reads: tuple[float, ...] = ()
     """`gm_read` by the kernel argument read (the program's block arguments, in order);
     reads of no known argument are in `gm_read` only."""
+    phase_scratch: tuple[float, ...] = ()
+    """The bytes of `phase_gm_bytes` moved to or from the kernel's workspace (by phase)."""
+    phase_scratch_read: tuple[float, ...] = ()
+    """Those of them read."""
+
+    @property
+    def scratch(self) -> float:
+        """The bytes the block moves to or from the kernel's workspace."""
+        return sum(self.phase_scratch)
+
+    @property
+    def scratch_read(self) -> float:
+        return sum(self.phase_scratch_read)
 
 
 class _Block:
@@ -194,9 +207,11 @@ class _Block:
         self.ops = 0.0
         self.vector_ideal = 0.0
         self.gm_read = 0.0
+        self.scratch = 0.0
+        self.scratch_read = 0.0
         self.arg_reads = [0.0] * args
         self.spans: list[Span] | None = [] if trace else None
-        self.phase_ends: list[tuple[float, float, float]] = []
+        self.phase_ends: list[tuple[float, ...]] = []
 
     # ------------------------------------------------------------ instructions
 
@@ -223,7 +238,7 @@ class _Block:
                 for p in range(len(t)):
                     t[p] = end
                 if top:
-                    self.phase_ends.append((end, self.gm_bytes, self.gm_read))
+                    self.phase_ends.append(self.mark(end))
                 continue
             pipe = ins[1]
             issue = self._issue(pipe)
@@ -239,6 +254,9 @@ class _Block:
                 self.ops += ins[8]
                 self.vector_ideal += ins[9]
                 self.gm_read += ins[10]
+                if ins[12]:
+                    self.scratch += ins[12]
+                    self.scratch_read += ins[12] if ins[10] else 0
                 if ins[11] >= 0:
                     self.arg_reads[ins[11]] += ins[10]
                 if self.spans is not None:
@@ -257,6 +275,10 @@ class _Block:
             if pipe != S_PIPE:
                 win[pipe].append(start)
 
+    def mark(self, end: float) -> tuple[float, ...]:
+        """What a phase ending at `end` leaves behind: the running totals `time_block` cuts phases from."""
+        return (end, self.gm_bytes, self.gm_read, self.scratch, self.scratch_read)
+
     # ----------------------------------------------------------------- loops
 
     def _state(self, pipes: tuple[int, ...], keys: tuple) -> tuple[tuple, list[float], list[float]]:
@@ -267,7 +289,7 @@ class _Block:
         present = tuple(k in self.flags for k in keys)
         values.extend(self.flags[k] for k, here in zip(keys, present) if here)
         shape = (tuple(len(self.win[p]) for p in pipes), present)
-        counters = [*self.busy, self.gm_bytes, self.gm_ideal, self.cube, self.vector, self.executed, self.ops, self.vector_ideal, self.gm_read, *self.arg_reads]
+        counters = [*self.busy, self.gm_bytes, self.gm_ideal, self.cube, self.vector, self.executed, self.ops, self.vector_ideal, self.gm_read, self.scratch, self.scratch_read, *self.arg_reads]
         return shape, values, counters
 
     def _shift(self, pipes: tuple[int, ...], keys: tuple, deltas: list[float]) -> None:
@@ -295,7 +317,9 @@ class _Block:
         self.ops += counters[n + 5]
         self.vector_ideal += counters[n + 6]
         self.gm_read += counters[n + 7]
-        for i, read in enumerate(counters[n + 8 :]):
+        self.scratch += counters[n + 8]
+        self.scratch_read += counters[n + 9]
+        for i, read in enumerate(counters[n + 10 :]):
             self.arg_reads[i] += read
 
     def loop(self, trips: int, body: tuple, pipes: tuple[int, ...], keys: tuple) -> None:
@@ -362,17 +386,12 @@ def time_block(program: tuple, trace: bool = False) -> BlockTiming:
     block = _Block(trace, _arg_count(program))
     block.run(program, top=True)
     end = max(block.t)
-    marks = [*block.phase_ends, (end, block.gm_bytes, block.gm_read)]
-    phases, gm, read, last_t, last_gm, last_read = [], [], [], 0.0, 0.0, 0.0
-    for t, g, r in marks:
-        phases.append(t - last_t)
-        gm.append(g - last_gm)
-        read.append(r - last_read)
-        last_t, last_gm, last_read = t, g, r
+    marks = [(0.0,) * 5, *block.phase_ends, block.mark(end)]
+    phases, gm, read, scratch, scratch_read = (tuple(b[i] - a[i] for a, b in zip(marks, marks[1:])) for i in range(5))
     return BlockTiming(
         cycles=end,
-        phases=tuple(phases),
-        phase_gm_bytes=tuple(gm),
+        phases=phases,
+        phase_gm_bytes=gm,
         busy=tuple(block.busy),
         gm_bytes=block.gm_bytes,
         gm_ideal=block.gm_ideal,
@@ -383,8 +402,10 @@ def time_block(program: tuple, trace: bool = False) -> BlockTiming:
         ops=block.ops,
         vector_ideal=block.vector_ideal,
         gm_read=block.gm_read,
-        phase_gm_read=tuple(read),
+        phase_gm_read=read,
         arg_reads=tuple(block.arg_reads),
+        phase_scratch=scratch,
+        phase_scratch_read=scratch_read,
     )
 
 
@@ -525,21 +546,26 @@ class GmLedger:
 
 def run_kernel(
     cores: Cores, kind: str, ready: float, block_dim: int, timing: BlockTiming, ledger: GmLedger,
-    l2: GmLedger | None = None, hit: float = 0.0,
+    l2: GmLedger | None = None, hit: float = 0.0, scratch: bool = False,
 ) -> KernelRun:
     """Place a kernel's blocks from `ready` on, phase after phase, each phase's GM bytes
     through the chip's bandwidth (`ledger`); with an L2 (`ge.sim.l2`), the fraction `hit`
-    of its GM reads goes through the L2's bandwidth (`l2`) instead."""
+    of its GM reads goes through the L2's bandwidth (`l2`) instead, and so does all of
+    its workspace's traffic where L2 keeps the workspace (`scratch`; `hit` is then of
+    the other reads)."""
     count = cores.counts[kind]
     waves = math.ceil(block_dim / count)
     t = ready
     placed: list[Placed] = []
     stretch = 1.0
-    reads = timing.phase_gm_read or (0.0,) * len(timing.phases)
-    for i, (cycles, gm, read) in enumerate(zip(timing.phases, timing.phase_gm_bytes, reads)):
+    none = (0.0,) * len(timing.phases)
+    reads = timing.phase_gm_read or none
+    kept = timing.phase_scratch if scratch and timing.phase_scratch else none
+    kept_reads = timing.phase_scratch_read if scratch and timing.phase_scratch_read else none
+    for i, (cycles, gm, read, own, own_read) in enumerate(zip(timing.phases, timing.phase_gm_bytes, reads, kept, kept_reads)):
         natural = waves * cycles
         start = max(t, cores.first_free(kind))
-        hits = block_dim * hit * read
+        hits = block_dim * (hit * (read - own_read) + own)
         grants = [(ledger, ledger.offer(start, natural, block_dim * gm - hits))]
         if l2 is not None and hits > 0:
             grants.append((l2, l2.offer(start, natural, hits)))
