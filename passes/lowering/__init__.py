@@ -158,8 +158,8 @@ def plan(
     else:
         t = tile_gemm(
             profile, gemm, cores, lambda m, n: e.ub_bytes(profile, m, n), bias_table=bias_table,
-            exact=virtual is not None, epilogue_gm=e.gm_bytes_per_element(gemm.out_bytes),
-            epilogue_vector=e.vector_cycles_per_element(gemm.out_bytes),
+            exact=virtual is not None, epilogue_gm=e.gm_bytes_per_element(),
+            epilogue_vector=e.vector_cycles_per_element(gemm.out_bytes), epilogue_scratch=e.scratch_bytes_per_element(gemm.out_bytes),
         )
     block_dim = t.block_dim if virtual is None else -(-t.block_dim // cores) * cores  # idle blocks where the work is short
     workspace = block_dim * e.workspace(t.m0, t.n0, gemm.out_bytes)

@@ -237,7 +237,7 @@ class _BlockTile:
 
 def tile_gemm(
     profile: SocProfile, gemm: Gemm, cores: int, epilogue_ub: Callable[[int, int], int], bias_table: bool = False,
-    exact: bool = False, epilogue_gm: float = 0.0, epilogue_vector: float = 0.0,
+    exact: bool = False, epilogue_gm: float = 0.0, epilogue_vector: float = 0.0, epilogue_scratch: float = 0.0,
 ) -> CubeTiling:
     """Blocks, L0 tiles and L1 panels of a Gemm, chosen together by one cost: the time
     of the largest block (see `_tile_block`): its pipes (the cube, MTE1, MTE2 loading,
@@ -256,8 +256,12 @@ def tile_gemm(
     the least time of its pipes (where the chip's traffic bounds them all alike).
     `epilogue_ub(m0, n0)` is the UB the epilogue of an m0 x n0 tile needs; with
     `bias_table`, an n0 tile's float32 bias must fit the bias table; `epilogue_gm` is
-    the GM bytes the epilogue moves per result element besides the result's store,
-    `epilogue_vector` its V cycles per result element.
+    the GM bytes the epilogue loads per result element besides the result's store,
+    `epilogue_vector` its V cycles per result element, `epilogue_scratch` the bytes
+    per result element of a mixed epilogue's round trip through the workspace (FIX's
+    write, the vector half's load): at L2's rate, which keeps the ring of tiles
+    (`ge.sim.l2`). On a part with split cores the vector half loads on its own core's
+    MTE2, so its loads are a pipe of their own rather than more of the cube's.
     A split whose cost exceeds `TIE` times the least so far cannot win: its search
     stops as soon as that is certain (`_tile_block`'s `cutoff`)."""
     kc = cube_k(profile, gemm.in_dtype)
@@ -273,14 +277,14 @@ def tile_gemm(
     b_whole = gemm.b_gm_bytes(gemm.k, gemm.n, kc)
     working_set = gemm.batch * (a_whole + b_whole + gemm.m * gemm.n * (epilogue_gm + gemm.out_bytes))
     gm = _GmRates.of(profile, cores, working_set if working_set <= profile.l2_bytes else None, gemm.batch * a_whole, gemm.batch * b_whole)
-    search = _Search(profile, gemm, gm, epilogue_ub, bias_table, epilogue_gm, epilogue_vector)
+    search = _Search(profile, gemm, gm, epilogue_ub, bias_table, epilogue_gm, epilogue_vector, epilogue_scratch)
 
     def lower_bound(per: tuple[int, ...], used: int) -> float:
         """No tiling of this block does better: each operand read once, the cube at peak."""
         bb, mbf, nbf = per
         elements = bb * mbf * nbf * FRACTAL * FRACTAL
         a, b = bb * gemm.a_gm_bytes(mbf * FRACTAL, gemm.k, kc), bb * gemm.b_gm_bytes(gemm.k, nbf * FRACTAL, kc)
-        return max(bb * mbf * nbf * kf, gm.bound(used, a, b, elements * epilogue_gm, bb * mbf * nbf * out_tile))
+        return max(bb * mbf * nbf * kf, gm.bound(used, a, b, elements * epilogue_gm, bb * mbf * nbf * out_tile, elements * epilogue_scratch))
 
     candidates = sorted((lower_bound(per, math.prod(dims)), math.prod(dims), per, dims) for per, dims in block_splits(units, cores, exact).items())
     tiled: list[tuple[float, int, tuple[int, ...], _BlockTile]] = []
@@ -358,9 +362,10 @@ class _GmRates:
             return copies * self.nd_latency + nbytes / self.load_nd
         return copies * self.latency + nbytes / self.load
 
-    def cycles(self, used: int, a: float, b: float, other: float, stores: float) -> float:
+    def cycles(self, used: int, a: float, b: float, other: float, stores: float, scratch: float = 0.0) -> float:
         """Cycles of one block's GM traffic (`a` and `b` bytes of A and B read, `other`
-        loaded besides, `stores` written) in a kernel of `used` such blocks: the chip's
+        loaded besides, `stores` written, `scratch` to and from the workspace, which L2
+        keeps) in a kernel of `used` such blocks: the chip's
         share or the block's own loads and stores, whichever is longest. The chip's
         share: with the working set in L2, its bytes through GM and the re-reads beyond
         it through L2, one after the other (the simulator's L2 serves them at once, but
@@ -375,18 +380,18 @@ class _GmRates:
         else:
             hot = sum(used * x - whole for whole, x in ((self.a_whole, a), (self.b_whole, b)) if self._reused(whole, used * x, total))
             chip = (total - hot) / self.chip + hot / self.l2
-        return max(chip, (a + b + other) / self.load, stores / self.store)
+        return max(chip + used * scratch / self.l2, (a + b + other) / self.load, stores / self.store)
 
-    def bound(self, used: int, a: float, b: float, other: float, stores: float) -> float:
+    def bound(self, used: int, a: float, b: float, other: float, stores: float, scratch: float = 0.0) -> float:
         """At most `cycles`, and never less for more bytes: every re-read of an operand
         L2 could hold at L2's rate (the search's lower bounds rest on it; `cycles`
         itself may fall as re-reads grow, when they bring an operand's reuse distance
         within L2)."""
         if self.working_set is not None:
-            return self.cycles(used, a, b, other, stores)
+            return self.cycles(used, a, b, other, stores, scratch)
         total = used * (a + b + other + stores)
         hot = sum(max(0.0, used * x - whole) for whole, x in ((self.a_whole, a), (self.b_whole, b)) if 0 < whole <= self.capacity)
-        return max((total - hot) / self.chip + hot / self.l2, (a + b + other) / self.load, stores / self.store)
+        return max((total - hot) / self.chip + hot / self.l2 + used * scratch / self.l2, (a + b + other) / self.load, stores / self.store)
 
     def _reused(self, whole: float, reads: float, total: float) -> bool:
         """Whether an operand of `whole` bytes read `reads` in a kernel moving `total`
@@ -408,13 +413,14 @@ class _Search:
 
     def __init__(
         self, profile: SocProfile, gemm: Gemm, gm: _GmRates, epilogue_ub: Callable[[int, int], int], bias_table: bool,
-        epilogue_gm: float, epilogue_vector: float,
+        epilogue_gm: float, epilogue_vector: float, epilogue_scratch: float = 0.0,
     ) -> None:
         self.profile = profile
         self.gemm = gemm
         self.gm = gm
         self.epilogue_ub = epilogue_ub
         self.epilogue_gm = epilogue_gm
+        self.epilogue_scratch = epilogue_scratch
         self.kc = cube_k(profile, gemm.in_dtype)
         self.kf = -(-gemm.k // self.kc)
         self.l1 = profile.l1_bytes - (BIAS_TABLE_BYTES if bias_table else 0)
@@ -503,6 +509,8 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     bb, mbf, nbf = per
     out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
     epilogue = bb * mbf * nbf * FRACTAL * FRACTAL * s.epilogue_gm
+    scratch = bb * mbf * nbf * FRACTAL * FRACTAL * s.epilogue_scratch
+    ub_loads = -(-s.epilogue_gm // gemm.out_bytes) + (1 if scratch else 0)  # per tile: its operands and the workspace tile
     best: _BlockTile | None = None
     for m0f in range(1, min(mbf, s.cap_a) + 1):
         mt = -(-mbf // m0f)
@@ -515,7 +523,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             tiles = bb * mt * nt
             b_tile = s.b_tile(n0f)
             a_least, b_least = tiles * s.a_reads(m0f, kf), bb * nt * b_tile  # A's K and B's once per tile: the least reads
-            if not _worth_trying(gm.bound(used, a_least, b_least, epilogue, out_bytes), cutoff, best):
+            if not _worth_trying(gm.bound(used, a_least, b_least, epilogue, out_bytes, scratch), cutoff, best):
                 continue
             single = nt == 1
             steps = tiles * -(-kf // k0f)
@@ -527,15 +535,16 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             last = gm.latency + tile_out * (gemm.out_bytes / gm.store + drain)
             stores = tiles * gm.latency + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
-            epilogue_loads = tiles * -(-s.epilogue_gm // gemm.out_bytes) * gm.latency + epilogue / gm.ub_load
+            epilogue_loads = tiles * ub_loads * gm.latency + (epilogue + scratch / 2) / gm.ub_load
+            vector_loads, epilogue_loads = (epilogue_loads, 0.0) if s.profile.split_cores else (0.0, epilogue_loads)
             least_loads = gm.load_cycles(tiles, a_least, gemm.a_nd) + gm.load_cycles(bb * nt, b_least, gemm.b_nd) + epilogue_loads
             # the pipes without the first loads, and with the least reads
-            if not _worth_trying(max(step_mte1 + max(cube, mte1) + last, least_loads + step_mte1 + step + last, stores, vector), cutoff, best):
+            if not _worth_trying(max(step_mte1 + max(cube, mte1) + last, least_loads + step_mte1 + step + last, stores, vector, vector_loads), cutoff, best):
                 continue
             fits = s.panels(m0f, n0f, k0f, kf, single) <= l1
             for resident in (True, False) if fits else (False,):  # a resident B loads whole before the first mmad
                 b_loads = bb * nt * b_tile * (1 if resident else mt)
-                if not _worth_trying(gm.bound(used, a_least, b_loads, epilogue, out_bytes), cutoff, best):
+                if not _worth_trying(gm.bound(used, a_least, b_loads, epilogue, out_bytes, scratch), cutoff, best):
                     continue
                 room = l1 - ((1 if single else 2) * b_tile if resident else 0)
                 k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
@@ -551,8 +560,8 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                     if not resident:
                         first_panel += gm.load_cycles(1, s.b_first(k1f, n0f), gemm.b_nd)
                     first = first_b + first_panel + step_mte1
-                    pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector)
-                    chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes)
+                    pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector, vector_loads)
+                    chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes, scratch)
                     tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes)
                     if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
                         best = tile
@@ -642,11 +651,15 @@ class Epilogue:
             return 0
         return sum(aligned(profile, "UB", v.nbytes(m, n)) * (2 if v.double else 1) for v in self.values)
 
-    def gm_bytes_per_element(self, out_bytes: int) -> float:
-        """GM bytes the epilogue moves per result element beyond the result's store: its
-        tile-shaped loads (a residual addend), and a mixed epilogue's workspace round trip."""
-        loads = sum(v.element_bytes for v in self.values if v.kind == "tile" and v.value in self.loads)
-        return loads + (2 * out_bytes if self.kind == "mixed" else 0)
+    def gm_bytes_per_element(self) -> float:
+        """GM bytes the epilogue loads per result element beyond the result's store: its
+        tile-shaped loads (a residual addend)."""
+        return sum(v.element_bytes for v in self.values if v.kind == "tile" and v.value in self.loads)
+
+    def scratch_bytes_per_element(self, out_bytes: int) -> float:
+        """A mixed epilogue's round trip through the workspace per result element: FIX
+        writes the tile, the vector half loads it."""
+        return 2 * out_bytes if self.kind == "mixed" else 0
 
     def vector_cycles_per_element(self, out_bytes: int) -> float:
         """V cycles per result element of the epilogue's instructions (tiling cost only:
