@@ -1,6 +1,6 @@
 """The cube tiling's one cost (`passes.lowering.cube.tile_gemm`): its first loads and
 last drain, its L1 panel depth and B's residency, re-reads at L2's rate where L2
-holds the working set; and the mixed epilogue whose vector half runs one tile late.
+holds the working set; and the mixed epilogue whose vector half loads on its own core.
 
 Checked here: over random convolution and matmul shapes, every tiling fits the
 core's buffers and covers the work, and compiled models (with a residual Add, the

@@ -118,7 +118,7 @@ def test_loop_bodies_record_the_pipes_and_flags_they_touch() -> None:
     ]
     (loop,) = program.decode(lines, "Ascend910B1")
     assert loop[0] == LOOP and loop[1] == 3
-    assert loop[3] == tuple(sorted({PIPE["S"], PIPE["MTE2"], PIPE["MTE1"], PIPE["V"]}))
+    assert loop[3] == tuple(sorted({PIPE["S"], PIPE["MTE2"], PIPE["MTE1"], PIPE["V"], PIPE[program.AIV_S]}))  # V's issuer too
     assert loop[4] == ((PIPE["MTE1"], PIPE["MTE2"], 0),)
 
 

@@ -73,7 +73,7 @@ def _cycles(job: Job, tiling: dict[str, int] | None) -> float:
         return math.inf
     text = next(iter(program.split_kernels(kernel_text(kernel)).values()))
     try:
-        block = timing.time_block(text.program())
+        block = timing.time_block(text.program(), vector_half_apart=program.vector_half_apart(text.header))
     except ModelError:
         return math.inf
     counts = {"AiCore": profile.ai_cores, "VectorCore": profile.vector_cores}

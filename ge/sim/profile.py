@@ -61,7 +61,7 @@ from dialects.kernel_boundary import AICPU_ENGINE
 from ge.om.tasks import AicpuTask
 from ge.sim import roofline_chart, timing
 from ge.sim.l2 import chip_l2_bytes_per_cycle
-from ge.sim.program import AIV_MTE2, SIM_PIPES
+from ge.sim.program import AIV_MTE2, AIV_S, PIPE, SIM_PIPES
 from ge.core.files import published
 from ge.core.soc import SocProfile
 
@@ -310,7 +310,7 @@ class Profile:
         cores = self.cores.get(r.core_type) or self.cores["AiCore"]
         used = min(r.block_dim, cores)
         block = t.cycles * r.stretch
-        ratios = {RATIO_COLUMNS[p]: (t.busy[i] / block if block > 0 else 0.0) for i, p in enumerate(SIM_PIPES)}
+        ratios = {column: (t.busy[PIPE[p]] / block if block > 0 else 0.0) for p, column in RATIO_COLUMNS.items()}
         span = r.duration
         per_core = r.block_dim / (used * span) if span > 0 else 0.0
         gm_bytes = r.block_dim * t.gm_bytes - r.l2_hits
@@ -438,7 +438,8 @@ class Profile:
             meta(pid, "", 0, "blocks")
             if self.pipes:
                 for i, p in enumerate(SIM_PIPES):
-                    meta(pid, "", i + 1, p)
+                    if p != AIV_S:  # it issues, it runs nothing
+                        meta(pid, "", i + 1, p)
         for r in self.launches():
             for n, b in enumerate(r.blocks):
                 pid = pids[r.core_type] + b.core

@@ -36,9 +36,9 @@ softmax) runs on a vector core, whose MTE2 is not the cube core's: there a copy
 into UB on MTE2 runs on `AIV_MTE2`, a queue of its own, and so do the flags that
 pair MTE2 with V, MTE3 or FIX (the workspace FIX wrote). The dialect names one MTE2,
 as the program's ops say what moves where, not on which core; the decoder tells the
-two apart by the buffer. Both halves still issue from one instruction stream (the
-scalar units of the two cores are not told apart), and the vector half runs on one
-vector core (the second one idles).
+two apart by the buffer. Each half issues from its own scalar unit (`AIV_S` the
+vector core's, in the block's program order: `timing.time_block`), and the vector
+half runs on one vector core (the second one idles).
 `ops` count the work for a roofline: 2 x m x k x n for an mmad (a multiply and an add
 per MAC), the elements of a vector instruction (one operation each); `vector_ideal`
 is the cycles a vector instruction takes at the unit's peak, one 256-byte repeat a cycle.
@@ -59,12 +59,16 @@ from ge.sim import costs
 
 RUN, SET, WAIT, BARRIER, SYNC_ALL, LOOP = range(6)
 AIV_MTE2 = "AIV_MTE2"
-SIM_PIPES = (*PIPES, AIV_MTE2)
+AIV_S = "AIV_S"
+SIM_PIPES = (*PIPES, AIV_MTE2, AIV_S)
 """The pipes a block's clocks keep: the dialect's, and on a part with split cores the
-vector core's own MTE2, which a cube kernel's vector half loads UB with (`_side`)."""
+vector core's own MTE2, which a cube kernel's vector half loads UB with (`_side`), and
+its own scalar unit, which issues the vector half's instructions (`vector_half_apart`)."""
 PIPE = {name: i for i, name in enumerate(SIM_PIPES)}
 S_PIPE = PIPE["S"]
 _AIV_SIDE = {PIPE["V"], PIPE["MTE3"]}
+VECTOR_HALF = frozenset({*_AIV_SIDE, PIPE[AIV_MTE2]})
+"""The pipes of a cube kernel's vector half, on a vector core of its own where the cores are split."""
 
 SCALAR_CYCLES_PER_INSTR = 1.0
 """The scalar unit retires one instruction a cycle (an in-order RISC core); the
@@ -249,7 +253,7 @@ def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str
             pipe, source, dest, nbytes, mode, src, dst = m.groups()  # type: ignore[union-attr]
             arg = args.get(source, -1) if src == "GM" else -1
             scratch = workspace is not None and workspace == (source if src == "GM" else dest if dst == "GM" else None)
-            index = PIPE[AIV_MTE2] if dst == "UB" and pipe == "MTE2" and _mixed(header) else _pipe(pipe, header)
+            index = PIPE[AIV_MTE2] if dst == "UB" and pipe == "MTE2" and vector_half_apart(header) else _pipe(pipe, header)
             return _copy(soc, index, int(nbytes), mode or "normal", src, dst, arg, scratch)
         if kind == "mmad":
             m = _MMAD.match(rest)
@@ -270,7 +274,7 @@ def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str
             m = _FLAG.match(rest)
             _check(m, header, line)
             src, dst, event = m.groups()  # type: ignore[union-attr]
-            key = _side(_pipe(src, header), _pipe(dst, header), int(event), _mixed(header))
+            key = _side(_pipe(src, header), _pipe(dst, header), int(event), vector_half_apart(header))
             return (SET, key[0], key) if kind == "set_flag" else (WAIT, key[1], key)
         if kind == "pipe_barrier":
             m = _BARRIER.match(rest)
@@ -283,7 +287,7 @@ def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str
     raise ModelError(f"kernel @{header.name}: the simulator does not know program op ascend_kernel.{kind}")
 
 
-def _mixed(header: Header) -> bool:
+def vector_half_apart(header: Header) -> bool:
     """Whether a cube kernel's vector half runs on vector cores of its own: on a part
     with split cores (the 910B's AIC and AIV), UB is the vector core's, loaded by
     that core's MTE2, a queue apart from the cube core's loads into L1."""
@@ -342,7 +346,7 @@ def _vec(soc_name: str, instr: str, dtypes: str, elements: int) -> tuple:
 
 
 def touched(body: tuple) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
-    """The pipes (the scalar unit always: it issues everything) and the flag keys a body uses."""
+    """The pipes (the scalar units always: they issue everything) and the flag keys a body uses."""
     pipes: set[int] = {S_PIPE}
     keys: set[tuple[int, int, int]] = set()
     for ins in body:
@@ -358,4 +362,6 @@ def touched(body: tuple) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], .
             inner_pipes, inner_keys = ins[3], ins[4]
             pipes.update(inner_pipes)
             keys.update(inner_keys)
+    if pipes & VECTOR_HALF:
+        pipes.add(PIPE[AIV_S])  # which issues them where the vector half is apart
     return tuple(sorted(pipes)), tuple(sorted(keys))

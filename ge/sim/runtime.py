@@ -323,9 +323,9 @@ class Runtime:
         """One block of `kernel`, timed once per runtime (traced when asked)."""
         key = (kernel, trace)
         if key not in self._timings:
-            decoded = self.kernels[kernel].program()
+            text = self.kernels[kernel]
             try:
-                self._timings[key] = timing.time_block(decoded, trace)
+                self._timings[key] = timing.time_block(text.program(), trace, program.vector_half_apart(text.header))
             except ModelError as e:
                 raise ModelError(f"kernel @{kernel}: {e.args[0]}") from e
         return self._timings[key]

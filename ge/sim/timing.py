@@ -10,6 +10,10 @@ program makes them:
   `FLAG_CYCLES`; `wait_flag` holds `dst` until that flag is set, and clears it;
 - a queue holds `QUEUE_DEPTH` instructions: when it is full, the scalar unit stalls
   until the oldest one starts, and with it the issue of everything after;
+- where a cube kernel's vector half runs on a vector core apart (`program.
+  vector_half_apart`: the 910B), the vector core's scalar unit (`AIV_S`) issues the
+  half's instructions (V, MTE3 and its MTE2), in program order, and the cube core's
+  the rest: a vector queue that is full stalls only the vector core's issue;
 - `pipe_barrier p` orders `p` after its earlier instructions, which a pipe that
   runs one instruction at a time already does: it costs nothing more here;
 - `sync_all` waits until every pipe is idle, then costs `SYNC_ALL_CYCLES` (a
@@ -59,7 +63,7 @@ from dataclasses import dataclass
 
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
-from ge.sim.program import BARRIER, LOOP, PIPE, RUN, S_PIPE, SET, SYNC_ALL, WAIT
+from ge.sim.program import AIV_S, BARRIER, LOOP, PIPE, RUN, S_PIPE, SET, SYNC_ALL, VECTOR_HALF, WAIT
 
 log = logging.getLogger("ge.sim")
 
@@ -193,8 +197,10 @@ class BlockTiming:
 class _Block:
     """The pipes of one block while its program runs."""
 
-    def __init__(self, trace: bool, args: int):
+    def __init__(self, trace: bool, args: int, vector_half_apart: bool = False):
         n = len(PIPE)
+        self.issuer = [PIPE[AIV_S] if vector_half_apart and p in VECTOR_HALF else S_PIPE for p in range(n)]
+        """The scalar unit that issues each pipe's instructions."""
         self.t = [0.0] * n
         self.win: list[deque[float]] = [deque(maxlen=QUEUE_DEPTH) for _ in range(n)]
         self.flags: dict[tuple[int, int, int], float] = {}
@@ -220,10 +226,11 @@ class _Block:
         t = self.t
         if pipe == S_PIPE:
             return t[S_PIPE]
+        s = self.issuer[pipe]
         w = self.win[pipe]
-        if len(w) == QUEUE_DEPTH and w[0] > t[S_PIPE]:
-            t[S_PIPE] = w[0]  # the queue is full: issue stalls until its oldest entry starts
-        return t[S_PIPE]
+        if len(w) == QUEUE_DEPTH and w[0] > t[s]:
+            t[s] = w[0]  # the queue is full: issue stalls until its oldest entry starts
+        return t[s]
 
     def run(self, program: tuple, top: bool = False) -> None:
         t, win, flags = self.t, self.win, self.flags
@@ -359,7 +366,7 @@ class _Block:
             return
         for p, start in zip(pipes, before):
             end = self.t[p]
-            if p == S_PIPE or end <= start:
+            if p in (S_PIPE, PIPE[AIV_S]) or end <= start:  # the scalar units' clocks are when they issue
                 continue
             busy = counters[p] / (end - start)
             self.spans.append(Span(p, start, end, f"steady state: {periods * c} iterations", min(busy, 1.0)))
@@ -381,9 +388,10 @@ def _period(history: list) -> tuple[int, list[float]] | None:
     return None
 
 
-def time_block(program: tuple, trace: bool = False) -> BlockTiming:
-    """The timing of one block running `program` (as `ge.sim.program` decodes it)."""
-    block = _Block(trace, _arg_count(program))
+def time_block(program: tuple, trace: bool = False, vector_half_apart: bool = False) -> BlockTiming:
+    """The timing of one block running `program` (as `ge.sim.program` decodes it);
+    `vector_half_apart`: its vector half runs on a vector core of its own."""
+    block = _Block(trace, _arg_count(program), vector_half_apart)
     block.run(program, top=True)
     end = max(block.t)
     marks = [(0.0,) * 5, *block.phase_ends, block.mark(end)]

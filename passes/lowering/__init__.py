@@ -43,8 +43,9 @@ L1 -> L0A move), MTE1 moves L1 -> L0A/L0B, M runs mmad. The result leaves L0C:
 - on parts with a FIX pipe, FIX writes L0C -> GM (NZ -> ND in flight for an ND
   result; a ReLU tail is FIX's own), the bias goes L1 -> BT before the mmads; a
   longer tail makes a mixed kernel: FIX writes a workspace, the vector unit reads
-  it into UB, computes the tail and MTE3 writes the result, one M tile late (so
-  that MTE2, which runs in order, loads the next tile's panel before the read);
+  it into UB, computes the tail and MTE3 writes the result (on the 910B the vector
+  core does, loading UB with its own MTE2 while the cube core's loads the next
+  panel: `ge.sim.program.AIV_MTE2`);
 - elsewhere the vector unit moves L0C -> UB (converting to the result dtype),
   adds the bias, computes the tail and MTE3 writes UB -> GM.
 An operand left in ND (a matmul on a FIX part, or one format selection did not

@@ -750,19 +750,11 @@ def cube_program(
             if loads or e.kind == "mixed":
                 frees.append(("V", "MTE2", 0))
 
-        def head(sc: int, m: int) -> Ops:
-            return [WaitFlagOp(drain, "M", acc(sc)), *k1_panels(sc, m, n, sb), *sync("M", drain, sc)]
-
-        def out(sc: int, m: int) -> Ops:
-            return _drain(p, gemm, e, gm, l0c[acc(sc)], acc(sc), ub, sc, m, n, workspace, loads)
-
         def make(sc: int, m: int) -> Ops:
-            return body(head(sc, m) + out(sc, m))
+            head = [WaitFlagOp(drain, "M", acc(sc)), *k1_panels(sc, m, n, sb), *sync("M", drain, sc)]
+            return body(head + _drain(p, gemm, e, gm, l0c[acc(sc)], acc(sc), ub, sc, m, n, workspace, loads))
 
-        if e.kind != "mixed":
-            tiles = double_buffered_runs(t.m_runs(), make, frees)
-        else:
-            tiles = _delayed_drains(t.m_runs(), head, out, frees)
+        tiles = double_buffered_runs(t.m_runs(), make, frees)
         return [*streams, *columns(n), *tiles, *(WaitFlagOp(*op.key) for op in streams)]
 
     def columns(n: int) -> Ops:
@@ -870,42 +862,6 @@ def shared_a_program(
 
 SHARED_A_EVENTS = 5
 """Event ids `shared_a_program` uses for three B's (B j's MTE2 -> MTE1 is 2 + j)."""
-
-
-def _delayed_drains(
-    runs: Sequence[tuple[int, int, int]], head: Callable[[int, int], Ops], drain: Callable[[int, int], Ops],
-    frees: Sequence[tuple[str, str, int]],
-) -> Ops:
-    """The M tiles of a mixed epilogue (`runs` of `split`s), each tile's vector half one
-    tile late: MTE2 runs its queue in order, and the half's first load (the workspace
-    FIX writes) waits for the tile's mmads and FIX, so in the tile's own body it
-    would hold the next tile's A panel back until then. Here a body is the tile's
-    loads, mmads and FIX write, then the previous tile's workspace read, vector tail
-    and store, so that the next panel loads while the cube computes. (`drain`'s ops
-    are FIX's three, then the rest.)"""
-    groups = [(n, size) for full, size, tail in runs for n, size in ((full, size), (int(tail > 0), tail)) if n]
-    count = sum(n for n, _ in groups)
-    slots = range(min(count, 2))
-    ops: Ops = [SetFlagOp(c, d, ev + s) for s in slots for c, d, ev in frees]
-    first = groups[0][1]
-    ops += body(head(0, first) + drain(0, first)[:3])
-
-    def after(previous: int) -> Callable[[int, int], Ops]:
-        def make(sc: int, m: int) -> Ops:
-            return body(head(sc, m) + drain(sc, m)[:3] + drain(1 - sc, previous)[3:])
-
-        return make
-
-    done, previous = 1, first
-    for i, (n, size) in enumerate(groups):
-        todo = n - 1 if i == 0 else n
-        if i > 0:  # the group's first tile follows the previous group's last
-            ops += after(previous)(done % 2, size)
-            done, todo = done + 1, todo - 1
-        ops += double_buffered(todo, size, 0, after(size), [], done % 2)
-        done, previous = done + todo, size
-    ops += body(drain((count - 1) % 2, previous)[3:])
-    return ops + [WaitFlagOp(c, d, ev + s) for s in slots for c, d, ev in frees]
 
 
 def _drain(

@@ -13,8 +13,7 @@ P V goes into L0C, out through UB to GM. The key length is cut into L0 chunks th
 fit L0A/L0B (one chunk where it fits); the whole key row must fit UB.
 
 The pipes overlap across units: a unit's body is its scores and softmax, then the
-previous unit's context (one unit late, as `cube._delayed_drains` delays a mixed
-epilogue), so the cube computes P V of one unit and the scores of the next while V
+previous unit's context (one unit late), so the cube computes P V of one unit and the scores of the next while V
 runs the softmax; every buffer between pipes is a ping-pong pair with a ready and a
 free event. A block takes `block_heads` heads of `block_tiles` query tiles each
 (all of a head's tiles where one block takes the whole head, its last the tail)."""
