@@ -32,7 +32,8 @@ def compiled(request) -> ge.Model:
 def expected(ops: list[Operation], soc: str, mixed: bool = False) -> list[tuple]:
     """(kind, pipe, cycles or key or trips, body) per op of a parsed program, costed from its fields.
     `mixed`: a cube kernel on a part with split cores, whose loads into UB are the vector
-    core's MTE2 (`program.AIV_MTE2`), as are the flags between MTE2 and V, MTE3 or FIX."""
+    core's MTE2 (`program.AIV_MTE2`), as are the flags between MTE2 and V, MTE3 or FIX,
+    and whose vector half two vector cores share (each copy and instruction at half its size)."""
 
     out: list[tuple] = []
     for op in ops:
@@ -40,13 +41,16 @@ def expected(ops: list[Operation], soc: str, mixed: bool = False) -> list[tuple]
             continue
         if isinstance(op, ak.CopyOp):
             into_ub = mixed and op.pipe == "MTE2" and op.path.split("_TO_")[1].startswith("UB")
-            out.append((RUN, PIPE[program.AIV_MTE2 if into_ub else op.pipe], costs.transfer_cycles(soc, op.path, op.int_prop("bytes"))))
+            shared = mixed and (into_ub or op.pipe == "MTE3")  # two vector cores take half each
+            nbytes = -(-op.int_prop("bytes") // 2) if shared else op.int_prop("bytes")
+            out.append((RUN, PIPE[program.AIV_MTE2 if into_ub else op.pipe], costs.transfer_cycles(soc, op.path, nbytes)))
         elif isinstance(op, ak.MmadOp):
             m, k, n = (op.int_prop(x) for x in "mkn")
             out.append((RUN, PIPE["M"], costs.mmad_cycles(soc, m, k, n, dtypes.name(op.dtype))))
         elif isinstance(op, ak.VecOp):
             instr = program.VECTOR_ALIASES.get(op.str_prop("instr"), op.str_prop("instr"))
-            out.append((RUN, PIPE["V"], costs.vector_cycles(soc, instr, op.str_prop("dtypes"), op.int_prop("elements"))))
+            elements = -(-op.int_prop("elements") // 2) if mixed else op.int_prop("elements")
+            out.append((RUN, PIPE["V"], costs.vector_cycles(soc, instr, op.str_prop("dtypes"), elements)))
         elif isinstance(op, ak.ScalarOp):
             out.append((RUN, PIPE["S"], op.int_prop("instrs") * program.SCALAR_CYCLES_PER_INSTR))
         elif isinstance(op, ak.SetFlagOp | ak.WaitFlagOp):

@@ -1,9 +1,11 @@
 """A cube kernel's vector half on a part with split cores (Ascend910B1: cube cores
-and vector cores apart): the vector core loads UB with an MTE2 of its own
-(`ge.sim.program.AIV_MTE2`), and the workspace through which FIX hands it the
+and vector cores apart, two vector cores to a cube core): the vector cores load UB
+with an MTE2 of their own (`ge.sim.program.AIV_MTE2`), issue from their own scalar
+unit and share the half's work, and the workspace through which FIX hands them the
 result tiles stays in L2 (`ge.sim.l2.L2Cache.keeps`). Checked: which queue each
-load runs on, on both kinds of part; the workspace's traffic in L2 and out of the
-GM ledger; the keep rule; the numerics against the reference interpreter."""
+load runs on, on both kinds of part; the two vector cores' shares; the separate
+issue; the workspace's traffic in L2 and out of the GM ledger; the keep rule; the
+numerics against the reference interpreter."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from ge.session import Session
-from ge.sim import program, timing
+from ge.sim import costs, program, timing
 from ge.sim.config import RunConfig
 from ge.sim.l2 import L2Cache
 from ge.sim.program import AIV_MTE2, PIPE, RUN
@@ -71,6 +73,19 @@ def test_the_vector_core_loads_ub_with_its_own_mte2() -> None:
     assert into_l1 and set(into_l1) == {PIPE["MTE2"]}
     block = timing.time_block(text.program())
     assert block.busy[PIPE[AIV_MTE2]] > 0 and block.busy[PIPE["MTE2"]] > 0
+
+
+def test_two_vector_cores_share_each_copy_and_instruction_of_the_half() -> None:
+    """Each moves or computes half (in the time of half), the bytes through GM all of it."""
+    lines = [
+        'ascend_kernel.copy "MTE2" %g -> %u, 8192 bytes : !ascend_kernel.buffer<"GM"> -> !ascend_kernel.buffer<"UB">',
+        'ascend_kernel.vec "VADD" "FP16_FP16_FP16"(%u, %u, %u) x 4096 : (!ascend_kernel.buffer<"UB">) -> ()',
+        'ascend_kernel.copy "MTE2" %g -> %l, 8192 bytes : !ascend_kernel.buffer<"GM"> -> !ascend_kernel.buffer<"L1">',
+    ]
+    load, add, panel = program.decode(lines, "Ascend910B1")
+    assert load[1] == PIPE[AIV_MTE2] and load[2] == costs.transfer_cycles("Ascend910B1", "GM_TO_UB", 4096) and load[3] == 8192
+    assert add[2] == costs.vector_cycles("Ascend910B1", "VADD", "FP16_FP16_FP16", 2048) and add[8] == 4096
+    assert panel[1] == PIPE["MTE2"] and panel[2] == costs.transfer_cycles("Ascend910B1", "GM_TO_L1", 8192)
 
 
 def test_where_the_vector_unit_is_beside_the_cube_one_mte2_loads_both() -> None:

@@ -29,6 +29,9 @@ workspace, which L2 may keep); `gm_ideal` the cycles they
 take at the path's peak rate (no latency): a kernel whose GM traffic at peak fills
 its time is memory-bound, one whose copies mostly wait on latency is not.
 `cube_blocks` are the m0 x k0 x n0 cube blocks of an mmad (one a cycle at peak).
+`ops` count the work for a roofline: 2 x m x k x n for an mmad (a multiply and an add
+per MAC), the elements of a vector instruction (one operation each); `vector_ideal`
+is the cycles a vector instruction takes at the unit's peak, one 256-byte repeat a cycle.
 
 On a part with split cores (the 910B: cube cores and vector cores apart, two vector
 cores per cube core) a cube kernel's vector half (a mixed epilogue, attention's
@@ -38,10 +41,8 @@ pair MTE2 with V, MTE3 or FIX (the workspace FIX wrote). The dialect names one M
 as the program's ops say what moves where, not on which core; the decoder tells the
 two apart by the buffer. Each half issues from its own scalar unit (`AIV_S` the
 vector core's, in the block's program order: `timing.time_block`), and the vector
-half runs on one vector core (the second one idles).
-`ops` count the work for a roofline: 2 x m x k x n for an mmad (a multiply and an add
-per MAC), the elements of a vector instruction (one operation each); `vector_ideal`
-is the cycles a vector instruction takes at the unit's peak, one 256-byte repeat a cycle.
+cores of a cube core share the vector half (`vector_cores`: each of its copies and
+instructions costs what its share does; its GM bytes stay whole).
 """
 
 from __future__ import annotations
@@ -254,7 +255,8 @@ def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str
             arg = args.get(source, -1) if src == "GM" else -1
             scratch = workspace is not None and workspace == (source if src == "GM" else dest if dst == "GM" else None)
             index = PIPE[AIV_MTE2] if dst == "UB" and pipe == "MTE2" and vector_half_apart(header) else _pipe(pipe, header)
-            return _copy(soc, index, int(nbytes), mode or "normal", src, dst, arg, scratch)
+            cores = vector_cores(header) if index in VECTOR_HALF else 1
+            return _copy(soc, index, int(nbytes), mode or "normal", src, dst, arg, scratch, cores)
         if kind == "mmad":
             m = _MMAD.match(rest)
             _check(m, header, line)
@@ -264,7 +266,7 @@ def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str
             m = _VEC.match(rest)
             _check(m, header, line)
             instr, dtypes, elements = m.groups()  # type: ignore[union-attr]
-            return _vec(soc, instr, dtypes, int(elements))
+            return _vec(soc, instr, dtypes, int(elements), vector_cores(header))
         if kind == "scalar":
             m = _SCALAR.match(rest)
             _check(m, header, line)
@@ -294,6 +296,16 @@ def vector_half_apart(header: Header) -> bool:
     return header.core_type == "AiCore" and soc_profiles.load(header.soc).split_cores
 
 
+def vector_cores(header: Header) -> int:
+    """The vector cores that share a block's vector half: where they are apart, a cube
+    core's (two on the 910B, 48 to 24: each takes half of every copy and instruction
+    of the half, as a 1:2 mixed kernel's sub-blocks do), else the one core."""
+    if not vector_half_apart(header):
+        return 1
+    profile = soc_profiles.load(header.soc)
+    return max(1, profile.vector_cores // profile.ai_cores)
+
+
 def _side(src: int, dst: int, event: int, mixed: bool) -> tuple[int, int, int]:
     """A flag's key with MTE2 taken as the vector core's where its other end is: the
     vector pipe, MTE3 (UB's store) or FIX (the cube's result in the workspace)."""
@@ -318,10 +330,11 @@ def _mmad_dtype(spelling: str, header: Header) -> str:
 
 
 @cache
-def _copy(soc_name: str, pipe: int, nbytes: int, mode: str, src: str, dst: str, arg: int, scratch: bool) -> tuple:
+def _copy(soc_name: str, pipe: int, nbytes: int, mode: str, src: str, dst: str, arg: int, scratch: bool, cores: int = 1) -> tuple:
+    """A copy; `cores` vector cores share it, each moving its part at once."""
     soc = costs.for_soc(soc_name)
     path = f"{src}_TO_{dst}" + ("_TRANS" if mode in ("nd2nz", "nz2nd") else "")
-    cycles = soc.transfer_cycles(path, nbytes)
+    cycles = soc.transfer_cycles(path, -(-nbytes // cores))
     gm = nbytes if "GM" in (src, dst) else 0
     ideal = gm / soc.transfer(path).peak_bytes_per_cycle if gm else 0.0
     read = nbytes if src == "GM" else 0
@@ -338,9 +351,10 @@ def _mmad(soc_name: str, m: int, k: int, n: int, dtype: str) -> tuple:
 
 
 @cache
-def _vec(soc_name: str, instr: str, dtypes: str, elements: int) -> tuple:
+def _vec(soc_name: str, instr: str, dtypes: str, elements: int, cores: int = 1) -> tuple:
+    """A vector instruction; `cores` vector cores share it, each computing its part at once."""
     priced = VECTOR_ALIASES.get(instr, instr)
-    cycles = costs.vector_cycles(soc_name, priced, dtypes, elements)
+    cycles = costs.vector_cycles(soc_name, priced, dtypes, -(-elements // cores))
     ideal = float(costs.default_repeat(dtypes, elements))
     return (RUN, PIPE["V"], cycles, 0, 0.0, 0.0, cycles, f"{instr} {dtypes} x{elements}", float(elements), ideal, 0, -1, 0)
 
