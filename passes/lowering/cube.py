@@ -588,6 +588,79 @@ def _align(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
+def _rates(profile: SocProfile, gemm: Gemm, cores: int, count: int = 1) -> _GmRates:
+    """`tile_gemm`'s GM rates (a matmul's, without epilogue traffic) for `count` Gemms
+    of one A: A's bytes once, each B's and each result's."""
+    kc = cube_k(profile, gemm.in_dtype)
+    a_whole = gemm.batch * gemm.a_gm_bytes(gemm.m, gemm.k, kc)
+    b_whole = count * gemm.batch * gemm.b_gm_bytes(gemm.k, gemm.n, kc)
+    working_set = a_whole + b_whole + count * gemm.batch * gemm.m * gemm.n * gemm.out_bytes
+    return _GmRates.of(profile, cores, working_set if working_set <= profile.l2_bytes else None, a_whole, b_whole)
+
+
+def gemm_cost(profile: SocProfile, gemm: Gemm, t: CubeTiling, epilogue_ub: Callable[[int, int], int], bias_table: bool) -> float:
+    """What `tile_gemm` (without epilogue traffic, on `t.block_dim` cores) costs the
+    Gemm split as `t`: its largest block's cheapest tile (`_tile_block`), in cycles."""
+    search = _Search(profile, gemm, _rates(profile, gemm, t.block_dim), epilogue_ub, bias_table, 0.0, 0.0)
+    units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
+    per = tuple(-(-u // d) for u, d in zip(units, (t.batch_dim, t.m_dim, t.n_dim)))
+    tile = _tile_block(search, per, t.block_dim, math.inf)
+    return math.inf if tile is None else tile.cost
+
+
+def tile_shared_a(profile: SocProfile, gemm: Gemm, count: int, cores: int, fits: Callable[[int, int], bool]) -> tuple[CubeTiling, float] | None:
+    """`shared_a_program`'s split (exactly `cores` blocks where one exists) and L0 tile
+    for `count` Gemms of one A, and its cost in cycles: the least, of the m0 x n0 tiles
+    that `fits` (its L1 and UB), by `_shared_cost`. None where no tile fits."""
+    kc = cube_k(profile, gemm.in_dtype)
+    kf = -(-gemm.k // kc)
+    search = _Search(profile, gemm, _rates(profile, gemm, cores, count), lambda m, n: 0, False, 0.0, 0.0)
+    units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
+    best: tuple[float, float, tuple[int, ...], int, int] | None = None
+    for per, dims in block_splits(units, cores, True).items():
+        _, mbf, nbf = per
+        for m0f in range(1, min(mbf, search.cap_a) + 1):
+            for n0f in range(1, min(nbf, search.cap_c // m0f, search.cap_b) + 1):
+                if not fits(m0f * FRACTAL, n0f * FRACTAL):
+                    continue
+                cost, pipes = _shared_cost(search, count, per, math.prod(dims), m0f, n0f)
+                if best is None or cost < best[0] - 1e-9 or (cost <= best[0] + 1e-9 and pipes < best[1]):
+                    best = (cost, pipes, dims, m0f, n0f)
+    if best is None:
+        return None
+    cost, _, (batch_dim, m_dim, n_dim), m0f, n0f = best
+    bb, mbf, nbf = (-(-u // d) for u, d in zip(units, (batch_dim, m_dim, n_dim)))
+    k0f = min(kf, search.cap_a // m0f, search.cap_b // n0f)
+    tiling = CubeTiling(batch_dim, m_dim, n_dim, bb, min(mbf * FRACTAL, gemm.m), nbf * FRACTAL, m0f * FRACTAL, n0f * FRACTAL, k0f * kc, kf * kc, True, kc)
+    return tiling, cost
+
+
+def _shared_cost(s: _Search, count: int, per: tuple[int, ...], used: int, m0f: int, n0f: int) -> tuple[float, float]:
+    """The cost of a block of `per` in `shared_a_program` with m0f x n0f tiles (and
+    the time of its pipes), as `_tile_block` costs one Gemm's: per N tile each B's
+    whole K loaded once and kept, per M tile A's whole K loaded once for the `count`
+    products (the first loads before the first mmad: A's first tile and the first B);
+    the cube, MTE1, stores and drains `count` times a Gemm's; the chip's traffic
+    with A's bytes once (`_GmRates.cycles`)."""
+    gemm, gm = s.gemm, s.gm
+    bb, mbf, nbf = per
+    k0f = min(s.kf, s.cap_a // m0f, s.cap_b // n0f)
+    nt = -(-nbf // n0f)
+    tiles = bb * -(-mbf // m0f) * nt
+    step = m0f * n0f * k0f + MMAD_OVERHEAD
+    step_mte1 = (m0f * L0A_FRACTAL_CYCLES + n0f * L0B_FRACTAL_CYCLES) * k0f
+    steps = count * tiles * -(-s.kf // k0f)
+    out_bytes = count * bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
+    last = s.gm.latency + m0f * n0f * FRACTAL * FRACTAL * (gemm.out_bytes / gm.store + s.drain)
+    stores = count * tiles * gm.latency + out_bytes / gm.store
+    vector = out_bytes / gemm.out_bytes * s.drain
+    a_loads, b_loads = tiles * s.a_reads(m0f, s.kf), count * bb * nt * s.b_tile(n0f)
+    loads = gm.load_cycles(tiles, a_loads, gemm.a_nd) + gm.load_cycles(count * bb * nt, b_loads, gemm.b_nd)
+    first = gm.load_cycles(1, s.a_first(m0f, s.kf), gemm.a_nd) + gm.load_cycles(1, s.b_tile(n0f), gemm.b_nd) + step_mte1
+    pipes = max(first + steps * max(step, step_mte1) + last, loads + step_mte1 + step + last, stores, vector)
+    return max(pipes, gm.cycles(used, a_loads, b_loads, 0.0, out_bytes)), pipes
+
+
 @dataclass(frozen=True)
 class EpiValue:
     """A value of a cube kernel's epilogue in UB: a whole tile ("tile"), one row of
@@ -789,8 +862,12 @@ def shared_a_program(
     in L1, each B loaded just before its first use, so that the later ones load while
     the cube works on the first); a tile's products with the B's take the two L0C
     accumulators in turn, each draining while the next computes, and the epilogues'
-    per-column operands are loaded once per N tile. Events: A's slots 0 and 1, B j
-    MTE2 -> MTE1 2 + j, the columns V <-> MTE2 2."""
+    per-column operands are loaded once per N tile. On a FIX part a bias goes through
+    the bias table: each B's bias loaded into L1 once per N tile, and before each
+    product into the half of the table its accumulator's (the product before last's
+    half: the move does not wait for the cube). Events: A's slots 0 and 1, B j
+    MTE2 -> MTE1 2 + j, the columns V <-> MTE2 2, the biases MTE1 <-> MTE2 5 and the
+    table's halves M <-> MTE1 2 and 3 (`shared_a_events`)."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
     count = len(bs)
     l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, gemm.k, kc))
@@ -803,6 +880,9 @@ def shared_a_program(
         {v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2 for v in e.values}
         for e in epilogues
     ]
+    biases = {j: e.bias for j, e in enumerate(epilogues) if e.bias is not None and p.fix_pipe}
+    l1_bias = {j: prog.alloc("L1", t.n0 * in_b) for j in biases}
+    table = prog.pair("BT", t.n0 * ACC_BYTES) if biases else None
     drain = "FIX" if epilogues[0].kind == "fix" else "V"
     a_mode = "nd2nz" if gemm.a_nd else "normal"
     b_mode = "nd2nz" if gemm.b_nd else "normal"
@@ -822,7 +902,11 @@ def shared_a_program(
             return body(ops)
 
         ops: Ops = [WaitFlagOp(drain, "M", cs)]
+        if table is not None and j in biases:
+            ops += [WaitFlagOp("M", "MTE1", 2 + cs), copy(p, l1_bias[j], table[cs], n * ACC_BYTES), *sync("MTE1", "M", 2 + cs)]
         ops += double_buffered(*split(gemm.k, t.k0), make, [], (count * sc + j) * steps % 2)  # the L0 steps run on across products
+        if table is not None and j in biases:
+            ops.append(SetFlagOp("M", "MTE1", 2 + cs))
         ops += sync("M", drain, cs)
         return ops + _drain(p, gemm, epilogues[j], gm, l0c[cs], cs, ub[j], cs, m, n, None, [])
 
@@ -843,7 +927,10 @@ def shared_a_program(
             held = {v: pair[0] for u in ub for v, pair in u.items()}
             ops += [*sync("V", "MTE2", 2), *(copy(p, gm[v], held[v], c.nbytes(t.m0, n)) for v, c in columns.items())]
             ops += sync("MTE2", "V", 2)
+        if biases:
+            ops += [*sync("MTE1", "MTE2", 5), *(copy(p, gm[b], l1_bias[j], n * in_b) for j, b in biases.items()), *sync("MTE2", "MTE1", 5)]
         streams = [SetFlagOp(c, d, s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
+        streams += [SetFlagOp("M", "MTE1", 2 + s) for s in ((0, 1) if biases else ())]
         frees = [(drain, "M", 0), *([("MTE3", "V", 0)] if drain == "V" else [])]
         full, size, tail = split(t.mb, t.m0)
         ops += [*streams, *(SetFlagOp(c, d, e + s) for s in (0, 1) for c, d, e in frees)]
@@ -855,8 +942,10 @@ def shared_a_program(
     return repeat(t.bb, lambda: sequence(*split(t.nb, t.n0), n_tile))
 
 
-SHARED_A_EVENTS = 5
-"""Event ids `shared_a_program` uses for three B's (B j's MTE2 -> MTE1 is 2 + j)."""
+def shared_a_events(count: int, bias_table: bool) -> int:
+    """Event ids `shared_a_program` uses for `count` B's (B j's MTE2 -> MTE1 is 2 + j;
+    the biases' MTE1 <-> MTE2 5)."""
+    return max(2 + count, 6 if bias_table else 0)
 
 
 def _delayed_drains(
