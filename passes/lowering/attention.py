@@ -23,6 +23,7 @@ from dialects.ascend_kernel import (
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
 from passes.lowering.cube import (
+    TIE,
     CubeTiling,
     Epilogue,
     EpiValue,
@@ -199,7 +200,7 @@ class Phases:
         epilogues."""
         p, g = self.profile, self.gemms[0]
         biased = any(self.bias_table(i) for i in range(3))
-        if not self.shared_input or p.event_ids < shared_a_events(3, biased) or (biased and 2 * n0 * ACC_BYTES > BIAS_TABLE_BYTES):
+        if not self.shared_input or p.event_ids < shared_a_events(biased) or (biased and 2 * n0 * ACC_BYTES > BIAS_TABLE_BYTES):
             return False
         if any(len(e.columns) != len(e.loads) for e in self.epilogues[:3]):
             return False
@@ -212,15 +213,18 @@ class Phases:
     def projections(self) -> tuple[tuple[CubeTiling, ...], bool]:
         """The projections' analytic tilings and whether they share one phase: for
         self-attention, the shared phase's tiling of least cost (`cube.tile_shared_a`)
-        where that is below the three phases' `tile_gemm` costs summed; else those."""
+        where that is at most the three phases' `tile_gemm` costs summed (the second
+        and third finding the input in L2 where it fits, as the first left it), or
+        within `TIE` of it: a bound both hit alike (a block's stores) hides what one
+        phase saves (two first loads, two reads of the input); else those three."""
         separate = tuple(self.tiling(i) for i in range(3))
         if not self.shared_input or not _sharing.get():
             return separate, False
         shared = tile_shared_a(self.profile, self.gemms[0], 3, self.block_dim, self.shared_fits)
         if shared is None:
             return separate, False
-        cost = sum(gemm_cost(self.profile, self.gemms[i], t, self.epilogue_ub(i), self.bias_table(i)) for i, t in enumerate(separate))
-        return ((shared[0],) * 3, True) if shared[1] < cost else (separate, False)
+        cost = sum(gemm_cost(self.profile, self.gemms[i], t, self.epilogue_ub(i), self.bias_table(i), i > 0) for i, t in enumerate(separate))
+        return ((shared[0],) * 3, True) if shared[1] <= cost * TIE else (separate, False)
 
     def analytic(self) -> Chosen:
         """The matmuls' tilings of `tile_gemm` (one per phase, exactly `block_dim` blocks;

@@ -588,24 +588,49 @@ def _align(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
-def _rates(profile: SocProfile, gemm: Gemm, cores: int, count: int = 1) -> _GmRates:
+def _rates(profile: SocProfile, gemm: Gemm, cores: int, count: int = 1, a_in_l2: bool = False) -> _GmRates:
     """`tile_gemm`'s GM rates (a matmul's, without epilogue traffic) for `count` Gemms
-    of one A: A's bytes once, each B's and each result's."""
+    of one A: A's bytes once, each B's and each result's. With `a_in_l2`, A's bytes
+    are L2's from the first read where the working set fits L2 (an earlier phase of
+    the kernel read them)."""
     kc = cube_k(profile, gemm.in_dtype)
     a_whole = gemm.batch * gemm.a_gm_bytes(gemm.m, gemm.k, kc)
     b_whole = count * gemm.batch * gemm.b_gm_bytes(gemm.k, gemm.n, kc)
     working_set = a_whole + b_whole + count * gemm.batch * gemm.m * gemm.n * gemm.out_bytes
-    return _GmRates.of(profile, cores, working_set if working_set <= profile.l2_bytes else None, a_whole, b_whole)
+    if working_set > profile.l2_bytes:
+        return _GmRates.of(profile, cores, None, a_whole, b_whole)
+    return _GmRates.of(profile, cores, working_set - (a_whole if a_in_l2 else 0), a_whole, b_whole)
 
 
-def gemm_cost(profile: SocProfile, gemm: Gemm, t: CubeTiling, epilogue_ub: Callable[[int, int], int], bias_table: bool) -> float:
-    """What `tile_gemm` (without epilogue traffic, on `t.block_dim` cores) costs the
-    Gemm split as `t`: its largest block's cheapest tile (`_tile_block`), in cycles."""
-    search = _Search(profile, gemm, _rates(profile, gemm, t.block_dim), epilogue_ub, bias_table, 0.0, 0.0)
+def gemm_cost(
+    profile: SocProfile, gemm: Gemm, t: CubeTiling, epilogue_ub: Callable[[int, int], int], bias_table: bool, a_in_l2: bool = False,
+) -> float:
+    """What the Gemm split as `t` costs (without epilogue traffic, on `t.block_dim`
+    cores): its largest block's cheapest tile (`_tile_block`), its pipes or its
+    traffic (`_chip`), in cycles; `a_in_l2` as in `_rates`."""
+    search = _Search(profile, gemm, _rates(profile, gemm, t.block_dim, a_in_l2=a_in_l2), epilogue_ub, bias_table, 0.0, 0.0)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
-    per = tuple(-(-u // d) for u, d in zip(units, (t.batch_dim, t.m_dim, t.n_dim)))
+    bb, mbf, nbf = per = tuple(-(-u // d) for u, d in zip(units, (t.batch_dim, t.m_dim, t.n_dim)))
     tile = _tile_block(search, per, t.block_dim, math.inf)
-    return math.inf if tile is None else tile.cost
+    if tile is None:
+        return math.inf
+    mt, nt = -(-mbf // tile.m0f), -(-nbf // tile.n0f)
+    a = bb * mt * nt * search.a_reads(tile.m0f, tile.k1f)
+    b = bb * nt * search.b_tile(tile.n0f) * (1 if tile.b_resident else mt)
+    return max(tile.pipes, _chip(search.gm, t.block_dim, a, b, bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes))
+
+
+def _chip(gm: _GmRates, used: int, a: float, b: float, stores: float) -> float:
+    """`_GmRates.cycles` with GM's bytes and L2's at once, as the simulator's two
+    ledgers serve them (`cycles` adds them, to keep the GM bytes of a tiling down):
+    what the projections' estimates compare, three phases re-reading their input
+    against one that reads it once."""
+    total = used * (a + b + stores)
+    if gm.working_set is not None:
+        hot = max(0.0, total - gm.working_set)
+    else:
+        hot = sum(used * x - whole for whole, x in ((gm.a_whole, a), (gm.b_whole, b)) if gm._reused(whole, used * x, total))
+    return max((total - hot) / gm.chip, hot / gm.l2, (a + b) / gm.load, stores / gm.store)
 
 
 def tile_shared_a(profile: SocProfile, gemm: Gemm, count: int, cores: int, fits: Callable[[int, int], bool]) -> tuple[CubeTiling, float] | None:
@@ -639,9 +664,10 @@ def _shared_cost(s: _Search, count: int, per: tuple[int, ...], used: int, m0f: i
     """The cost of a block of `per` in `shared_a_program` with m0f x n0f tiles (and
     the time of its pipes), as `_tile_block` costs one Gemm's: per N tile each B's
     whole K loaded once and kept, per M tile A's whole K loaded once for the `count`
-    products (the first loads before the first mmad: A's first tile and the first B);
-    the cube, MTE1, stores and drains `count` times a Gemm's; the chip's traffic
-    with A's bytes once (`_GmRates.cycles`)."""
+    products; the cube, MTE1, stores and drains `count` times a Gemm's; the chip's
+    traffic with A's bytes once (`_chip`). The first loads are paid per N
+    tile (A's first tile and every B: an N tile's B's load into the buffers the
+    previous one used, after it, and the first tile's products wait for them in turn)."""
     gemm, gm = s.gemm, s.gm
     bb, mbf, nbf = per
     k0f = min(s.kf, s.cap_a // m0f, s.cap_b // n0f)
@@ -656,9 +682,9 @@ def _shared_cost(s: _Search, count: int, per: tuple[int, ...], used: int, m0f: i
     vector = out_bytes / gemm.out_bytes * s.drain
     a_loads, b_loads = tiles * s.a_reads(m0f, s.kf), count * bb * nt * s.b_tile(n0f)
     loads = gm.load_cycles(tiles, a_loads, gemm.a_nd) + gm.load_cycles(count * bb * nt, b_loads, gemm.b_nd)
-    first = gm.load_cycles(1, s.a_first(m0f, s.kf), gemm.a_nd) + gm.load_cycles(1, s.b_tile(n0f), gemm.b_nd) + step_mte1
-    pipes = max(first + steps * max(step, step_mte1) + last, loads + step_mte1 + step + last, stores, vector)
-    return max(pipes, gm.cycles(used, a_loads, b_loads, 0.0, out_bytes)), pipes
+    first = gm.load_cycles(1, s.a_first(m0f, s.kf), gemm.a_nd) + gm.load_cycles(count, count * s.b_tile(n0f), gemm.b_nd) + step_mte1
+    pipes = max(bb * nt * first + steps * max(step, step_mte1) + last, loads + step_mte1 + step + last, stores, vector)
+    return max(pipes, _chip(gm, used, a_loads, b_loads, out_bytes)), pipes
 
 
 @dataclass(frozen=True)
@@ -866,8 +892,9 @@ def shared_a_program(
     the bias table: each B's bias loaded into L1 once per N tile, and before each
     product into the half of the table its accumulator's (the product before last's
     half: the move does not wait for the cube). Events: A's slots 0 and 1, B j
-    MTE2 -> MTE1 2 + j, the columns V <-> MTE2 2, the biases MTE1 <-> MTE2 5 and the
-    table's halves M <-> MTE1 2 and 3 (`shared_a_events`)."""
+    MTE2 -> MTE1 2 + j (where the part has too few ids, the last B's share the last
+    one and load together before the first of them), the columns V <-> MTE2 2, the
+    biases MTE1 <-> MTE2 5 and the table's halves M <-> MTE1 2 and 3 (`shared_a_events`)."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
     count = len(bs)
     l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, gemm.k, kc))
@@ -887,6 +914,7 @@ def shared_a_program(
     a_mode = "nd2nz" if gemm.a_nd else "normal"
     b_mode = "nd2nz" if gemm.b_nd else "normal"
     steps = iterations(*split(gemm.k, t.k0))
+    b_events = [2 + min(j, p.event_ids - 3) for j in range(count)]
 
     def product(sc: int, j: int, m: int, n: int) -> Ops:
         """Tile `sc`'s product with B j into accumulator (sc + j) % 2, then its drain."""
@@ -913,9 +941,10 @@ def shared_a_program(
     def tile(n: int, first: bool) -> Callable[[int, int], Ops]:
         def make(sc: int, m: int) -> Ops:
             ops: Ops = [WaitFlagOp("MTE1", "MTE2", sc), copy(p, a, l1_a[sc], gemm.a_gm_bytes(m, gemm.k, kc), a_mode), *sync("MTE2", "MTE1", sc)]
-            for j, b in enumerate(bs):
-                if first:
-                    ops += [copy(p, b, l1_b[j], gemm.b_gm_bytes(gemm.k, n, kc), b_mode), *sync("MTE2", "MTE1", 2 + j)]
+            for j in range(count):
+                if first and (j == 0 or b_events[j] != b_events[j - 1]):  # the B's of one event load together
+                    group = [i for i in range(count) if b_events[i] == b_events[j]]
+                    ops += [*(copy(p, bs[i], l1_b[i], gemm.b_gm_bytes(gemm.k, n, kc), b_mode) for i in group), *sync("MTE2", "MTE1", b_events[j])]
                 ops += product(sc, j, m, n)
             return body(ops + [SetFlagOp("MTE1", "MTE2", sc)])
 
@@ -942,10 +971,10 @@ def shared_a_program(
     return repeat(t.bb, lambda: sequence(*split(t.nb, t.n0), n_tile))
 
 
-def shared_a_events(count: int, bias_table: bool) -> int:
-    """Event ids `shared_a_program` uses for `count` B's (B j's MTE2 -> MTE1 is 2 + j;
-    the biases' MTE1 <-> MTE2 5)."""
-    return max(2 + count, 6 if bias_table else 0)
+def shared_a_events(bias_table: bool) -> int:
+    """The fewest event ids `shared_a_program` runs with: A's two slots and one for the
+    B's; with the bias table, the biases' MTE1 <-> MTE2 5."""
+    return 6 if bias_table else 3
 
 
 def _delayed_drains(
