@@ -23,10 +23,12 @@ from ge.sim.config import RunConfig
 from passes.lower_to_kernel import scope_of_kernel
 from passes.lowering import space
 from passes.lowering.attention import attention_phases, separate_projections
-from passes.lowering.cube import gemm_cost, tile_shared_a
+from passes.lowering.cube import TIE, gemm_cost, tile_shared_a
 
 F = TensorProto.FLOAT
 SOCS = ("Ascend310P3", "Ascend910B1")
+ALL_SOCS = ("Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1")
+"""The 310 and 910A have 4 event ids: the last two B's of the shared phase share one."""
 
 
 def attention_model(b: int, sq: int, heads: int, d: int, *, bias: bool, sk: int = 0, seed: int = 0) -> tuple[onnx.ModelProto, dict]:
@@ -154,8 +156,8 @@ def test_a_shape_whose_estimate_favours_three_phases_keeps_them():
     ph = attention_phases(profile, scope_of_kernel(kernel).ops[0], profile.ai_cores)
     found = tile_shared_a(profile, ph.gemms[0], 3, ph.block_dim, ph.shared_fits)
     assert found is not None
-    separate = sum(gemm_cost(profile, ph.gemms[i], ph.tiling(i), ph.epilogue_ub(i), ph.bias_table(i)) for i in range(3))
-    assert found[1] >= separate
+    separate = sum(gemm_cost(profile, ph.gemms[i], ph.tiling(i), ph.epilogue_ub(i), ph.bias_table(i), i > 0) for i in range(3))
+    assert found[1] > separate * TIE
 
 
 def test_the_tuner_describes_and_times_the_shared_plan():
@@ -189,9 +191,9 @@ def test_flash_kernels_record_the_shared_projections():
 
 
 @pytest.mark.slow
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    soc=st.sampled_from(SOCS),
+    soc=st.sampled_from(ALL_SOCS),
     b=st.integers(1, 3),
     s=st.sampled_from([1, 7, 16, 40, 77, 128]),
     heads=st.integers(1, 4),
