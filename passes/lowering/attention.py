@@ -127,19 +127,19 @@ def softmax_phase(prog: Program, gm: dict[Hashable, SSAValue], spec: Softmax) ->
 
 # ------------------------------------------------------------ the phases' tiling
 
-_sharing: ContextVar[bool] = ContextVar("qkv_sharing", default=True)
+_forced: ContextVar[bool | None] = ContextVar("qkv_shared_forced", default=None)
 
 
 @contextmanager
-def separate_projections() -> Iterator[None]:
-    """Plan self-attention's projections as three phases whatever sharing would gain:
-    the plan before `Phases.projections` could share them, kept to measure what
-    sharing gains (`benchmarks/qkv_shared.py`)."""
-    token = _sharing.set(False)
+def forced_projections(shared: bool) -> Iterator[None]:
+    """Plan self-attention's projections as one phase (where its tiles fit) or as three,
+    whatever `Phases.projections`' estimate says: to measure what sharing gains and how
+    close the estimate comes (`benchmarks/qkv_shared.py`)."""
+    token = _forced.set(shared)
     try:
         yield
     finally:
-        _sharing.reset(token)
+        _forced.reset(token)
 
 
 MHA_PHASES = ("q_", "k_", "v_", "score_", "context_")
@@ -218,13 +218,19 @@ class Phases:
         within `TIE` of it: a bound both hit alike (a block's stores) hides what one
         phase saves (two first loads, two reads of the input); else those three."""
         separate = tuple(self.tiling(i) for i in range(3))
-        if not self.shared_input or not _sharing.get():
+        forced = _forced.get()
+        if not self.shared_input or forced is False:
             return separate, False
         shared = tile_shared_a(self.profile, self.gemms[0], 3, self.block_dim, self.shared_fits)
         if shared is None:
             return separate, False
-        cost = sum(gemm_cost(self.profile, self.gemms[i], t, self.epilogue_ub(i), self.bias_table(i), i > 0) for i, t in enumerate(separate))
-        return ((shared[0],) * 3, True) if shared[1] <= cost * TIE else (separate, False)
+        if forced or shared[1] <= self.separate_cost(separate) * TIE:
+            return (shared[0],) * 3, True
+        return separate, False
+
+    def separate_cost(self, tilings: Sequence[CubeTiling]) -> float:
+        """The estimate (cycles) `projections` weighs the three projection phases by."""
+        return sum(gemm_cost(self.profile, self.gemms[i], t, self.epilogue_ub(i), self.bias_table(i), i > 0) for i, t in enumerate(tilings))
 
     def analytic(self) -> Chosen:
         """The matmuls' tilings of `tile_gemm` (one per phase, exactly `block_dim` blocks;
