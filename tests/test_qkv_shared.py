@@ -178,6 +178,9 @@ def test_the_tuner_describes_and_times_the_shared_plan():
     assert seed == sp.analytic() and seed[space.SHARED] == 1 and sp.legal(seed)
     assert sp.chosen(seed) == sp.phases.analytic()
     assert {k: v for k, v in seed.items() if k != space.SHARED} in sp.neighbours(seed)
+    drawn = [t for _, t in zip(range(60), sp.candidates())]
+    assert all(sp.legal(t) for t in drawn)
+    assert any(sp.part(t, 0) != sp.part(t, 1) for t in drawn)  # a projection's own tilings are drawn too, the three apart
 
 
 def test_flash_kernels_record_the_shared_projections():

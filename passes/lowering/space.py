@@ -346,10 +346,17 @@ class AttentionSpace:
         return sorted((r for r in {-(-rows // n) for n in range(1, VECTOR_TILE_COUNTS + 1)} if self.phases.softmax_fits(r)), reverse=True)
 
     def candidates(self) -> Iterator[Tiling]:
-        """The analytic tiling with one part changed: each phase's candidates and each
-        softmax tile size, taken in turn across the phases."""
+        """The analytic tiling with one part changed: each phase's candidates (a
+        projection's with the projections apart) and each softmax tile size, taken in
+        turn across the phases."""
         base = self.analytic()
-        streams: list[Iterator[Tiling]] = [(self.joined(base, i, c) for c in s.candidates()) for i, s in enumerate(self.spaces)]
+        apart = {k: v for k, v in base.items() if k != SHARED}
+
+        def phase(i: int) -> Iterator[Tiling]:  # a function: each stream keeps its own i
+            onto = apart if self.phases.prefixes[i] in MHA_PHASES[:3] else base
+            return (self.joined(onto, i, c) for c in self.spaces[i].candidates())
+
+        streams: list[Iterator[Tiling]] = [phase(i) for i in range(len(self.spaces))]
         streams.append({**base, SOFTMAX: r} for r in self.tile_rows())
         while streams:
             for stream in list(streams):
