@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from dialects import ascend_kernel as ak
+from ge.aoe import Budget, tune
 from ge.aoe.search import seed_of
 from ge.core import soc as socs
 from ge.sim.config import RunConfig
@@ -181,6 +182,18 @@ def test_the_tuner_describes_and_times_the_shared_plan():
     drawn = [t for _, t in zip(range(60), sp.candidates())]
     assert all(sp.legal(t) for t in drawn)
     assert any(sp.part(t, 0) != sp.part(t, 1) for t in drawn)  # a projection's own tilings are drawn too, the three apart
+
+
+def test_ge_aoe_tunes_a_kernel_whose_analytic_plan_shares(tmp_path):
+    """Operator tuning takes the shared plan as its seed and ends no slower than it."""
+    model, _ = attention_model(2, 40, 2, 32, bias=True)
+    path = tmp_path / "attention.onnx"
+    onnx.save(model, path)
+    (tmp_path / "bank").mkdir()
+    report = tune(path, "Ascend910B1", backend="inprocess", budget=Budget(candidates=30), bank_root=str(tmp_path / "bank"))
+    (row,) = [r for r in report.kernels if r.kind == "attention"]
+    assert row.analytic_tiling is not None and row.analytic_tiling[space.SHARED] == 1
+    assert row.tuned_cycles <= row.analytic_cycles and report.after_us <= report.before_us * (1 + 1e-9)
 
 
 def test_flash_kernels_record_the_shared_projections():
