@@ -163,7 +163,7 @@ def test_a_shape_whose_estimate_favours_three_phases_keeps_them():
     assert shared(forced) and forced.parameters["q_m0"] == found[0].m0 and forced.parameters["q_n0"] == found[0].n0
 
 
-def test_the_tuner_describes_and_times_the_shared_plan():
+def test_the_tuning_space_describes_the_shared_plan():
     """The 910B1's phased kernel: its analytic tiling, qkv_shared included, is its
     seed in the tuning space, legal, and builds the analytic kernel; the three
     projections apart are one move away."""

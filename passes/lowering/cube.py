@@ -892,8 +892,8 @@ def shared_a_program(
     the bias table: each B's bias loaded into L1 once per N tile, and before each
     product into the half of the table its accumulator's (the product before last's
     half: the move does not wait for the cube). Events: A's slots 0 and 1, B j
-    MTE2 -> MTE1 2 + j (where the part has too few ids, the last B's share the last
-    one and load together before the first of them), the columns V <-> MTE2 2, the
+    MTE2 -> MTE1 2 + j (where the part has too few ids, or 5 is the biases', the last
+    B's share the last one and load together before the first of them), the columns V <-> MTE2 2, the
     biases MTE1 <-> MTE2 5 and the table's halves M <-> MTE1 2 and 3 (`shared_a_events`)."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
     count = len(bs)
@@ -914,7 +914,7 @@ def shared_a_program(
     a_mode = "nd2nz" if gemm.a_nd else "normal"
     b_mode = "nd2nz" if gemm.b_nd else "normal"
     steps = iterations(*split(gemm.k, t.k0))
-    b_events = [2 + min(j, p.event_ids - 3) for j in range(count)]
+    b_events = [min(2 + j, 4 if biases else p.event_ids - 1) for j in range(count)]
 
     def product(sc: int, j: int, m: int, n: int) -> Ops:
         """Tile `sc`'s product with B j into accumulator (sc + j) % 2, then its drain."""
