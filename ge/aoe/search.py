@@ -27,6 +27,7 @@ from ge.distributed import Backend
 from passes.lowering.program import FRACTAL
 from passes.lowering.space import (
     CUBE_KEYS,
+    SHARED,
     SOFTMAX,
     AttentionSpace,
     CubeSpace,
@@ -234,7 +235,9 @@ def seed_of(space: Space, tiling: Mapping[str, int], block_dim: int) -> Tiling |
         return {k: int(tiling[k]) for k in CUBE_KEYS} if all(k in tiling for k in CUBE_KEYS) else None
     if isinstance(space, AttentionSpace):
         keys = [p + k for p in space.phases.prefixes for k in CUBE_KEYS] + [SOFTMAX]
-        return {k: int(tiling[k]) for k in keys} if all(k in tiling for k in keys) else None
+        if not all(k in tiling for k in keys):
+            return None
+        return {k: int(tiling[k]) for k in keys} | ({SHARED: 1} if tiling.get(SHARED) else {})
     if "tile_rows" not in tiling:
         return None
     return {"block_dim": block_dim, "tile_rows": int(tiling["tile_rows"])}

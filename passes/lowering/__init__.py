@@ -69,7 +69,9 @@ the time loop: the input projection of every step, then per step the product of
 h_{t-1} on the cube and the gate activations on the vector unit, the blocks
 meeting at `sync_all` (`recurrent`).
 
-MultiHeadAttention is one kernel: the Q/K/V projections, then, where the vector
+MultiHeadAttention is one kernel: the Q/K/V projections (for self-attention, where
+the tiling's estimate says so, one phase that loads each tile of the input once for
+the three weights: `attention.Phases.projections`), then, where the vector
 unit sits beside the cube and a row of scores fits the core, one flash phase
 (`flash`: per (head, query tile), scores, softmax and context in L0C, UB and L1,
 the context one unit late); elsewhere the scores per head, softmax and the

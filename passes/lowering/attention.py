@@ -3,7 +3,9 @@ a softmax) joined by `sync_all`, with the intermediates in the workspace."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from xdsl.ir import Attribute, SSAValue
@@ -11,6 +13,7 @@ from xdsl.ir import Attribute, SSAValue
 from dialects import ascend_graph as ag
 from dialects import formats
 from dialects.ascend_kernel import (
+    BIAS_TABLE_BYTES,
     LoopOp,
     ScalarOp,
     SetFlagOp,
@@ -20,13 +23,18 @@ from dialects.ascend_kernel import (
 from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
 from passes.lowering.cube import (
+    TIE,
     CubeTiling,
     Epilogue,
     EpiValue,
     Gemm,
+    cube_k,
     cube_program,
+    gemm_cost,
+    shared_a_events,
     shared_a_program,
     tile_gemm,
+    tile_shared_a,
 )
 from passes.lowering.flash import Flash, FlashTiling, flash_phase, flash_tiling
 from passes.lowering.program import (
@@ -119,6 +127,21 @@ def softmax_phase(prog: Program, gm: dict[Hashable, SSAValue], spec: Softmax) ->
 
 # ------------------------------------------------------------ the phases' tiling
 
+_forced: ContextVar[bool | None] = ContextVar("qkv_shared_forced", default=None)
+
+
+@contextmanager
+def forced_projections(shared: bool) -> Iterator[None]:
+    """Plan self-attention's projections as one phase (where its tiles fit) or as three,
+    whatever `Phases.projections`' estimate says: to measure what sharing gains and how
+    close the estimate comes (`benchmarks/qkv_shared.py`)."""
+    token = _forced.set(shared)
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
 MHA_PHASES = ("q_", "k_", "v_", "score_", "context_")
 FIA_PHASES = ("score_", "context_")
 """The prefixes of the matmul phases' tiling parameters, in program order."""
@@ -169,12 +192,53 @@ class Phases:
         """Matmul `i`'s analytic tiling (`tile_gemm`, exactly `block_dim` blocks)."""
         return tile_gemm(self.profile, self.gemms[i], self.block_dim, self.epilogue_ub(i), self.bias_table(i), exact=True)
 
+    def shared_fits(self, m0: int, n0: int) -> bool:
+        """True when `shared_a_program` can run the projections with m0 x n0 tiles: the
+        event ids it needs, epilogues loading per-column operands only, each bias
+        table half an n0 tile of float32 bias, and in L1 (beside the bias table) two A
+        tiles of the whole K, the three B tiles and their biases, in UB the three
+        epilogues."""
+        p, g = self.profile, self.gemms[0]
+        biased = any(self.bias_table(i) for i in range(3))
+        if not self.shared_input or p.event_ids < shared_a_events(biased) or (biased and 2 * n0 * ACC_BYTES > BIAS_TABLE_BYTES):
+            return False
+        if any(len(e.columns) != len(e.loads) for e in self.epilogues[:3]):
+            return False
+        kc = cube_k(p, g.in_dtype)
+        b = aligned(p, "L1", -(-g.k // kc) * kc * n0 * g.in_bytes) + (aligned(p, "L1", n0 * g.in_bytes) if biased else 0)
+        l1 = 2 * aligned(p, "L1", g.a_l1_bytes(m0, g.k, kc)) + 3 * b
+        ub = sum(e.ub_bytes(p, m0, n0) for e in self.epilogues[:3])
+        return l1 <= p.l1_bytes - (BIAS_TABLE_BYTES if biased else 0) and ub <= p.ub_bytes
+
+    def projections(self) -> tuple[tuple[CubeTiling, ...], bool]:
+        """The projections' analytic tilings and whether they share one phase: for
+        self-attention, the shared phase's tiling of least cost (`cube.tile_shared_a`)
+        where that is at most the three phases' `tile_gemm` costs summed (the second
+        and third finding the input in L2 where it fits, as the first left it), or
+        within `TIE` of it: a bound both hit alike (a block's stores) hides what one
+        phase saves (two first loads, two reads of the input); else those three."""
+        separate = tuple(self.tiling(i) for i in range(3))
+        forced = _forced.get()
+        if not self.shared_input or forced is False:
+            return separate, False
+        shared = tile_shared_a(self.profile, self.gemms[0], 3, self.block_dim, self.shared_fits)
+        if shared is None:
+            return separate, False
+        if forced or shared[1] <= self.separate_cost(separate) * TIE:
+            return (shared[0],) * 3, True
+        return separate, False
+
+    def separate_cost(self, tilings: Sequence[CubeTiling]) -> float:
+        """The estimate (cycles) `projections` weighs the three projection phases by."""
+        return sum(gemm_cost(self.profile, self.gemms[i], t, self.epilogue_ub(i), self.bias_table(i), i > 0) for i, t in enumerate(tilings))
+
     def analytic(self) -> Chosen:
-        """The matmuls' tilings of `tile_gemm` (one per phase, exactly `block_dim` blocks),
-        the most softmax rows that fit, each projection its own phase."""
-        tilings = tuple(self.tiling(i) for i in range(len(self.gemms)))
+        """The matmuls' tilings of `tile_gemm` (one per phase, exactly `block_dim` blocks;
+        the projections shared where `projections` says), the most softmax rows that fit."""
+        projections, shared = self.projections() if self.prefixes == MHA_PHASES else ((), False)
+        tilings = projections + tuple(self.tiling(i) for i in range(len(projections), len(self.gemms)))
         tile_rows = softmax_tile_rows(self.profile, self.op, self.row, self.dtype, self.block_rows, self.mask_elements, self.mask_bytes)
-        return tilings, tile_rows, False
+        return tilings, tile_rows, shared
 
     def params(self, chosen: Chosen) -> dict[str, int]:
         """The kernel's `tiling` attribute."""
@@ -281,7 +345,8 @@ def attention_plan(
     mask = op.operands[-1] if len(op.operands) in (7, 10) else None
     in_b = max(1, formats.element_bits(ph.dtype) // 8)
     if chosen is None and flash is not None:  # only the projections are matmul phases
-        chosen = tuple(ph.tiling(i) for i in range(3)), 0, False
+        projections, shared = ph.projections()
+        chosen = projections, 0, shared
     tilings, tile_rows, shared = chosen or ph.analytic()
     workspace = (b * sq * e + b * sk * (e + ev) + (0 if flash is not None else 2 * ph.rows * sk)) * in_b
 
@@ -310,8 +375,8 @@ def attention_plan(
         ]
 
     params = ph.params((tilings, tile_rows, shared))
-    if flash is not None:  # the projections' tilings, then the flash phase's
-        params = {k: v for k, v in params.items() if k.startswith(MHA_PHASES[:3])} | {"heads": ph.heads, **flash.params()}
+    if flash is not None:  # the projections' tilings (shared or not), then the flash phase's
+        params = {k: v for k, v in params.items() if k.startswith((*MHA_PHASES[:3], "qkv_shared"))} | {"heads": ph.heads, **flash.params()}
     return Plan(ph.block_dim, "AiCore", params, workspace, program)
 
 

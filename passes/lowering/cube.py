@@ -597,6 +597,105 @@ def _align(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
+def _rates(profile: SocProfile, gemm: Gemm, cores: int, count: int = 1, a_in_l2: bool = False) -> _GmRates:
+    """`tile_gemm`'s GM rates (a matmul's, without epilogue traffic) for `count` Gemms
+    of one A: A's bytes once, each B's and each result's. With `a_in_l2`, A's bytes
+    are L2's from the first read where the working set fits L2 (an earlier phase of
+    the kernel read them)."""
+    kc = cube_k(profile, gemm.in_dtype)
+    a_whole = gemm.batch * gemm.a_gm_bytes(gemm.m, gemm.k, kc)
+    b_whole = count * gemm.batch * gemm.b_gm_bytes(gemm.k, gemm.n, kc)
+    working_set = a_whole + b_whole + count * gemm.batch * gemm.m * gemm.n * gemm.out_bytes
+    if working_set > profile.l2_bytes:
+        return _GmRates.of(profile, cores, None, a_whole, b_whole)
+    return _GmRates.of(profile, cores, working_set - (a_whole if a_in_l2 else 0), a_whole, b_whole)
+
+
+def gemm_cost(
+    profile: SocProfile, gemm: Gemm, t: CubeTiling, epilogue_ub: Callable[[int, int], int], bias_table: bool, a_in_l2: bool = False,
+) -> float:
+    """What the Gemm split as `t` costs (without epilogue traffic, on `t.block_dim`
+    cores): its largest block's cheapest tile (`_tile_block`), its pipes or its
+    traffic (`_chip`), in cycles; `a_in_l2` as in `_rates`."""
+    search = _Search(profile, gemm, _rates(profile, gemm, t.block_dim, a_in_l2=a_in_l2), epilogue_ub, bias_table, 0.0, 0.0)
+    units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
+    bb, mbf, nbf = per = tuple(-(-u // d) for u, d in zip(units, (t.batch_dim, t.m_dim, t.n_dim)))
+    tile = _tile_block(search, per, t.block_dim, math.inf)
+    if tile is None:
+        return math.inf
+    mt, nt = -(-mbf // tile.m0f), -(-nbf // tile.n0f)
+    a = bb * mt * nt * search.a_reads(tile.m0f, tile.k1f)
+    b = bb * nt * search.b_tile(tile.n0f) * (1 if tile.b_resident else mt)
+    return max(tile.pipes, _chip(search.gm, t.block_dim, a, b, bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes))
+
+
+def _chip(gm: _GmRates, used: int, a: float, b: float, stores: float) -> float:
+    """`_GmRates.cycles` with GM's bytes and L2's at once, as the simulator's two
+    ledgers serve them (`cycles` adds them, to keep the GM bytes of a tiling down):
+    what the projections' estimates compare, three phases re-reading their input
+    against one that reads it once."""
+    total = used * (a + b + stores)
+    if gm.working_set is not None:
+        hot = max(0.0, total - gm.working_set)
+    else:
+        hot = sum(used * x - whole for whole, x in ((gm.a_whole, a), (gm.b_whole, b)) if gm._reused(whole, used * x, total))
+    return max((total - hot) / gm.chip, hot / gm.l2, (a + b) / gm.load, stores / gm.store)
+
+
+def tile_shared_a(profile: SocProfile, gemm: Gemm, count: int, cores: int, fits: Callable[[int, int], bool]) -> tuple[CubeTiling, float] | None:
+    """`shared_a_program`'s split (exactly `cores` blocks where one exists) and L0 tile
+    for `count` Gemms of one A, and its cost in cycles: the least, of the m0 x n0 tiles
+    that `fits` (its L1 and UB), by `_shared_cost`. None where no tile fits."""
+    kc = cube_k(profile, gemm.in_dtype)
+    kf = -(-gemm.k // kc)
+    search = _Search(profile, gemm, _rates(profile, gemm, cores, count), lambda m, n: 0, False, 0.0, 0.0)
+    units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
+    best: tuple[float, float, tuple[int, ...], int, int] | None = None
+    for per, dims in block_splits(units, cores, True).items():
+        _, mbf, nbf = per
+        for m0f in range(1, min(mbf, search.cap_a) + 1):
+            for n0f in range(1, min(nbf, search.cap_c // m0f, search.cap_b) + 1):
+                if not fits(m0f * FRACTAL, n0f * FRACTAL):
+                    continue
+                cost, pipes = _shared_cost(search, count, per, math.prod(dims), m0f, n0f)
+                if best is None or cost < best[0] - 1e-9 or (cost <= best[0] + 1e-9 and pipes < best[1]):
+                    best = (cost, pipes, dims, m0f, n0f)
+    if best is None:
+        return None
+    cost, _, (batch_dim, m_dim, n_dim), m0f, n0f = best
+    bb, mbf, nbf = (-(-u // d) for u, d in zip(units, (batch_dim, m_dim, n_dim)))
+    k0f = min(kf, search.cap_a // m0f, search.cap_b // n0f)
+    tiling = CubeTiling(batch_dim, m_dim, n_dim, bb, min(mbf * FRACTAL, gemm.m), nbf * FRACTAL, m0f * FRACTAL, n0f * FRACTAL, k0f * kc, kf * kc, True, kc)
+    return tiling, cost
+
+
+def _shared_cost(s: _Search, count: int, per: tuple[int, ...], used: int, m0f: int, n0f: int) -> tuple[float, float]:
+    """The cost of a block of `per` in `shared_a_program` with m0f x n0f tiles (and
+    the time of its pipes), as `_tile_block` costs one Gemm's: per N tile each B's
+    whole K loaded once and kept, per M tile A's whole K loaded once for the `count`
+    products; the cube, MTE1, stores and drains `count` times a Gemm's; the chip's
+    traffic with A's bytes once (`_chip`). The first loads are paid per N
+    tile (A's first tile and every B: an N tile's B's load into the buffers the
+    previous one used, after it, and the first tile's products wait for them in turn)."""
+    gemm, gm = s.gemm, s.gm
+    bb, mbf, nbf = per
+    k0f = min(s.kf, s.cap_a // m0f, s.cap_b // n0f)
+    nt = -(-nbf // n0f)
+    tiles = bb * -(-mbf // m0f) * nt
+    step = m0f * n0f * k0f + MMAD_OVERHEAD
+    step_mte1 = (m0f * L0A_FRACTAL_CYCLES + n0f * L0B_FRACTAL_CYCLES) * k0f
+    steps = count * tiles * -(-s.kf // k0f)
+    out_bytes = count * bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
+    last = s.gm.latency + m0f * n0f * FRACTAL * FRACTAL * (gemm.out_bytes / gm.store + s.drain)
+    stores = count * tiles * gm.latency + out_bytes / gm.store
+    vector = out_bytes / gemm.out_bytes * s.drain
+    a_loads, b_loads = tiles * s.a_reads(m0f, s.kf), count * bb * nt * s.b_tile(n0f)
+    loads = gm.load_cycles(tiles, a_loads, gemm.a_nd) + gm.load_cycles(count * bb * nt, b_loads, gemm.b_nd)
+    first = gm.load_cycles(1, s.a_first(m0f, s.kf), gemm.a_nd) + gm.load_cycles(count, count * s.b_tile(n0f), gemm.b_nd) + step_mte1
+    pipes = max(bb * nt * first + steps * max(step, step_mte1) + last, loads + step_mte1 + step + last, stores, vector)
+    return max(pipes, _chip(gm, used, a_loads, b_loads, out_bytes)), pipes
+
+
 @dataclass(frozen=True)
 class EpiValue:
     """A value of a cube kernel's epilogue in UB: a whole tile ("tile"), one row of
@@ -794,8 +893,13 @@ def shared_a_program(
     in L1, each B loaded just before its first use, so that the later ones load while
     the cube works on the first); a tile's products with the B's take the two L0C
     accumulators in turn, each draining while the next computes, and the epilogues'
-    per-column operands are loaded once per N tile. Events: A's slots 0 and 1, B j
-    MTE2 -> MTE1 2 + j, the columns V <-> MTE2 2."""
+    per-column operands are loaded once per N tile. On a FIX part a bias goes through
+    the bias table: each B's bias loaded into L1 once per N tile, and before each
+    product into the half of the table its accumulator's (the product before last's
+    half: the move does not wait for the cube). Events: A's slots 0 and 1, B j
+    MTE2 -> MTE1 2 + j (where the part has too few ids, or 5 is the biases', the last
+    B's share the last one and load together before the first of them), the columns V <-> MTE2 2, the
+    biases MTE1 <-> MTE2 5 and the table's halves M <-> MTE1 2 and 3 (`shared_a_events`)."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
     count = len(bs)
     l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, gemm.k, kc))
@@ -808,10 +912,14 @@ def shared_a_program(
         {v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2 for v in e.values}
         for e in epilogues
     ]
+    biases = {j: e.bias for j, e in enumerate(epilogues) if e.bias is not None and p.fix_pipe}
+    l1_bias = {j: prog.alloc("L1", t.n0 * in_b) for j in biases}
+    table = prog.pair("BT", t.n0 * ACC_BYTES) if biases else None
     drain = "FIX" if epilogues[0].kind == "fix" else "V"
     a_mode = "nd2nz" if gemm.a_nd else "normal"
     b_mode = "nd2nz" if gemm.b_nd else "normal"
     steps = iterations(*split(gemm.k, t.k0))
+    b_events = [min(2 + j, 4 if biases else p.event_ids - 1) for j in range(count)]
 
     def product(sc: int, j: int, m: int, n: int) -> Ops:
         """Tile `sc`'s product with B j into accumulator (sc + j) % 2, then its drain."""
@@ -827,16 +935,21 @@ def shared_a_program(
             return body(ops)
 
         ops: Ops = [WaitFlagOp(drain, "M", cs)]
+        if table is not None and j in biases:
+            ops += [WaitFlagOp("M", "MTE1", 2 + cs), copy(p, l1_bias[j], table[cs], n * ACC_BYTES), *sync("MTE1", "M", 2 + cs)]
         ops += double_buffered(*split(gemm.k, t.k0), make, [], (count * sc + j) * steps % 2)  # the L0 steps run on across products
+        if table is not None and j in biases:
+            ops.append(SetFlagOp("M", "MTE1", 2 + cs))
         ops += sync("M", drain, cs)
         return ops + _drain(p, gemm, epilogues[j], gm, l0c[cs], cs, ub[j], cs, m, n, None, [])
 
     def tile(n: int, first: bool) -> Callable[[int, int], Ops]:
         def make(sc: int, m: int) -> Ops:
             ops: Ops = [WaitFlagOp("MTE1", "MTE2", sc), copy(p, a, l1_a[sc], gemm.a_gm_bytes(m, gemm.k, kc), a_mode), *sync("MTE2", "MTE1", sc)]
-            for j, b in enumerate(bs):
-                if first:
-                    ops += [copy(p, b, l1_b[j], gemm.b_gm_bytes(gemm.k, n, kc), b_mode), *sync("MTE2", "MTE1", 2 + j)]
+            for j in range(count):
+                if first and (j == 0 or b_events[j] != b_events[j - 1]):  # the B's of one event load together
+                    group = [i for i in range(count) if b_events[i] == b_events[j]]
+                    ops += [*(copy(p, bs[i], l1_b[i], gemm.b_gm_bytes(gemm.k, n, kc), b_mode) for i in group), *sync("MTE2", "MTE1", b_events[j])]
                 ops += product(sc, j, m, n)
             return body(ops + [SetFlagOp("MTE1", "MTE2", sc)])
 
@@ -848,7 +961,10 @@ def shared_a_program(
             held = {v: pair[0] for u in ub for v, pair in u.items()}
             ops += [*sync("V", "MTE2", 2), *(copy(p, gm[v], held[v], c.nbytes(t.m0, n)) for v, c in columns.items())]
             ops += sync("MTE2", "V", 2)
+        if biases:
+            ops += [*sync("MTE1", "MTE2", 5), *(copy(p, gm[b], l1_bias[j], n * in_b) for j, b in biases.items()), *sync("MTE2", "MTE1", 5)]
         streams = [SetFlagOp(c, d, s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
+        streams += [SetFlagOp("M", "MTE1", 2 + s) for s in ((0, 1) if biases else ())]
         frees = [(drain, "M", 0), *([("MTE3", "V", 0)] if drain == "V" else [])]
         full, size, tail = split(t.mb, t.m0)
         ops += [*streams, *(SetFlagOp(c, d, e + s) for s in (0, 1) for c, d, e in frees)]
@@ -860,8 +976,10 @@ def shared_a_program(
     return repeat(t.bb, lambda: sequence(*split(t.nb, t.n0), n_tile))
 
 
-SHARED_A_EVENTS = 5
-"""Event ids `shared_a_program` uses for three B's (B j's MTE2 -> MTE1 is 2 + j)."""
+def shared_a_events(bias_table: bool) -> int:
+    """The fewest event ids `shared_a_program` runs with: A's two slots and one for the
+    B's; with the bias table, the biases' MTE1 <-> MTE2 5."""
+    return 6 if bias_table else 3
 
 
 def _drain(

@@ -57,7 +57,6 @@ from passes.lowering.attention import (
     fused_attention_phases,
 )
 from passes.lowering.cube import (
-    SHARED_A_EVENTS,
     CubeTiling,
     Epilogue,
     Gemm,
@@ -72,7 +71,6 @@ from passes.lowering.program import (
     ACC_FRACTAL_BYTES,
     FRACTAL,
     FRACTAL_BYTES,
-    aligned,
     iterations,
 )
 from passes.lowering.vector import ub_bytes, vector_space, vector_values
@@ -309,21 +307,16 @@ class AttentionSpace:
     def shareable(self, t: Mapping[str, int]) -> bool:
         """True when the projections of `t` may run as one phase (`cube.shared_a_program`):
         one input, the same tiling (B resident, one K panel, knobs at their analytic
-        values), epilogues loading per-column operands only and no bias table, and
-        two A tiles of the whole K with the three B tiles in L1, the three epilogues in UB."""
+        values) whose tiles fit the shared phase's buffers (`Phases.shared_fits`)."""
         ph = self.phases
         q = self.part(t, 0)
         if not ph.shared_input or any(self.part(t, i) != q for i in (1, 2)) or not q["b_resident"] or knobs_of(q):
             return False
-        sp, g = self.spaces[0], ph.gemms[0]
-        if q["k1"] != sp.kf * sp.kc or ph.profile.event_ids < SHARED_A_EVENTS:
-            return False
-        if any(ph.bias_table(i) or len(ph.epilogues[i].columns) != len(ph.epilogues[i].loads) for i in range(3)):
+        sp = self.spaces[0]
+        if q["k1"] != sp.kf * sp.kc:
             return False
         ct = sp.tiling(q)
-        l1 = 2 * aligned(ph.profile, "L1", g.a_l1_bytes(ct.m0, g.k, sp.kc)) + 3 * sp.kf * sp.kc * ct.n0 * g.in_bytes
-        ub = sum(ph.epilogues[i].ub_bytes(ph.profile, ct.m0, ct.n0) for i in range(3))
-        return l1 <= ph.profile.l1_bytes and ub <= ph.profile.ub_bytes
+        return ph.shared_fits(ct.m0, ct.n0)
 
     def chosen(self, t: Mapping[str, int]) -> Chosen:
         """The phases' CubeTilings and the softmax's tile rows of a legal `t`; an illegal one is refused."""
@@ -334,8 +327,8 @@ class AttentionSpace:
 
     def analytic(self) -> Tiling:
         """The analytic plan's tiling in this space's terms."""
-        tilings, tile_rows, _ = self.phases.analytic()
-        t: Tiling = {SOFTMAX: tile_rows}
+        tilings, tile_rows, shared = self.phases.analytic()
+        t: Tiling = {SOFTMAX: tile_rows, **({SHARED: 1} if shared else {})}
         for prefix, g, ct in zip(self.phases.prefixes, self.phases.gemms, tilings):
             params = ct.params(g)
             t.update({prefix + k: params[k] for k in CUBE_KEYS})
@@ -353,10 +346,17 @@ class AttentionSpace:
         return sorted((r for r in {-(-rows // n) for n in range(1, VECTOR_TILE_COUNTS + 1)} if self.phases.softmax_fits(r)), reverse=True)
 
     def candidates(self) -> Iterator[Tiling]:
-        """The analytic tiling with one part changed: each phase's candidates and each
-        softmax tile size, taken in turn across the phases."""
+        """The analytic tiling with one part changed: each phase's candidates (a
+        projection's with the projections apart) and each softmax tile size, taken in
+        turn across the phases."""
         base = self.analytic()
-        streams: list[Iterator[Tiling]] = [(self.joined(base, i, c) for c in s.candidates()) for i, s in enumerate(self.spaces)]
+        apart = {k: v for k, v in base.items() if k != SHARED}
+
+        def phase(i: int) -> Iterator[Tiling]:  # a function: each stream keeps its own i
+            onto = apart if self.phases.prefixes[i] in MHA_PHASES[:3] else base
+            return (self.joined(onto, i, c) for c in self.spaces[i].candidates())
+
+        streams: list[Iterator[Tiling]] = [phase(i) for i in range(len(self.spaces))]
         streams.append({**base, SOFTMAX: r} for r in self.tile_rows())
         while streams:
             for stream in list(streams):
