@@ -86,8 +86,9 @@ Lookup = Callable[[str], Mapping[str, int] | None]
 
 CUBE_KEYS = ("batch_dim", "m_dim", "n_dim", "m0", "n0", "k0", "k1", "b_resident")
 CUBE_KNOBS = {"m_tail": 1, "l0c_buffers": 2, "cols_resident": 0, "a_resident": 0}
-"""The program's structure beside the tiling, each with the value the analytic
-lowering fixes (a tiling without the key builds that kernel)."""
+"""The program's structure beside the tiling, each with the value a tiling without
+the key builds: the one the analytic lowering fixes, or for a_resident, which the
+analytic tiling chooses, off (its params name it only where it is on)."""
 M_TAIL_MOST = 8
 """The most pieces a block's last M tile is cut into."""
 VECTOR_KEYS = ("block_dim", "tile_rows")
