@@ -29,7 +29,14 @@ from ge.core import soc as socs
 from ge.sim import program
 from passes.lower_to_kernel import build_kernel, kernel_text, parse_kernel
 from passes.lowering import space
-from passes.lowering.cube import CubeTiling, EpiValue, Epilogue, Gemm, cube_program, tile_gemm
+from passes.lowering.cube import (
+    CubeTiling,
+    Epilogue,
+    EpiValue,
+    Gemm,
+    cube_program,
+    tile_gemm,
+)
 from passes.lowering.program import Program
 
 F = TensorProto.FLOAT
