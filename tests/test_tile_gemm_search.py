@@ -61,7 +61,8 @@ def oracle_tile_gemm(
 ) -> CubeTiling:
     """`tile_gemm` as it was (commit 240e4db): every split up to the lower bound, every tile, every panel depth
     (its cost since: a mixed epilogue's workspace at L2's rate, and its loads on their own MTE2 where the cores are split;
-    A's whole K resident per M tile as a third way to read the operands)."""
+    A's whole K resident per M tile as a third way to read the operands, and of equal costs and pipes the least time
+    of the cube's side)."""
     kc = cube_k(profile, gemm.in_dtype)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
     kf = -(-gemm.k // kc)
@@ -182,10 +183,13 @@ def _oracle_block(
                     if not resident:
                         first_panel += gm.load_cycles(1, gemm.b_gm_bytes(k1f * kc, n0f * FRACTAL, kc), gemm.b_nd)
                     first = first_held + first_panel + step_mte1
-                    pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector, vector_loads)
+                    cube_side = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores)
+                    pipes = max(cube_side, vector, vector_loads)
                     chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes, scratch)
-                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident)
-                    if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
+                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side)
+                    if best is None or tile.cost < best.cost - 1e-9 or (
+                        tile.cost <= best.cost + 1e-9 and (tile.pipes < best.pipes or tile.pipes == best.pipes and tile.cube_side < best.cube_side)
+                    ):
                         best = tile
     return best
 

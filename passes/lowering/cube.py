@@ -246,6 +246,18 @@ class _BlockTile:
     pipes: float
     """The cost but for the chip's traffic: of equal costs, the least of this wins."""
     a_resident: bool = False
+    cube_side: float = 0.0
+    """The pipes but the vector unit's: of equal costs and pipes (a vector epilogue
+    bounding both, for every tile of the block alike), the least of this wins: the
+    tile that leaves the cube, MTE1 and MTE2 the most slack."""
+
+    def beats(self, other: _BlockTile | None) -> bool:
+        """Whether this tile replaces `other` as a block's best (costs within 1e-9 are equal)."""
+        if other is None or self.cost < other.cost - 1e-9:
+            return True
+        if self.cost > other.cost + 1e-9:
+            return False
+        return self.pipes < other.pipes or (self.pipes == other.pipes and self.cube_side < other.cube_side)
 
 
 def tile_gemm(
@@ -522,7 +534,8 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     of the chip's traffic (`_GmRates.cycles`). A GM copy costs the path's latency on
     its pipe, so small tiles and panels pay for their number and large first panels
     for their wait. Of costs within 1e-9 of each other, the least time of the pipes
-    wins, in the order the tiles are tried. A tile's panel depths are skipped where
+    wins, then (a vector epilogue bounding both) the least time of the cube's side
+    (`_BlockTile.beats`), in the order the tiles are tried. A tile's panel depths are skipped where
     a lower bound of their cost (A read once per M tile and B once per N tile, no
     first loads; then each way's reads) is not `_worth_trying`, so the result
     is the full search's. Each bound is an expression of the cost with operands no
@@ -596,10 +609,11 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                     if not resident:
                         first_panel += gm.load_cycles(1, s.b_first(k1f, n0f), gemm.b_nd)
                     first = first_held + first_panel + step_mte1
-                    pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector, vector_loads)
+                    cube_side = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores)
+                    pipes = max(cube_side, vector, vector_loads)
                     chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes, scratch)
-                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident)
-                    if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
+                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side)
+                    if tile.beats(best):
                         best = tile
     return None if best is None or best.cost > cutoff else best
 
