@@ -529,17 +529,19 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     panels of A and B per tile, B's whole K resident per N tile, or A's whole K
     resident per M tile (read once per block, B's panels then streaming per tile).
     A block's time is the longest of: its first loads (the resident tile, the first
-    panels and first L0 step) before the cube starts, the cube or MTE1 busy, and the last tile's drain after it; MTE2's loads,
-    then the last step and drain; the stores; the epilogue's vector work; its share
-    of the chip's traffic (`_GmRates.cycles`). A GM copy costs the path's latency on
-    its pipe, so small tiles and panels pay for their number and large first panels
-    for their wait. Of costs within 1e-9 of each other, the least time of the pipes
-    wins, then (a vector epilogue bounding both) the least time of the cube's side
-    (`_BlockTile.beats`), in the order the tiles are tried. A tile's panel depths are skipped where
-    a lower bound of their cost (A read once per M tile and B once per N tile, no
-    first loads; then each way's reads) is not `_worth_trying`, so the result
-    is the full search's. Each bound is an expression of the cost with operands no
-    larger, in the same order, so it is no larger in floating point either."""
+    panels and first L0 step) before the cube starts, the cube or MTE1 busy, and
+    the last tile's drain after it; MTE2's loads, then the last step and drain; the
+    stores; the epilogue's vector work; its share of the chip's traffic
+    (`_GmRates.cycles`). A GM copy costs the path's latency on its pipe, so small
+    tiles and panels pay for their number and large first panels for their wait.
+    Of costs within 1e-9 of each other, the least time of the pipes wins, then (a
+    vector epilogue bounding both) the least time of the cube's side
+    (`_BlockTile.beats`), in the order the tiles are tried. A tile's panel depths
+    are skipped where a lower bound of their cost (A read once per M tile and B
+    once per N tile, no first loads; then each way's reads) is not `_worth_trying`,
+    so the result is the full search's. Each bound is an expression of the cost
+    with operands no larger, in the same order, so it is no larger in floating
+    point either."""
     gemm, gm, kc, kf, l1, drain = s.gemm, s.gm, s.kc, s.kf, s.l1, s.drain
     bb, mbf, nbf = per
     out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
