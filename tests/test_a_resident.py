@@ -4,7 +4,7 @@ outer, A's whole K loaded once per M tile, B's K panels streaming per (M, N) til
 Checked here: random convolutions and matmuls compiled with tilings that keep A
 resident (drawn from the tuning space, knobs included) simulate to the reference
 interpreter's values on a SoC whose epilogue runs on the vector unit and on one with
-a FIX pipe; the ViT-B/16 feed-forward down-projection chooses the mode and its
+a FIX pipe, and so do attention kernels whose phases keep A resident; the ViT-B/16 feed-forward down-projection chooses the mode and its
 program reads A from GM exactly once per block; where the mode is not chosen the
 kernel's parameters and program are what they were without it."""
 
@@ -131,6 +131,43 @@ def test_matmuls_with_a_resident_simulate_to_the_reference(soc, m, k, n, tail, s
 def test_convolutions_with_a_resident_simulate_to_the_reference(soc, c, h, cout, k, stride, seed, data):
     model, feeds = conv_model(c, h, cout, k, stride, seed)
     check_a_resident(model, feeds, soc, data)
+
+
+def attention_model(heads: int, sq: int, sk: int, d: int, seed: int) -> tuple[onnx.ModelProto, dict]:
+    """ONNX Attention (FusedInferAttentionScore) over 4-D query, key and value inputs."""
+    rng = np.random.default_rng(seed)
+    shapes = {"q": [1, heads, sq, d], "k": [1, heads, sk, d], "v": [1, heads, sk, d]}
+    graph = helper.make_graph(
+        [helper.make_node("Attention", ["q", "k", "v"], ["o"])], "attention",
+        [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()], [helper.make_tensor_value_info("o", F, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    return model, {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(heads=st.integers(1, 4), sq=st.integers(1, 96), sk=st.integers(1, 96), d=st.sampled_from([16, 32, 64]), seed=st.integers(0, 2**16))
+def test_attention_phases_with_a_resident_simulate_to_the_reference(heads, sq, sk, d, seed):
+    """On the 910B1 attention runs as phases of `cube_program`: each phase whose
+    tiling can keep A resident does, and the kernel simulates to the reference."""
+    soc = "Ascend910B1"
+    model, feeds = attention_model(heads, sq, sk, d, seed)
+    om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
+    kernels, keys = _kernels(om, soc)
+    (k,) = [k for k in kernels if isinstance(k.space, space.AttentionSpace) and k.seed is not None]
+    t = dict(k.seed)
+    for i, sp in enumerate(k.space.spaces):
+        part = space.plain(k.space.part(t, i))
+        held = sp.widest_k1({**part, "b_resident": 0, "a_resident": 1, "k1": part["k0"]})
+        if sp.legal(held):
+            t = k.space.joined(t, i, held)
+    assert k.space.legal(t) and any(key.endswith("a_resident") for key in t)
+    with space.using({keys[k.name]: t}.get):
+        om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
+    want = ge.reference.run(ge.load_onnx(model)[0], feeds)["o"]
+    with ge.Session() as session:
+        got = session.run(om, feeds).outputs["o"]
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * max(float(np.abs(want).max()), 1.0))
 
 
 # ------------------------------------------------------------ the choice and its reads
