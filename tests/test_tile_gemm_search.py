@@ -156,10 +156,12 @@ def _oracle_block(
             if a_copies_held * a_whole + 2 * k0f * n0f * FRACTAL_BYTES <= l1:
                 modes.append((False, True))
             for resident, a_resident in modes:  # a resident B (A) loads whole before the first mmad
+                restarts = 0.0
                 if a_resident:
                     room = l1 - a_copies_held * a_whole
                     k1_max = max(k0f, min(kf, int(room / (2 * n0f * FRACTAL_BYTES)) // k0f * k0f))
                     first_held = gm.load_cycles(1, gemm.a_gm_bytes(m0f * FRACTAL, kf * kc, kc), gemm.a_nd)
+                    restarts = (bb * mt - 1) * (last + first_held)
                 else:
                     room = l1 - ((1 if single else 2) * b_tile if resident else 0)
                     k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
@@ -183,7 +185,7 @@ def _oracle_block(
                     if not resident:
                         first_panel += gm.load_cycles(1, gemm.b_gm_bytes(k1f * kc, n0f * FRACTAL, kc), gemm.b_nd)
                     first = first_held + first_panel + step_mte1
-                    cube_side = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores)
+                    cube_side = max(first + max(cube, mte1) + last + restarts, loads + step_mte1 + step + last, stores)
                     pipes = max(cube_side, vector, vector_loads)
                     chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes, scratch)
                     tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side)

@@ -530,9 +530,10 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     resident per M tile (read once per block, B's panels then streaming per tile).
     A block's time is the longest of: its first loads (the resident tile, the first
     panels and first L0 step) before the cube starts, the cube or MTE1 busy, and
-    the last tile's drain after it; MTE2's loads, then the last step and drain; the
-    stores; the epilogue's vector work; its share of the chip's traffic
-    (`_GmRates.cycles`). A GM copy costs the path's latency on its pipe, so small
+    the last tile's drain after it (where A stays, each further M tile waits for the
+    previous one's last drain and then its A: the tiles' streams restart per M
+    tile); MTE2's loads, then the last step and drain; the stores; the epilogue's
+    vector work; its share of the chip's traffic (`_GmRates.cycles`). A GM copy costs the path's latency on its pipe, so small
     tiles and panels pay for their number and large first panels for their wait.
     Of costs within 1e-9 of each other, the least time of the pipes wins, then (a
     vector epilogue bounding both) the least time of the cube's side
@@ -588,10 +589,12 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                 b_loads = bb * nt * b_tile * (1 if resident else mt)
                 if not _worth_trying(gm.bound(used, a_least if a_resident else tiles * a_tile, b_loads, epilogue, out_bytes, scratch), cutoff, best):
                     continue
+                restarts = 0.0
                 if a_resident:
                     room = l1 - (1 if mt == 1 else 2) * a_whole
                     k1_max = max(k0f, min(kf, int(room / (2 * n0f * FRACTAL_BYTES)) // k0f * k0f))
                     first_held = gm.load_cycles(1, s.a_first(m0f, kf), gemm.a_nd)
+                    restarts = (bb * mt - 1) * (last + first_held)  # each further M tile: the drain, then its A
                 else:
                     room = l1 - ((1 if single else 2) * b_tile if resident else 0)
                     k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
@@ -611,7 +614,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                     if not resident:
                         first_panel += gm.load_cycles(1, s.b_first(k1f, n0f), gemm.b_nd)
                     first = first_held + first_panel + step_mte1
-                    cube_side = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores)
+                    cube_side = max(first + max(cube, mte1) + last + restarts, loads + step_mte1 + step + last, stores)
                     pipes = max(cube_side, vector, vector_loads)
                     chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes, scratch)
                     tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side)
