@@ -153,7 +153,7 @@ def _oracle_block(
             a_copies_held = 1 if mt == 1 else 2
             modes = [(True, False)] if fits else []
             modes.append((False, False))
-            if a_copies_held * a_whole + 2 * k0f * n0f * FRACTAL_BYTES <= l1:
+            if (not bias_table or nbf <= cap_n) and a_copies_held * a_whole + 2 * k0f * n0f * FRACTAL_BYTES <= l1:
                 modes.append((False, True))
             for resident, a_resident in modes:  # a resident B (A) loads whole before the first mmad
                 restarts = 0.0

@@ -154,7 +154,7 @@ class CubeTiling:
     a_resident: bool = False
     """A's whole K for an M tile stays in L1 across the block's N tiles: M tiles
     outer, A read once per block, B's K panels streaming per (M, N) tile (not with
-    `b_resident`)."""
+    `b_resident`; with a bias table, the block's whole bias in it, loaded once)."""
 
     @property
     def block_dim(self) -> int:
@@ -460,6 +460,8 @@ class _Search:
         self.cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
         self.cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
         self.cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else self.cap_b
+        self.table_n = self.cap_n if bias_table else math.inf
+        """The most N fractals of a block whose bias the bias table holds at once (where A stays)."""
         self.drain = epilogue_vector + (0.0 if profile.fix_pipe else ACC_BYTES / 128)
         """V cycles per result element."""
         self._a_panels: dict[tuple[int, int], int] = {}
@@ -583,7 +585,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             a_whole = s.a_panel(m0f, kf)  # L1 bytes of A's whole K for an M tile
             modes = [(True, False)] if s.panels(m0f, n0f, k0f, kf, single) <= l1 else []
             modes.append((False, False))
-            if _resident_a_panels(a_whole, n0f, k0f, mt == 1) <= l1:
+            if nbf <= s.table_n and _resident_a_panels(a_whole, n0f, k0f, mt == 1) <= l1:
                 modes.append((False, True))
             for resident, a_resident in modes:  # a resident B (A) loads whole before the first mmad
                 b_loads = bb * nt * b_tile * (1 if resident else mt)
@@ -745,7 +747,8 @@ def cube_program(
     l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES) if t.l0c_buffers == 2 else (prog.alloc("L0C", t.m0 * t.n0 * ACC_BYTES),) * 2
     table = None
     if e.bias is not None and p.fix_pipe:
-        table = (prog.alloc("L1", t.n0 * in_b), prog.alloc("BT", t.n0 * ACC_BYTES))
+        columns_held = t.nb if t.a_resident else t.n0  # where A stays, the block's whole bias
+        table = (prog.alloc("L1", columns_held * in_b), prog.alloc("BT", columns_held * ACC_BYTES))
     kept = {v.value: v for v in e.columns} if t.cols_resident else {}
     loads = [v for v in e.loads if v not in kept]
     ub = {
@@ -813,11 +816,10 @@ def cube_program(
             frees.append(("MTE3", "V", 0))
             if loads or e.kind == "mixed":
                 frees.append(("V", "MTE2", 0))
-        per_tile_bias = t.a_resident and t.nb > t.n0  # the bias table holds one N tile's
 
         def head(sc: int, size: int) -> Ops:
             m, n = shape(size)
-            return [*(bias_table(n) if per_tile_bias else []), WaitFlagOp(drain, "M", acc(sc)), *k1_panels(sc, m, n, held), *sync("M", drain, sc)]
+            return [WaitFlagOp(drain, "M", acc(sc)), *k1_panels(sc, m, n, held), *sync("M", drain, sc)]
 
         def out(sc: int, size: int) -> Ops:
             m, n = shape(size)
@@ -858,18 +860,16 @@ def cube_program(
 
     def m_tiles() -> Ops:
         """A resident: M tiles outer, each loading A's whole K into its slot (the next
-        one's loading during this one's N tiles), N tiles inner. The bias table and
-        resident columns load once per block where it has one N tile, else the bias
-        table per tile."""
-        once = t.nb <= t.n0
+        one's loading during this one's N tiles), N tiles inner. The bias table (the
+        block's whole bias) and the resident columns (where the block has one N tile)
+        load once per block."""
 
         def make(sa: int, m: int) -> Ops:
             ops: Ops = [WaitFlagOp("MTE1", "MTE2", 2 + sa), copy(p, a, l1_a[sa], gemm.a_gm_bytes(m, gemm.k, kc), a_mode)]
             ops += [*sync("MTE2", "MTE1", 2 + sa), *inner_tiles([split(t.nb, t.n0)], lambda n: (m, n), sa, [])]
             return body(ops + [SetFlagOp("MTE1", "MTE2", 2 + sa)])
 
-        held = [*bias_table(t.nb), *columns(t.nb)] if once else []
-        return held + double_buffered_runs(t.m_runs(), make, [("MTE1", "MTE2", 2)])
+        return [*bias_table(t.nb), *columns(t.nb), *double_buffered_runs(t.m_runs(), make, [("MTE1", "MTE2", 2)])]
 
     return repeat(t.bb, m_tiles if t.a_resident else n_tiles)
 

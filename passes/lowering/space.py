@@ -16,8 +16,9 @@ A tiling is a flat dict of ints, what the kernel's `tiling` attribute records:
   (two accumulators, or one of the whole L0C for tiles twice the size whose mmads
   wait for the previous tile's drain), cols_resident (an epilogue's per-column
   operands loaded once per N tile instead of with every M tile), a_resident (A's
-  whole K kept in L1 across the N tiles, M tiles outer; not with b_resident, and
-  with cols_resident only where a block has one N tile);
+  whole K kept in L1 across the N tiles, M tiles outer; not with b_resident, with
+  cols_resident only where a block has one N tile, with a bias table only where
+  it holds the block's whole bias);
 - attention (MultiHeadAttention, FusedInferAttentionScore): each matmul phase's cube
   tiling, its keys prefixed by the phase (q_, k_, v_, score_, context_), on exactly
   the kernel's blocks, softmax_tile_rows, and for self-attention qkv_shared (the
@@ -188,6 +189,8 @@ class CubeSpace:
             return False
         if a_resident:
             if t.get("cols_resident", 0) and nbf > n0f:  # the columns stay for the block's one N tile
+                return False
+            if self.bias_table and nbf > cap_n:  # the bias table holds the block's whole bias
                 return False
             a_tile = aligned(self.profile, "L1", self.gemm.a_l1_bytes(t["m0"], kf * kc, kc))
             return _resident_a_panels(a_tile, n0f, min(k1f, kf), self._tiling(t).a_single) <= self.l1
