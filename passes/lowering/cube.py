@@ -563,7 +563,10 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             tiles = bb * mt * nt
             b_tile = s.b_tile(n0f)
             a_tile = s.a_reads(m0f, kf)
-            a_least, b_least = bb * mt * a_tile, bb * nt * b_tile  # A's K once per M tile, B's once per N tile: the least reads
+            a_whole = s.a_panel(m0f, kf)  # L1 bytes of A's whole K for an M tile
+            a_fits = nbf <= s.table_n and _resident_a_panels(a_whole, n0f, k0f, mt == 1) <= l1
+            a_copies_least = bb * mt if a_fits else tiles
+            a_least, b_least = a_copies_least * a_tile, bb * nt * b_tile  # A's K once per M tile where it may stay (else per tile), B's once per N tile
             if not _worth_trying(gm.bound(used, a_least, b_least, epilogue, out_bytes, scratch), cutoff, best):
                 continue
             steps = tiles * -(-kf // k0f)
@@ -577,19 +580,18 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             vector = out_bytes / gemm.out_bytes * drain
             epilogue_loads = tiles * ub_loads * gm.latency + (epilogue + scratch / 2) / gm.ub_load
             vector_loads, epilogue_loads = (epilogue_loads, 0.0) if s.profile.split_cores else (0.0, epilogue_loads)
-            least_loads = gm.load_cycles(bb * mt, a_least, gemm.a_nd) + gm.load_cycles(bb * nt, b_least, gemm.b_nd) + epilogue_loads
+            least_loads = gm.load_cycles(a_copies_least, a_least, gemm.a_nd) + gm.load_cycles(bb * nt, b_least, gemm.b_nd) + epilogue_loads
             # the pipes without the first loads, and with the least reads
             if not _worth_trying(max(step_mte1 + max(cube, mte1) + last, least_loads + step_mte1 + step + last, stores, vector, vector_loads), cutoff, best):
                 continue
             single = nt == 1
-            a_whole = s.a_panel(m0f, kf)  # L1 bytes of A's whole K for an M tile
             modes = [(True, False)] if s.panels(m0f, n0f, k0f, kf, single) <= l1 else []
             modes.append((False, False))
-            if nbf <= s.table_n and _resident_a_panels(a_whole, n0f, k0f, mt == 1) <= l1:
+            if a_fits:
                 modes.append((False, True))
             for resident, a_resident in modes:  # a resident B (A) loads whole before the first mmad
                 b_loads = bb * nt * b_tile * (1 if resident else mt)
-                if not _worth_trying(gm.bound(used, a_least if a_resident else tiles * a_tile, b_loads, epilogue, out_bytes, scratch), cutoff, best):
+                if not _worth_trying(gm.bound(used, bb * mt * a_tile if a_resident else tiles * a_tile, b_loads, epilogue, out_bytes, scratch), cutoff, best):
                     continue
                 restarts = 0.0
                 if a_resident:
@@ -608,7 +610,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                         continue
                     panels = tiles * -(-kf // k1f)
                     if a_resident:
-                        a_loads, a_copies, b_copies, first_panel = a_least, bb * mt, panels, 0.0
+                        a_loads, a_copies, b_copies, first_panel = bb * mt * a_tile, bb * mt, panels, 0.0
                     else:
                         a_loads, a_copies, b_copies = tiles * s.a_reads(m0f, k1f), panels, bb * nt if resident else panels
                         first_panel = gm.load_cycles(1, s.a_first(m0f, k1f), gemm.a_nd)
