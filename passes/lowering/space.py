@@ -193,7 +193,7 @@ class CubeSpace:
             if self.bias_table and nbf > cap_n:  # the bias table holds the block's whole bias
                 return False
             a_tile = aligned(self.profile, "L1", self.gemm.a_l1_bytes(t["m0"], kf * kc, kc))
-            return _resident_a_panels(a_tile, n0f, min(k1f, kf), self._tiling(t).a_single) <= self.l1
+            return _resident_a_panels(a_tile, n0f, k1f, self._tiling(t).a_single) <= self.l1
         single = bool(t["b_resident"]) and nbf <= n0f
         return _panels(self.profile, self.gemm, kc, m0f, n0f, k1f, kf if t["b_resident"] else k1f, single) <= self.l1
 
@@ -247,9 +247,10 @@ class CubeSpace:
         """The legal tilings one step from `t`: a split dimension, m0, n0 or k0 one unit
         or a factor 2 away, two of them trading a factor 2 (M and N of the split; m0 and
         n0, whose L0C use stays; m0 or n0 and k0, whose L0A or L0B use stays), B's
-        or A's residency flipped (the other's off), the K panel narrowed or widened; the last M tile's pieces
-        one or a factor 2 away, the L0C accumulators one or two (m0 or n0 doubled with
-        one, halved with two), the per-column operands resident or not;
+        or A's residency flipped (the other's off), the K panel narrowed or widened;
+        the last M tile's pieces one or a factor 2 away, the L0C accumulators one or
+        two (m0 or n0 doubled with one, halved with two), the per-column operands
+        resident or not;
         each with its K panel kept (k0 where it no longer is a multiple) and widened,
         knobs at the analytic value left out."""
         steps = {"batch_dim": 1, "m_dim": 1, "n_dim": 1, "m0": FRACTAL, "n0": FRACTAL, "k0": self.kc, "k1": t["k0"], "m_tail": 1}
