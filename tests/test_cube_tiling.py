@@ -71,7 +71,8 @@ def check_tiling(soc: str, gemm: Gemm, cores: int) -> None:
     assert 2 * t.m0 * t.k0 * gemm.in_bytes <= profile.l0a_bytes and 2 * t.k0 * t.n0 * gemm.in_bytes <= profile.l0b_bytes
     assert 2 * t.m0 * t.n0 * 4 <= profile.l0c_bytes
     b_k = k if t.b_resident else t.k1
-    l1 = 2 * gemm.a_l1_bytes(t.m0, t.k1, t.kc) + (1 if t.b_single else 2) * b_k * t.n0 * gemm.in_bytes
+    a_k = k if t.a_resident else t.k1  # A's whole K where it stays in L1 across the N tiles
+    l1 = (1 if t.a_single else 2) * gemm.a_l1_bytes(t.m0, a_k, t.kc) + (1 if t.b_single else 2) * b_k * t.n0 * gemm.in_bytes
     assert l1 <= profile.l1_bytes - (BIAS_TABLE_BYTES if profile.fix_pipe else 0)
 
 

@@ -60,7 +60,9 @@ def oracle_tile_gemm(
     exact: bool = False, epilogue_gm: float = 0.0, epilogue_vector: float = 0.0, epilogue_scratch: float = 0.0,
 ) -> CubeTiling:
     """`tile_gemm` as it was (commit 240e4db): every split up to the lower bound, every tile, every panel depth
-    (its cost since: a mixed epilogue's workspace at L2's rate, and its loads on their own MTE2 where the cores are split)."""
+    (its cost since: a mixed epilogue's workspace at L2's rate, and its loads on their own MTE2 where the cores are split;
+    A's whole K resident per M tile as a third way to read the operands, and of equal costs and pipes the least time
+    of the cube's side)."""
     kc = cube_k(profile, gemm.in_dtype)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
     kf = -(-gemm.k // kc)
@@ -98,7 +100,7 @@ def oracle_tile_gemm(
     mb = min(mbf * FRACTAL, gemm.m)
     return CubeTiling(
         batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(tile.m0f * FRACTAL, _align(mb, FRACTAL)), tile.n0f * FRACTAL,
-        tile.k0f * kc, tile.k1f * kc, tile.b_resident, kc,
+        tile.k0f * kc, tile.k1f * kc, tile.b_resident, kc, a_resident=tile.a_resident,
     )
 
 
@@ -147,26 +149,49 @@ def _oracle_block(
             epilogue_loads = tiles * (-(-epilogue_gm // gemm.out_bytes) + (1 if scratch else 0)) * gm.latency + (epilogue + scratch / 2) / gm.ub_load
             vector_loads, epilogue_loads = (epilogue_loads, 0.0) if profile.split_cores else (0.0, epilogue_loads)
             fits = _oracle_panels(profile, gemm, kc, m0f, n0f, k0f, kf, single) <= l1
-            for resident in (True, False) if fits else (False,):  # a resident B loads whole before the first mmad
-                room = l1 - ((1 if single else 2) * b_tile if resident else 0)
-                k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
+            a_whole = aligned(profile, "L1", gemm.a_l1_bytes(m0f * FRACTAL, kf * kc, kc))  # A's whole K for an M tile in L1
+            a_copies_held = 1 if mt == 1 else 2
+            modes = [(True, False)] if fits else []
+            modes.append((False, False))
+            if (not bias_table or nbf <= cap_n) and a_copies_held * a_whole + 2 * k0f * n0f * FRACTAL_BYTES <= l1:
+                modes.append((False, True))
+            for resident, a_resident in modes:  # a resident B (A) loads whole before the first mmad
+                restarts = 0.0
+                if a_resident:
+                    room = l1 - a_copies_held * a_whole
+                    k1_max = max(k0f, min(kf, int(room / (2 * n0f * FRACTAL_BYTES)) // k0f * k0f))
+                    first_held = gm.load_cycles(1, gemm.a_gm_bytes(m0f * FRACTAL, kf * kc, kc), gemm.a_nd)
+                    restarts = (bb * mt - 1) * (last + first_held)
+                else:
+                    room = l1 - ((1 if single else 2) * b_tile if resident else 0)
+                    k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
+                    first_held = gm.load_cycles(1, b_tile, gemm.b_nd) if resident else 0.0
                 b_loads = bb * nt * b_tile * (1 if resident else mt)
-                first_b = gm.load_cycles(1, b_tile, gemm.b_nd) if resident else 0.0
                 for k1f in _oracle_k1_choices(k0f, k1_max):
-                    if k1f > k0f and _oracle_panels(profile, gemm, kc, m0f, n0f, k1f, kf if resident else k1f, single and resident) > l1:
+                    if a_resident:
+                        if k1f > k0f and a_copies_held * a_whole + 2 * k1f * n0f * FRACTAL_BYTES > l1:
+                            continue
+                    elif k1f > k0f and _oracle_panels(profile, gemm, kc, m0f, n0f, k1f, kf if resident else k1f, single and resident) > l1:
                         continue
                     panels = tiles * -(-kf // k1f)
-                    b_copies = bb * nt if resident else panels
-                    a_loads = tiles * _oracle_panel_bytes(gemm, m0f * FRACTAL, k1f * kc, kc)
-                    loads = gm.load_cycles(panels, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue_loads
-                    first_panel = gm.load_cycles(1, gemm.a_gm_bytes(m0f * FRACTAL, k1f * kc, kc), gemm.a_nd)
+                    if a_resident:
+                        a_copies, b_copies, first_panel = bb * mt, panels, 0.0
+                        a_loads = bb * mt * _oracle_panel_bytes(gemm, m0f * FRACTAL, kf * kc, kc)
+                    else:
+                        a_copies, b_copies = panels, bb * nt if resident else panels
+                        a_loads = tiles * _oracle_panel_bytes(gemm, m0f * FRACTAL, k1f * kc, kc)
+                        first_panel = gm.load_cycles(1, gemm.a_gm_bytes(m0f * FRACTAL, k1f * kc, kc), gemm.a_nd)
+                    loads = gm.load_cycles(a_copies, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue_loads
                     if not resident:
                         first_panel += gm.load_cycles(1, gemm.b_gm_bytes(k1f * kc, n0f * FRACTAL, kc), gemm.b_nd)
-                    first = first_b + first_panel + step_mte1
-                    pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector, vector_loads)
+                    first = first_held + first_panel + step_mte1
+                    cube_side = max(first + max(cube, mte1) + last + restarts, loads + step_mte1 + step + last, stores)
+                    pipes = max(cube_side, vector, vector_loads)
                     chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes, scratch)
-                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes)
-                    if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
+                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side)
+                    if best is None or tile.cost < best.cost - 1e-9 or (
+                        tile.cost <= best.cost + 1e-9 and (tile.pipes < best.pipes or tile.pipes == best.pipes and tile.cube_side < best.cube_side)
+                    ):
                         best = tile
     return best
 

@@ -27,6 +27,7 @@ from ge.distributed import Backend
 from passes.lowering.program import FRACTAL
 from passes.lowering.space import (
     CUBE_KEYS,
+    CUBE_KNOBS,
     SHARED,
     SOFTMAX,
     AttentionSpace,
@@ -230,14 +231,17 @@ def search(
 
 
 def seed_of(space: Space, tiling: Mapping[str, int], block_dim: int) -> Tiling | None:
-    """The analytic tiling (a kernel's `tiling` attribute) in the space's terms."""
+    """The analytic tiling (a kernel's `tiling` attribute) in the space's terms: the
+    cube keys and the knobs it sets (the analytic choice of A's residency)."""
     if isinstance(space, CubeSpace):
-        return {k: int(tiling[k]) for k in CUBE_KEYS} if all(k in tiling for k in CUBE_KEYS) else None
+        knobs = {k: int(tiling[k]) for k in CUBE_KNOBS if k in tiling}
+        return {**{k: int(tiling[k]) for k in CUBE_KEYS}, **knobs} if all(k in tiling for k in CUBE_KEYS) else None
     if isinstance(space, AttentionSpace):
         keys = [p + k for p in space.phases.prefixes for k in CUBE_KEYS] + [SOFTMAX]
         if not all(k in tiling for k in keys):
             return None
-        return {k: int(tiling[k]) for k in keys} | ({SHARED: 1} if tiling.get(SHARED) else {})
+        knobs = {p + k: int(tiling[p + k]) for p in space.phases.prefixes for k in CUBE_KNOBS if p + k in tiling}
+        return {k: int(tiling[k]) for k in keys} | knobs | ({SHARED: 1} if tiling.get(SHARED) else {})
     if "tile_rows" not in tiling:
         return None
     return {"block_dim": block_dim, "tile_rows": int(tiling["tile_rows"])}

@@ -36,7 +36,11 @@ the first loads before the first mmad and the last tile's drain; K is loaded int
 L1 in panels of k1 (a multiple of k0, or the whole K), A and B panels twice, and
 where B's whole K fits beside A the cost decides whether it stays in L1 across the
 M loop (the weights read once per block, but loaded whole before the first mmad),
-in one buffer where the block has one N tile. The loop nest is batch > N tiles > M tiles (L0C ping-pong) > K1
+in one buffer where the block has one N tile, or whether A's whole K stays across the
+N loop instead (`a_resident`: the activations read once per block, B's K1 panels
+streaming per tile; the loop nest then has M tiles outer, each M tile's A loading
+while the previous one's N tiles compute, in one buffer where the block has one M
+tile). The loop nest is batch > N tiles > M tiles (L0C ping-pong) > K1
 panels (L1 ping-pong) > K0 steps (L0A/L0B ping-pong): MTE2 loads GM -> L1 (a
 convolution loads the input rows its output rows need, img2col happens on the
 L1 -> L0A move), MTE1 moves L1 -> L0A/L0B, M runs mmad. The result leaves L0C:

@@ -149,7 +149,12 @@ class CubeTiling:
     waiting for the previous tile to leave L0C)."""
     cols_resident: bool = False
     """The epilogue's per-column operands (a bias added in UB, per-channel factors)
-    loaded once per N tile into one buffer, not with every M tile."""
+    loaded once per N tile into one buffer, not with every M tile (with `a_resident`,
+    once per block, whose one N tile it must then be)."""
+    a_resident: bool = False
+    """A's whole K for an M tile stays in L1 across the block's N tiles: M tiles
+    outer, A read once per block, B's K panels streaming per (M, N) tile (not with
+    `b_resident`; with a bias table, the block's whole bias in it, loaded once)."""
 
     @property
     def block_dim(self) -> int:
@@ -168,6 +173,11 @@ class CubeTiling:
         """B stays in L1 and a block has one N tile: one B buffer, nothing to load ahead."""
         return self.b_resident and self.nb <= self.n0
 
+    @property
+    def a_single(self) -> bool:
+        """A stays in L1 and a block has one M tile: one A buffer, nothing to load ahead."""
+        return self.a_resident and sum(iterations(*run) for run in self.m_runs()) == 1
+
     def params(self, gemm: Gemm, prefix: str = "") -> dict[str, int]:
         values = {
             "batch": gemm.batch, "m": gemm.m, "k": gemm.k, "n": gemm.n, "batch_dim": self.batch_dim,
@@ -181,6 +191,8 @@ class CubeTiling:
             values["l0c_buffers"] = self.l0c_buffers
         if self.cols_resident:
             values["cols_resident"] = 1
+        if self.a_resident:
+            values["a_resident"] = 1
         return {f"{prefix}{k}": v for k, v in values.items()}
 
 
@@ -233,6 +245,19 @@ class _BlockTile:
     b_resident: bool
     pipes: float
     """The cost but for the chip's traffic: of equal costs, the least of this wins."""
+    a_resident: bool = False
+    cube_side: float = 0.0
+    """The pipes but the vector unit's: of equal costs and pipes (a vector epilogue
+    bounding both, for every tile of the block alike), the least of this wins: the
+    tile that leaves the cube, MTE1 and MTE2 the most slack."""
+
+    def beats(self, other: _BlockTile | None) -> bool:
+        """Whether this tile replaces `other` as a block's best (costs within 1e-9 are equal)."""
+        if other is None or self.cost < other.cost - 1e-9:
+            return True
+        if self.cost > other.cost + 1e-9:
+            return False
+        return self.pipes < other.pipes or (self.pipes == other.pipes and self.cube_side < other.cube_side)
 
 
 def tile_gemm(
@@ -244,7 +269,8 @@ def tile_gemm(
     the store and the vector epilogue), the first loads before its first mmad and
     the last tile's drain after its last, or its share of the kernel's chip traffic.
     Every re-read counts on the block's own MTE2: A is read once per N tile, B once
-    per M tile unless its whole K stays in L1 across the M tiles (`b_resident`). On
+    per M tile unless its whole K stays in L1 across the M tiles (`b_resident`), or
+    A's across the N tiles (`a_resident`: B then read once per tile). On
     the chip's bandwidth, where the Gemm's inputs and outputs fit the chip's L2
     together, its compulsory bytes go at GM's rate and its re-reads at L2's (they are
     L2 hits, `ge.sim.l2`); otherwise every byte at GM's. So the split over the cores
@@ -303,7 +329,7 @@ def tile_gemm(
     mb = min(mbf * FRACTAL, gemm.m)
     return CubeTiling(
         batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(tile.m0f * FRACTAL, _align(mb, FRACTAL)), tile.n0f * FRACTAL,
-        tile.k0f * kc, tile.k1f * kc, tile.b_resident, kc,
+        tile.k0f * kc, tile.k1f * kc, tile.b_resident, kc, a_resident=tile.a_resident,
     )
 
 
@@ -316,6 +342,12 @@ def _panels(profile: SocProfile, gemm: Gemm, kc: int, m0f: int, n0f: int, k1f: i
 def _l1_panels(a_panel: int, n0f: int, b_k: int, b_single: bool) -> int:
     """`_panels` of an A panel of `a_panel` L1 bytes."""
     return 2 * a_panel + (1 if b_single else 2) * b_k * n0f * FRACTAL_BYTES
+
+
+def _resident_a_panels(a_tile: int, n0f: int, k1f: int, a_single: bool) -> int:
+    """L1 where A stays: two A tiles of `a_tile` L1 bytes (their whole K; one where a
+    block has a single M tile) and two B panels of k1f fractal columns."""
+    return (1 if a_single else 2) * a_tile + 2 * k1f * n0f * FRACTAL_BYTES
 
 
 @dataclass(frozen=True)
@@ -428,6 +460,8 @@ class _Search:
         self.cap_b = profile.l0b_bytes // FRACTAL_BYTES // 2
         self.cap_c = profile.l0c_bytes // ACC_FRACTAL_BYTES // 2
         self.cap_n = BIAS_TABLE_BYTES // (FRACTAL * ACC_BYTES) if bias_table else self.cap_b
+        self.table_n = self.cap_n if bias_table else math.inf
+        """The most N fractals of a block whose bias the bias table holds at once (where A stays)."""
         self.drain = epilogue_vector + (0.0 if profile.fix_pipe else ACC_BYTES / 128)
         """V cycles per result element."""
         self._a_panels: dict[tuple[int, int], int] = {}
@@ -493,18 +527,24 @@ class _Search:
 def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _BlockTile | None:
     """The cheapest L0 tile and L1 panel of a block of `per` (batches, M and N
     fractals) in a kernel of `used` blocks, or None if none fits the buffers or the
-    cheapest costs more than `cutoff`. A block's time is the longest of: its first
-    loads (B's resident tile, A's first panel and first L0 step) before the cube
-    starts, the cube or MTE1 busy, and the last tile's drain after it; MTE2's loads,
-    then the last step and drain; the stores; the epilogue's vector work; its share
-    of the chip's traffic (`_GmRates.cycles`). A GM copy costs the path's latency on
-    its pipe, so small tiles and panels pay for their number and large first panels
-    for their wait. Of costs within 1e-9 of each other, the least time of the pipes
-    wins, in the order the tiles are tried. A tile's panel depths are skipped where
-    a lower bound of their cost (each operand read once per tile, no first loads;
-    then B's reads with or without residency) is not `_worth_trying`, so the result
-    is the full search's. Each bound is an expression of the cost with operands no
-    larger, in the same order, so it is no larger in floating point either."""
+    cheapest costs more than `cutoff`. Three ways to read the operands are costed:
+    panels of A and B per tile, B's whole K resident per N tile, or A's whole K
+    resident per M tile (read once per block, B's panels then streaming per tile).
+    A block's time is the longest of: its first loads (the resident tile, the first
+    panels and first L0 step) before the cube starts, the cube or MTE1 busy, and
+    the last tile's drain after it (where A stays, each further M tile waits for the
+    previous one's last drain and then its A: the tiles' streams restart per M
+    tile); MTE2's loads, then the last step and drain; the stores; the epilogue's
+    vector work; its share of the chip's traffic (`_GmRates.cycles`). A GM copy costs the path's latency on its pipe, so small
+    tiles and panels pay for their number and large first panels for their wait.
+    Of costs within 1e-9 of each other, the least time of the pipes wins, then (a
+    vector epilogue bounding both) the least time of the cube's side
+    (`_BlockTile.beats`), in the order the tiles are tried. A tile's panel depths
+    are skipped where a lower bound of their cost (A read once per M tile and B
+    once per N tile, no first loads; then each way's reads) is not `_worth_trying`,
+    so the result is the full search's. Each bound is an expression of the cost
+    with operands no larger, in the same order, so it is no larger in floating
+    point either."""
     gemm, gm, kc, kf, l1, drain = s.gemm, s.gm, s.kc, s.kf, s.l1, s.drain
     bb, mbf, nbf = per
     out_bytes = bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes
@@ -522,10 +562,13 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             nt = -(-nbf // n0f)
             tiles = bb * mt * nt
             b_tile = s.b_tile(n0f)
-            a_least, b_least = tiles * s.a_reads(m0f, kf), bb * nt * b_tile  # A's K and B's once per tile: the least reads
+            a_tile = s.a_reads(m0f, kf)
+            a_whole = s.a_panel(m0f, kf)  # L1 bytes of A's whole K for an M tile
+            a_fits = nbf <= s.table_n and _resident_a_panels(a_whole, n0f, k0f, mt == 1) <= l1
+            a_copies_least = bb * mt if a_fits else tiles
+            a_least, b_least = a_copies_least * a_tile, bb * nt * b_tile  # A's K once per M tile where it may stay (else per tile), B's once per N tile
             if not _worth_trying(gm.bound(used, a_least, b_least, epilogue, out_bytes, scratch), cutoff, best):
                 continue
-            single = nt == 1
             steps = tiles * -(-kf // k0f)
             step = m0f * n0f * k0f + MMAD_OVERHEAD
             cube = steps * step
@@ -537,33 +580,49 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             vector = out_bytes / gemm.out_bytes * drain
             epilogue_loads = tiles * ub_loads * gm.latency + (epilogue + scratch / 2) / gm.ub_load
             vector_loads, epilogue_loads = (epilogue_loads, 0.0) if s.profile.split_cores else (0.0, epilogue_loads)
-            least_loads = gm.load_cycles(tiles, a_least, gemm.a_nd) + gm.load_cycles(bb * nt, b_least, gemm.b_nd) + epilogue_loads
+            least_loads = gm.load_cycles(a_copies_least, a_least, gemm.a_nd) + gm.load_cycles(bb * nt, b_least, gemm.b_nd) + epilogue_loads
             # the pipes without the first loads, and with the least reads
             if not _worth_trying(max(step_mte1 + max(cube, mte1) + last, least_loads + step_mte1 + step + last, stores, vector, vector_loads), cutoff, best):
                 continue
-            fits = s.panels(m0f, n0f, k0f, kf, single) <= l1
-            for resident in (True, False) if fits else (False,):  # a resident B loads whole before the first mmad
+            single = nt == 1
+            modes = [(True, False)] if s.panels(m0f, n0f, k0f, kf, single) <= l1 else []
+            modes.append((False, False))
+            if a_fits:
+                modes.append((False, True))
+            for resident, a_resident in modes:  # a resident B (A) loads whole before the first mmad
                 b_loads = bb * nt * b_tile * (1 if resident else mt)
-                if not _worth_trying(gm.bound(used, a_least, b_loads, epilogue, out_bytes, scratch), cutoff, best):
+                if not _worth_trying(gm.bound(used, bb * mt * a_tile if a_resident else tiles * a_tile, b_loads, epilogue, out_bytes, scratch), cutoff, best):
                     continue
-                room = l1 - ((1 if single else 2) * b_tile if resident else 0)
-                k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
-                first_b = gm.load_cycles(1, b_tile, gemm.b_nd) if resident else 0.0
+                restarts = 0.0
+                if a_resident:
+                    room = l1 - (1 if mt == 1 else 2) * a_whole
+                    k1_max = max(k0f, min(kf, int(room / (2 * n0f * FRACTAL_BYTES)) // k0f * k0f))
+                    first_held = gm.load_cycles(1, s.a_first(m0f, kf), gemm.a_nd)
+                    restarts = (bb * mt - 1) * (last + first_held)  # each further M tile: the drain, then its A
+                else:
+                    room = l1 - ((1 if single else 2) * b_tile if resident else 0)
+                    k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
+                    first_held = gm.load_cycles(1, b_tile, gemm.b_nd) if resident else 0.0
                 for k1f in _k1_choices(k0f, k1_max):
-                    if k1f > k0f and s.panels(m0f, n0f, k1f, kf if resident else k1f, single and resident) > l1:
+                    if k1f > k0f and (
+                        _resident_a_panels(a_whole, n0f, k1f, mt == 1) if a_resident else s.panels(m0f, n0f, k1f, kf if resident else k1f, single and resident)
+                    ) > l1:
                         continue
                     panels = tiles * -(-kf // k1f)
-                    b_copies = bb * nt if resident else panels
-                    a_loads = tiles * s.a_reads(m0f, k1f)
-                    loads = gm.load_cycles(panels, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue_loads
-                    first_panel = gm.load_cycles(1, s.a_first(m0f, k1f), gemm.a_nd)
+                    if a_resident:
+                        a_loads, a_copies, b_copies, first_panel = bb * mt * a_tile, bb * mt, panels, 0.0
+                    else:
+                        a_loads, a_copies, b_copies = tiles * s.a_reads(m0f, k1f), panels, bb * nt if resident else panels
+                        first_panel = gm.load_cycles(1, s.a_first(m0f, k1f), gemm.a_nd)
+                    loads = gm.load_cycles(a_copies, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue_loads
                     if not resident:
                         first_panel += gm.load_cycles(1, s.b_first(k1f, n0f), gemm.b_nd)
-                    first = first_b + first_panel + step_mte1
-                    pipes = max(first + max(cube, mte1) + last, loads + step_mte1 + step + last, stores, vector, vector_loads)
+                    first = first_held + first_panel + step_mte1
+                    cube_side = max(first + max(cube, mte1) + last + restarts, loads + step_mte1 + step + last, stores)
+                    pipes = max(cube_side, vector, vector_loads)
                     chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes, scratch)
-                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes)
-                    if best is None or tile.cost < best.cost - 1e-9 or (tile.cost <= best.cost + 1e-9 and tile.pipes < best.pipes):
+                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side)
+                    if tile.beats(best):
                         best = tile
     return None if best is None or best.cost > cutoff else best
 
@@ -780,7 +839,8 @@ def cube_program(
     """One block's program for a Gemm: `gm` maps graph values to their GM buffers,
     `a` and `b` are the GM buffers of the operands."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
-    l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, t.k1, kc))
+    l1_a_bytes = gemm.a_l1_bytes(t.m0, gemm.k if t.a_resident else t.k1, kc)
+    l1_a = (prog.alloc("L1", l1_a_bytes),) * 2 if t.a_single else prog.pair("L1", l1_a_bytes)
     l1_b_bytes = (_align(gemm.k, kc) if t.b_resident else t.k1) * t.n0 * in_b
     l1_b = (prog.alloc("L1", l1_b_bytes),) * 2 if t.b_single else prog.pair("L1", l1_b_bytes)
     l0a = prog.pair("L0A", t.m0 * t.k0 * in_b)
@@ -788,7 +848,8 @@ def cube_program(
     l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES) if t.l0c_buffers == 2 else (prog.alloc("L0C", t.m0 * t.n0 * ACC_BYTES),) * 2
     table = None
     if e.bias is not None and p.fix_pipe:
-        table = (prog.alloc("L1", t.n0 * in_b), prog.alloc("BT", t.n0 * ACC_BYTES))
+        columns_held = t.nb if t.a_resident else t.n0  # where A stays, the block's whole bias
+        table = (prog.alloc("L1", columns_held * in_b), prog.alloc("BT", columns_held * ACC_BYTES))
     kept = {v.value: v for v in e.columns} if t.cols_resident else {}
     loads = [v for v in e.loads if v not in kept]
     ub = {
@@ -817,31 +878,39 @@ def cube_program(
         return make
 
     # The L1 panels and the L0 steps run as two streams of ping-pong slots through
-    # all M tiles of an N tile (primed and drained around them, so that MTE2 and MTE1
-    # load ahead across tile and panel boundaries). A tile's first panel and step
-    # then take the parity of the panels and steps before it: with an odd count per
+    # all the inner tiles (M tiles of an N tile, or N tiles of an M tile where A
+    # stays in L1), primed and drained around them, so that MTE2 and MTE1 load
+    # ahead across tile and panel boundaries. A tile's first panel and step then
+    # take the parity of the panels and steps before it: with an odd count per
     # tile that is the tile's own L0C slot, with an even one always slot 0.
     panels = split(gemm.k, t.k1)
     steps = iterations(*split(t.k1, t.k0))
     steps_per_tile = panels[0] * steps + (iterations(*split(panels[2], t.k0)) if panels[2] else 0)
 
-    def k1_panels(sc: int, m: int, n: int, sb: int) -> Ops:
+    def k1_panels(sc: int, m: int, n: int, held: int) -> Ops:
+        """The K panels of an m x n tile; `held` is the slot of the operand resident in L1."""
         first_panel = sc if iterations(*panels) % 2 else 0
         first_step = sc if steps_per_tile % 2 else 0
 
-        def make(sa: int, k1: int) -> Ops:
-            ops: Ops = [WaitFlagOp("MTE1", "MTE2", sa), copy(p, a, l1_a[sa], gemm.a_gm_bytes(m, k1, kc), a_mode)]
+        def make(sp: int, k1: int) -> Ops:
+            ops: Ops = [WaitFlagOp("MTE1", "MTE2", sp)]
+            if not t.a_resident:
+                ops.append(copy(p, a, l1_a[sp], gemm.a_gm_bytes(m, k1, kc), a_mode))
             if not t.b_resident:
-                ops.append(copy(p, b, l1_b[sa], gemm.b_gm_bytes(k1, n, kc), b_mode))
-            ops += sync("MTE2", "MTE1", sa)
-            start = (first_step + (sa - first_panel) % 2 * steps) % 2
-            ops += double_buffered(*split(k1, t.k0), k0_steps(sa, sb if t.b_resident else sa, sc, m, n), [], start)
-            ops.append(SetFlagOp("MTE1", "MTE2", sa))
+                ops.append(copy(p, b, l1_b[sp], gemm.b_gm_bytes(k1, n, kc), b_mode))
+            ops += sync("MTE2", "MTE1", sp)
+            start = (first_step + (sp - first_panel) % 2 * steps) % 2
+            sa, sb = held if t.a_resident else sp, held if t.b_resident else sp
+            ops += double_buffered(*split(k1, t.k0), k0_steps(sa, sb, sc, m, n), [], start)
+            ops.append(SetFlagOp("MTE1", "MTE2", sp))
             return body(ops)
 
         return double_buffered(*panels, make, [], first_panel)
 
-    def m_tiles(n: int, sb: int) -> Ops:
+    def inner_tiles(runs: Sequence[tuple[int, int, int]], shape: Callable[[int], tuple[int, int]], held: int, before: Ops) -> Ops:
+        """The result tiles of one resident operand (`held` its L1 slot): `runs` of
+        `split`s of the other dimension, `shape` a tile's m x n from its size there;
+        `before` loads what the tiles' epilogues keep (after the streams are primed)."""
         streams = [SetFlagOp(c, d, s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
         frees = [(drain, "M", 0)]
         if e.kind != "fix":
@@ -849,15 +918,16 @@ def cube_program(
             if loads or e.kind == "mixed":
                 frees.append(("V", "MTE2", 0))
 
-        def make(sc: int, m: int) -> Ops:
-            head = [WaitFlagOp(drain, "M", acc(sc)), *k1_panels(sc, m, n, sb), *sync("M", drain, sc)]
+        def make(sc: int, size: int) -> Ops:
+            m, n = shape(size)
+            head = [WaitFlagOp(drain, "M", acc(sc)), *k1_panels(sc, m, n, held), *sync("M", drain, sc)]
             return body(head + _drain(p, gemm, e, gm, l0c[acc(sc)], acc(sc), ub, sc, m, n, workspace, loads))
 
-        tiles = double_buffered_runs(t.m_runs(), make, frees)
-        return [*streams, *columns(n), *tiles, *(WaitFlagOp(*op.key) for op in streams)]
+        tiles = double_buffered_runs(runs, make, frees)
+        return [*streams, *before, *tiles, *(WaitFlagOp(*op.key) for op in streams)]
 
     def columns(n: int) -> Ops:
-        """The N tile's resident per-column operands, once V is done with the previous tile's."""
+        """The resident per-column operands of n columns, once V is done with the previous tile's."""
         if not kept:
             return []
         return [*sync("V", "MTE2", 2), *(copy(p, gm[v], ub[v][0], value.nbytes(t.m0, n)) for v, value in kept.items()), *sync("MTE2", "V", 2)]
@@ -871,16 +941,29 @@ def cube_program(
 
     def n_tiles() -> Ops:
         if not t.b_resident:
-            return sequence(*split(t.nb, t.n0), lambda n: body(bias_table(n) + m_tiles(n, 0)))
+            return sequence(*split(t.nb, t.n0), lambda n: body(bias_table(n) + inner_tiles(t.m_runs(), lambda m: (m, n), 0, columns(n))))
 
         def make(sb: int, n: int) -> Ops:
             ops: Ops = [WaitFlagOp("MTE1", "MTE2", 2 + sb), copy(p, b, l1_b[sb], gemm.b_gm_bytes(gemm.k, n, kc), b_mode)]
-            ops += [*sync("MTE2", "MTE1", 2 + sb), *bias_table(n), *m_tiles(n, sb)]
+            ops += [*sync("MTE2", "MTE1", 2 + sb), *bias_table(n), *inner_tiles(t.m_runs(), lambda m: (m, n), sb, columns(n))]
             return body(ops + [SetFlagOp("MTE1", "MTE2", 2 + sb)])
 
         return double_buffered(*split(t.nb, t.n0), make, [("MTE1", "MTE2", 2)])
 
-    return repeat(t.bb, n_tiles)
+    def m_tiles() -> Ops:
+        """A resident: M tiles outer, each loading A's whole K into its slot (the next
+        one's loading during this one's N tiles), N tiles inner. The bias table (the
+        block's whole bias) and the resident columns (where the block has one N tile)
+        load once per block."""
+
+        def make(sa: int, m: int) -> Ops:
+            ops: Ops = [WaitFlagOp("MTE1", "MTE2", 2 + sa), copy(p, a, l1_a[sa], gemm.a_gm_bytes(m, gemm.k, kc), a_mode)]
+            ops += [*sync("MTE2", "MTE1", 2 + sa), *inner_tiles([split(t.nb, t.n0)], lambda n: (m, n), sa, [])]
+            return body(ops + [SetFlagOp("MTE1", "MTE2", 2 + sa)])
+
+        return [*bias_table(t.nb), *columns(t.nb), *double_buffered_runs(t.m_runs(), make, [("MTE1", "MTE2", 2)])]
+
+    return repeat(t.bb, m_tiles if t.a_resident else n_tiles)
 
 
 def shared_a_program(

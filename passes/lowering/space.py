@@ -15,7 +15,10 @@ A tiling is a flat dict of ints, what the kernel's `tiling` attribute records:
   tile runs as, so that the drain after its last mmad is a piece's), l0c_buffers
   (two accumulators, or one of the whole L0C for tiles twice the size whose mmads
   wait for the previous tile's drain), cols_resident (an epilogue's per-column
-  operands loaded once per N tile instead of with every M tile);
+  operands loaded once per N tile instead of with every M tile), a_resident (A's
+  whole K kept in L1 across the N tiles, M tiles outer; not with b_resident, with
+  cols_resident only where a block has one N tile, with a bias table only where
+  it holds the block's whole bias);
 - attention (MultiHeadAttention, FusedInferAttentionScore): each matmul phase's cube
   tiling, its keys prefixed by the phase (q_, k_, v_, score_, context_), on exactly
   the kernel's blocks, softmax_tile_rows, and for self-attention qkv_shared (the
@@ -61,6 +64,7 @@ from passes.lowering.cube import (
     Epilogue,
     Gemm,
     _panels,
+    _resident_a_panels,
     block_splits,
     cube_k,
     epilogue_of,
@@ -80,9 +84,10 @@ Lookup = Callable[[str], Mapping[str, int] | None]
 """A tuned tiling by kernel key (`bank_key`), or None where the analytic one stays."""
 
 CUBE_KEYS = ("batch_dim", "m_dim", "n_dim", "m0", "n0", "k0", "k1", "b_resident")
-CUBE_KNOBS = {"m_tail": 1, "l0c_buffers": 2, "cols_resident": 0}
-"""The program's structure beside the tiling, each with the value the analytic
-lowering fixes (a tiling without the key builds that kernel)."""
+CUBE_KNOBS = {"m_tail": 1, "l0c_buffers": 2, "cols_resident": 0, "a_resident": 0}
+"""The program's structure beside the tiling, each with the value a tiling without
+the key builds: the one the analytic lowering fixes, or for a_resident, which the
+analytic tiling chooses, off (its params name it only where it is on)."""
 M_TAIL_MOST = 8
 """The most pieces a block's last M tile is cut into."""
 VECTOR_KEYS = ("block_dim", "tile_rows")
@@ -156,6 +161,9 @@ class CubeSpace:
         accumulators = t.get("l0c_buffers", 2)
         if accumulators not in (1, 2) or not 1 <= t.get("m_tail", 1) <= M_TAIL_MOST or t.get("cols_resident", 0) not in (0, int(self.columns)):
             return False
+        a_resident = t.get("a_resident", 0)
+        if a_resident not in (0, 1) or a_resident and t["b_resident"]:
+            return False
         kc, kf = self.kc, self.kf
         dims = (t["batch_dim"], t["m_dim"], t["n_dim"])
         if min(dims) < 1 or any(d > u for d, u in zip(dims, self.units)) or math.prod(dims) > self.cores:
@@ -177,6 +185,13 @@ class CubeSpace:
             return False
         if self.epilogue_ub(t["m0"], t["n0"]) > self.profile.ub_bytes:
             return False
+        if a_resident:
+            if t.get("cols_resident", 0) and nbf > n0f:  # the columns stay for the block's one N tile
+                return False
+            if self.bias_table and nbf > cap_n:  # the bias table holds the block's whole bias
+                return False
+            a_tile = aligned(self.profile, "L1", self.gemm.a_l1_bytes(t["m0"], kf * kc, kc))
+            return _resident_a_panels(a_tile, n0f, k1f, self._tiling(t).a_single) <= self.l1
         single = bool(t["b_resident"]) and nbf <= n0f
         return _panels(self.profile, self.gemm, kc, m0f, n0f, k1f, kf if t["b_resident"] else k1f, single) <= self.l1
 
@@ -192,6 +207,7 @@ class CubeSpace:
         return CubeTiling(
             t["batch_dim"], t["m_dim"], t["n_dim"], bb, mb, nbf * FRACTAL, min(t["m0"], -(-mb // FRACTAL) * FRACTAL), t["n0"],
             t["k0"], t["k1"], bool(t["b_resident"]), self.kc, t.get("m_tail", 1), t.get("l0c_buffers", 2), bool(t.get("cols_resident", 0)),
+            bool(t.get("a_resident", 0)),
         )
 
     def widest_k1(self, t: Mapping[str, int]) -> Tiling:
@@ -210,8 +226,8 @@ class CubeSpace:
     def candidates(self) -> Iterator[Tiling]:
         """Every legal tiling: each one-wave split, L0 tile (one that only one L0C
         accumulator holds with `l0c_buffers` 1), k0 (its largest, a half and a quarter
-        of it), B resident or not, with the widest K panel that fits; the other knobs
-        as the analytic lowering fixes them."""
+        of it), B resident, neither, or A resident, with the widest K panel that fits;
+        the other knobs as the analytic lowering fixes them."""
         cap_a, cap_b, cap_c, cap_n = self.caps()
         for per, dims in sorted(block_splits(self.units, self.cores, self.exact).items()):
             _, mbf, nbf = per
@@ -220,23 +236,27 @@ class CubeSpace:
                     most = min(self.kf, cap_a // m0f, cap_b // n0f)
                     knobs = {"l0c_buffers": 1} if m0f * n0f > cap_c else {}
                     for k0f in sorted({most, max(1, most // 2), max(1, most // 4)}, reverse=True):
-                        for resident in (1, 0):
+                        for resident, held in ((1, {}), (0, {}), (0, {"a_resident": 1})):
                             t = dict(zip(CUBE_KEYS, (*dims, m0f * FRACTAL, n0f * FRACTAL, k0f * self.kc, k0f * self.kc, resident)))
-                            if self.legal({**t, **knobs}):
-                                yield self.widest_k1({**t, **knobs})
+                            if self.legal({**t, **knobs, **held}):
+                                yield self.widest_k1({**t, **knobs, **held})
 
     def neighbours(self, t: Mapping[str, int]) -> list[Tiling]:
         """The legal tilings one step from `t`: a split dimension, m0, n0 or k0 one unit
         or a factor 2 away, two of them trading a factor 2 (M and N of the split; m0 and
         n0, whose L0C use stays; m0 or n0 and k0, whose L0A or L0B use stays), B's
-        residency flipped, the K panel narrowed or widened; the last M tile's pieces
-        one or a factor 2 away, the L0C accumulators one or two (m0 or n0 doubled with
-        one, halved with two), the per-column operands resident or not;
+        or A's residency flipped (the other's off), the K panel narrowed or widened;
+        the last M tile's pieces one or a factor 2 away, the L0C accumulators one or
+        two (m0 or n0 doubled with one, halved with two), the per-column operands
+        resident or not;
         each with its K panel kept (k0 where it no longer is a multiple) and widened,
         knobs at the analytic value left out."""
         steps = {"batch_dim": 1, "m_dim": 1, "n_dim": 1, "m0": FRACTAL, "n0": FRACTAL, "k0": self.kc, "k1": t["k0"], "m_tail": 1}
         full = {**CUBE_KNOBS, **t}
-        moved: list[Tiling] = [{**full, "b_resident": 1 - t["b_resident"]}, {**full, "cols_resident": 1 - full["cols_resident"]}]
+        moved: list[Tiling] = [
+            {**full, "b_resident": 1 - t["b_resident"], "a_resident": 0}, {**full, "a_resident": 1 - full["a_resident"], "b_resident": 0},
+            {**full, "cols_resident": 1 - full["cols_resident"]},
+        ]
         for key, step in steps.items():
             v = full[key]
             moved += [{**full, key: x} for x in (v - step, v + step, v * 2, v // 2 // step * step) if x > 0 and x != v]
@@ -331,7 +351,7 @@ class AttentionSpace:
         t: Tiling = {SOFTMAX: tile_rows, **({SHARED: 1} if shared else {})}
         for prefix, g, ct in zip(self.phases.prefixes, self.phases.gemms, tilings):
             params = ct.params(g)
-            t.update({prefix + k: params[k] for k in CUBE_KEYS})
+            t.update({prefix + k: params[k] for k in (*CUBE_KEYS, *CUBE_KNOBS) if k in params})
         return t
 
     def projections(self, t: Mapping[str, int], part: Mapping[str, int]) -> Tiling:
