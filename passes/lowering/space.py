@@ -75,6 +75,7 @@ from passes.lowering.program import (
     ACC_FRACTAL_BYTES,
     FRACTAL,
     FRACTAL_BYTES,
+    aligned,
     iterations,
 )
 from passes.lowering.vector import ub_bytes, vector_space, vector_values
