@@ -683,7 +683,7 @@ def gemm_cost(
     if tile is None:
         return math.inf
     mt, nt = -(-mbf // tile.m0f), -(-nbf // tile.n0f)
-    a = bb * mt * nt * search.a_reads(tile.m0f, tile.k1f)
+    a = bb * mt * search.a_reads(tile.m0f, search.kf) if tile.a_resident else bb * mt * nt * search.a_reads(tile.m0f, tile.k1f)
     b = bb * nt * search.b_tile(tile.n0f) * (1 if tile.b_resident else mt)
     return max(tile.pipes, _chip(search.gm, t.block_dim, a, b, bb * mbf * nbf * FRACTAL * FRACTAL * gemm.out_bytes))
 
