@@ -18,6 +18,8 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 
+from flash_attention import CASES, OP_TYPE, Case
+
 import ge
 from ge.core import soc as socs
 from ge.session import Session
@@ -28,21 +30,7 @@ from passes.lower_to_kernel import parse_kernel, scope_of_kernel
 from passes.lowering.attention import attention_phases, forced_projections
 from passes.lowering.cube import tile_shared_a
 
-OP_TYPE = "MultiHeadAttention"
 SOCS = ("Ascend310P3", "Ascend910B1")
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    model: str
-    batch: int
-
-
-CASES = (
-    Case("vit_b_16_b1", "vit_b_16", 1), Case("vit_b_16_b64", "vit_b_16", 64),
-    Case("bert_base_b1", "bert_base", 1), Case("bert_base_b16", "bert_base", 16),
-)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from xdsl.dialects.builtin import f16
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -27,6 +27,7 @@ from ge.aoe import measure
 from ge.aoe.tune import _kernels
 from ge.core import soc as socs
 from ge.sim import program
+from ge.testing.cube_models import conv_relu, gemm_tail
 from passes.lower_to_kernel import build_kernel, kernel_text, parse_kernel
 from passes.lowering import space
 from passes.lowering.cube import (
@@ -41,32 +42,6 @@ from passes.lowering.program import Program
 
 F = TensorProto.FLOAT
 SOCS = ("Ascend310P3", "Ascend910B1")
-
-
-def conv_model(c: int, h: int, cout: int, k: int, stride: int, seed: int) -> tuple[onnx.ModelProto, dict]:
-    """Conv with a bias, then ReLU: a per-column operand in the epilogue."""
-    rng = np.random.default_rng(seed)
-    w = numpy_helper.from_array((rng.standard_normal((cout, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1, "b")
-    nodes = [
-        helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4),
-        helper.make_node("Relu", ["y"], ["z"]),
-    ]
-    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", F, [1, c, h, h + 1])], [helper.make_tensor_value_info("z", F, None)], [w, b])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return model, {"x": rng.standard_normal((1, c, h, h + 1)).astype(np.float32)}
-
-
-def matmul_model(m: int, k: int, n: int, seed: int, tail: str) -> tuple[onnx.ModelProto, dict]:
-    """A Gemm with a bias, then a ReLU (FIX's own on a FIX part) or a Sigmoid (a mixed
-    epilogue there: FIX, the workspace, then the vector unit)."""
-    rng = np.random.default_rng(seed)
-    w = numpy_helper.from_array((rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.standard_normal(n).astype(np.float32) * 0.1, "b")
-    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"]), helper.make_node(tail, ["y"], ["z"])]
-    graph = helper.make_graph(nodes, "gemm", [helper.make_tensor_value_info("x", F, [m, k])], [helper.make_tensor_value_info("z", F, None)], [w, b])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return model, {"x": rng.standard_normal((m, k)).astype(np.float32)}
 
 
 def a_resident_tiling(data: st.DataObject, sp: space.CubeSpace) -> space.Tiling | None:
@@ -119,7 +94,7 @@ def check_a_resident(model: onnx.ModelProto, feeds: dict, soc: str, data: st.Dat
     tail=st.sampled_from(("Relu", "Sigmoid")), seed=st.integers(0, 2**16), data=st.data(),
 )
 def test_matmuls_with_a_resident_simulate_to_the_reference(soc, m, k, n, tail, seed, data):
-    model, feeds = matmul_model(m, k, n, seed, tail)
+    model, feeds = gemm_tail(m, k, n, seed, tail)
     check_a_resident(model, feeds, soc, data)
 
 
@@ -129,7 +104,7 @@ def test_matmuls_with_a_resident_simulate_to_the_reference(soc, m, k, n, tail, s
     k=st.sampled_from((1, 3)), stride=st.integers(1, 2), seed=st.integers(0, 2**16), data=st.data(),
 )
 def test_convolutions_with_a_resident_simulate_to_the_reference(soc, c, h, cout, k, stride, seed, data):
-    model, feeds = conv_model(c, h, cout, k, stride, seed)
+    model, feeds = conv_relu(c, h, cout, k, stride, seed)
     check_a_resident(model, feeds, soc, data)
 
 
@@ -212,7 +187,7 @@ def test_where_a_resident_is_not_chosen_the_kernel_is_unchanged(soc):
     """A 3x3 convolution of 256 to 512 channels on a 7x7 image (ResNet's last stage:
     2.4 MB of weights, 25 KB of activations): the kernel's parameters have no a_resident, and its program is the one the same
     tiling builds with the knob at its analytic value (off)."""
-    model, _ = conv_model(256, 7, 512, 3, 1, 0)
+    model, _ = conv_relu(256, 7, 512, 3, 1, 0)
     om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
     kernels, _ = _kernels(om, soc)
     (k,) = [k for k in kernels if isinstance(k.space, space.CubeSpace)]

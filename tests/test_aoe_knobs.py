@@ -21,7 +21,7 @@ import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 import ge
 from ge.aoe import bank as banks
@@ -31,6 +31,7 @@ from ge.aoe.tune import _kernels
 from ge.core.errors import ModelError
 from ge.sim import program, timing
 from ge.sim.program import PIPE
+from ge.testing.cube_models import conv_relu, gemm_tail
 from ge.testing.gear_models import bert_like, bert_like_inputs
 from passes.lower_to_kernel import build_kernel, kernel_text, parse_kernel
 from passes.lowering import space
@@ -40,32 +41,6 @@ SOCS = ("Ascend310P3", "Ascend910B1")
 """A SoC whose epilogues run on the vector unit, and one with a FIX pipe (mixed epilogues)."""
 ALL_SOCS = ("Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1")
 """The numerics tests' SoCs: with the two of 4 event ids besides."""
-
-
-def conv_model(c: int, h: int, cout: int, k: int, stride: int, seed: int) -> tuple[onnx.ModelProto, dict]:
-    """Conv (with bias) + Relu + a residual Add where the shapes allow: a per-column
-    bias and a tile-shaped operand in the epilogue."""
-    rng = np.random.default_rng(seed)
-    w = numpy_helper.from_array((rng.standard_normal((cout, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1, "b")
-    nodes = [
-        helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4),
-        helper.make_node("Relu", ["y"], ["z"]),
-    ]
-    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", F, [1, c, h, h + 1])], [helper.make_tensor_value_info("z", F, None)], [w, b])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return model, {"x": rng.standard_normal((1, c, h, h + 1)).astype(np.float32)}
-
-
-def matmul_model(m: int, k: int, n: int, seed: int) -> tuple[onnx.ModelProto, dict]:
-    """A Gemm with a bias (its epilogue adds a row of columns) then a ReLU."""
-    rng = np.random.default_rng(seed)
-    w = numpy_helper.from_array((rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.standard_normal(n).astype(np.float32) * 0.1, "b")
-    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"]), helper.make_node("Relu", ["y"], ["z"])]
-    graph = helper.make_graph(nodes, "gemm", [helper.make_tensor_value_info("x", F, [m, k])], [helper.make_tensor_value_info("z", F, None)], [w, b])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return model, {"x": rng.standard_normal((m, k)).astype(np.float32)}
 
 
 def attention_model(heads: int, sq: int, sk: int, d: int, seed: int) -> tuple[onnx.ModelProto, dict]:
@@ -147,7 +122,7 @@ def check_tuned(model: onnx.ModelProto | str, feeds: dict, soc: str, data: st.Da
 @pytest.fixture(scope="module")
 def conv_kernels() -> dict[str, Kernel]:
     """The conv kernel of a 3x3 convolution with bias and ReLU, per SoC."""
-    model, _ = conv_model(64, 28, 64, 3, 1, 0)
+    model, _ = conv_relu(64, 28, 64, 3, 1, 0)
     found = {}
     for soc in SOCS:
         kernels, _ = tunable(ge.compile(ge.load_onnx(model)[0], {"soc_version": soc}), soc)
@@ -308,7 +283,7 @@ def test_attention_s_softmax_tiles_change_its_time(attention_kernel):
     data=st.data(),
 )
 def test_random_convolutions_with_random_tilings_simulate_to_the_reference(soc, c, h, cout, k, stride, seed, data):
-    model, feeds = conv_model(c, h, cout, k, stride, seed)
+    model, feeds = conv_relu(c, h, cout, k, stride, seed)
     check_tuned(model, feeds, soc, data)
 
 
@@ -323,7 +298,7 @@ def test_random_convolutions_with_random_tilings_simulate_to_the_reference(soc, 
     data=st.data(),
 )
 def test_random_matmuls_with_random_tilings_simulate_to_the_reference(soc, m, k, n, seed, data):
-    model, feeds = matmul_model(m, k, n, seed)
+    model, feeds = gemm_tail(m, k, n, seed)
     check_tuned(model, feeds, soc, data)
 
 

@@ -1,0 +1,39 @@
+"""Small ONNX models of one cube op and its epilogue, with seeded inputs: what the
+tiling tests compile under forced tilings (`tests/test_aoe_knobs.py`,
+`tests/test_a_resident.py`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+
+
+def conv_relu(c: int, h: int, cout: int, k: int, stride: int, seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """Conv with a bias, then ReLU (a per-column operand in the epilogue), over an
+    [1, c, h, h + 1] input."""
+    rng = np.random.default_rng(seed)
+    w = numpy_helper.from_array((rng.standard_normal((cout, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1, "b")
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4),
+        helper.make_node("Relu", ["y"], ["z"]),
+    ]
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", F, [1, c, h, h + 1])], [helper.make_tensor_value_info("z", F, None)], [w, b])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model, {"x": rng.standard_normal((1, c, h, h + 1)).astype(np.float32)}
+
+
+def gemm_tail(m: int, k: int, n: int, seed: int, tail: str = "Relu") -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A Gemm with a bias (its epilogue adds a row of columns), then `tail`: a ReLU is
+    FIX's own on a FIX part, a Sigmoid makes a mixed epilogue there (FIX, the
+    workspace, then the vector unit)."""
+    rng = np.random.default_rng(seed)
+    w = numpy_helper.from_array((rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(n).astype(np.float32) * 0.1, "b")
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"]), helper.make_node(tail, ["y"], ["z"])]
+    graph = helper.make_graph(nodes, "gemm", [helper.make_tensor_value_info("x", F, [m, k])], [helper.make_tensor_value_info("z", F, None)], [w, b])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model, {"x": rng.standard_normal((m, k)).astype(np.float32)}
