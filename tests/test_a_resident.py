@@ -17,7 +17,7 @@ import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper
+from onnx import TensorProto
 from xdsl.dialects.builtin import f16
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -27,7 +27,12 @@ from ge.aoe import measure
 from ge.aoe.tune import _kernels
 from ge.core import soc as socs
 from ge.sim import program
-from ge.testing.cube_models import conv_relu, gemm_tail
+from ge.testing.cube_models import (
+    assert_simulates_to_reference,
+    attention,
+    conv_relu,
+    gemm_tail,
+)
 from passes.lower_to_kernel import build_kernel, kernel_text, parse_kernel
 from passes.lowering import space
 from passes.lowering.cube import (
@@ -77,14 +82,7 @@ def check_a_resident(model: onnx.ModelProto, feeds: dict, soc: str, data: st.Dat
         for text in program.split_kernels(om.kernels).values()
     ]
     assert sum(a.get("a_resident", 0) for a in attributes) == len(chosen)
-    want = ge.reference.run(ge.load_onnx(model)[0], feeds)
-    with ge.Session() as session:
-        result = session.run(om, feeds)
-    for name, value in want.items():
-        got = result.outputs[name]
-        assert got.shape == value.shape
-        np.testing.assert_allclose(got, value, rtol=2e-2, atol=2e-2 * max(float(np.abs(value).max()), 1.0))
-    assert 0 < result.latency_us < float("inf")
+    assert_simulates_to_reference(om, model, feeds)
 
 
 @pytest.mark.slow
@@ -108,25 +106,13 @@ def test_convolutions_with_a_resident_simulate_to_the_reference(soc, c, h, cout,
     check_a_resident(model, feeds, soc, data)
 
 
-def attention_model(heads: int, sq: int, sk: int, d: int, seed: int) -> tuple[onnx.ModelProto, dict]:
-    """ONNX Attention (FusedInferAttentionScore) over 4-D query, key and value inputs."""
-    rng = np.random.default_rng(seed)
-    shapes = {"q": [1, heads, sq, d], "k": [1, heads, sk, d], "v": [1, heads, sk, d]}
-    graph = helper.make_graph(
-        [helper.make_node("Attention", ["q", "k", "v"], ["o"])], "attention",
-        [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()], [helper.make_tensor_value_info("o", F, None)],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
-    return model, {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
-
-
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(heads=st.integers(1, 4), sq=st.integers(1, 96), sk=st.integers(1, 96), d=st.sampled_from([16, 32, 64]), seed=st.integers(0, 2**16))
 def test_attention_phases_with_a_resident_simulate_to_the_reference(heads, sq, sk, d, seed):
     """On the 910B1 attention runs as phases of `cube_program`: each phase whose
     tiling can keep A resident does, and the kernel simulates to the reference."""
     soc = "Ascend910B1"
-    model, feeds = attention_model(heads, sq, sk, d, seed)
+    model, feeds = attention(heads, sq, sk, d, seed)
     om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
     kernels, keys = _kernels(om, soc)
     (k,) = [k for k in kernels if isinstance(k.space, space.AttentionSpace) and k.seed is not None]

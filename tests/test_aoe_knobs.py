@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
 import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 import ge
 from ge.aoe import bank as banks
@@ -31,7 +30,12 @@ from ge.aoe.tune import _kernels
 from ge.core.errors import ModelError
 from ge.sim import program, timing
 from ge.sim.program import PIPE
-from ge.testing.cube_models import conv_relu, gemm_tail
+from ge.testing.cube_models import (
+    assert_simulates_to_reference,
+    attention,
+    conv_relu,
+    gemm_tail,
+)
 from ge.testing.gear_models import bert_like, bert_like_inputs
 from passes.lower_to_kernel import build_kernel, kernel_text, parse_kernel
 from passes.lowering import space
@@ -41,18 +45,6 @@ SOCS = ("Ascend310P3", "Ascend910B1")
 """A SoC whose epilogues run on the vector unit, and one with a FIX pipe (mixed epilogues)."""
 ALL_SOCS = ("Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1")
 """The numerics tests' SoCs: with the two of 4 event ids besides."""
-
-
-def attention_model(heads: int, sq: int, sk: int, d: int, seed: int) -> tuple[onnx.ModelProto, dict]:
-    """ONNX Attention (FusedInferAttentionScore) over 4-D query, key and value inputs."""
-    rng = np.random.default_rng(seed)
-    shapes = {"q": [1, heads, sq, d], "k": [1, heads, sk, d], "v": [1, heads, sk, d]}
-    graph = helper.make_graph(
-        [helper.make_node("Attention", ["q", "k", "v"], ["o"])], "attention",
-        [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()], [helper.make_tensor_value_info("o", F, None)],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
-    return model, {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
 
 
 def tunable(compiled: ge.Model, soc: str) -> tuple[list[Kernel], dict[str, str]]:
@@ -105,15 +97,7 @@ def check_tuned(model: onnx.ModelProto | str, feeds: dict, soc: str, data: st.Da
     for t in chosen.values():  # each knob drawn off its analytic value is in some kernel's tiling attribute
         knobs = space.knobs_of(t)
         assert any(knobs.items() <= a.items() and t.get(space.SOFTMAX, a.get(space.SOFTMAX)) == a.get(space.SOFTMAX) for a in attributes)
-    want = ge.reference.run(ge.load_onnx(model)[0], feeds)
-    with ge.Session() as session:
-        result = session.run(om, feeds)
-    for name, value in want.items():
-        got = result.outputs[name]
-        assert got.shape == value.shape
-        scale = max(float(np.abs(value).max()), 1.0)
-        np.testing.assert_allclose(got, value, rtol=2e-2, atol=2e-2 * scale)
-    assert 0 < result.latency_us < float("inf")
+    assert_simulates_to_reference(om, model, feeds)
 
 
 # ------------------------------------------------------------ the knobs in one kernel
@@ -322,7 +306,7 @@ def test_random_attention_layers_with_random_tilings_simulate_to_the_reference(b
     d=st.sampled_from([16, 32, 64]), seed=st.integers(0, 2**16), data=st.data(),
 )
 def test_random_fused_attention_with_random_tilings_simulate_to_the_reference(soc, heads, sq, sk, d, seed, data):
-    model, feeds = attention_model(heads, sq, sk, d, seed)
+    model, feeds = attention(heads, sq, sk, d, seed)
     check_tuned(model, feeds, soc, data)
 
 

@@ -1,4 +1,4 @@
-"""Small ONNX models of one cube op and its epilogue, with seeded inputs: what the
+"""Small ONNX models of one cube op and its epilogue (or an attention), with seeded inputs: what the
 tiling tests compile under forced tilings (`tests/test_aoe_knobs.py`,
 `tests/test_a_resident.py`)."""
 
@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+import ge
 
 F = TensorProto.FLOAT
 
@@ -37,3 +39,28 @@ def gemm_tail(m: int, k: int, n: int, seed: int, tail: str = "Relu") -> tuple[on
     graph = helper.make_graph(nodes, "gemm", [helper.make_tensor_value_info("x", F, [m, k])], [helper.make_tensor_value_info("z", F, None)], [w, b])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return model, {"x": rng.standard_normal((m, k)).astype(np.float32)}
+
+
+def attention(heads: int, sq: int, sk: int, d: int, seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """ONNX Attention (FusedInferAttentionScore) over 4-D query, key and value inputs."""
+    rng = np.random.default_rng(seed)
+    shapes = {"q": [1, heads, sq, d], "k": [1, heads, sk, d], "v": [1, heads, sk, d]}
+    graph = helper.make_graph(
+        [helper.make_node("Attention", ["q", "k", "v"], ["o"])], "attention",
+        [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()], [helper.make_tensor_value_info("o", F, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    return model, {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+
+
+def assert_simulates_to_reference(om: ge.Model, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
+    """The compiled model's simulated outputs are the reference interpreter's, within
+    float16's tolerance, and it times to a finite latency."""
+    want = ge.reference.run(ge.load_onnx(model)[0], feeds)
+    with ge.Session() as session:
+        result = session.run(om, feeds)
+    for name, value in want.items():
+        got = result.outputs[name]
+        assert got.shape == value.shape
+        np.testing.assert_allclose(got, value, rtol=2e-2, atol=2e-2 * max(float(np.abs(value).max()), 1.0))
+    assert 0 < result.latency_us < float("inf")
