@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import FloatAttr, StringAttr, f64
+from xdsl.dialects.builtin import FloatAttr, StringAttr, f32, f64
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -507,10 +507,12 @@ class AttentionBlock(FusionPattern):
         if any(value.owner in block for value in [*inputs, *([scores.mask] if scores.mask else [])]):
             return
 
-        new_ops, operands = self._operands(q, k, v, scores.mask, rank, store_around(softmax))
+        scale = q.trace.scale * k.trace.scale * scores.scale
+        folded = _foldable(q, scale)
+        new_ops, operands = self._operands(q, k, v, scores.mask, rank, store_around(softmax), scale if folded else 1.0)
         props = {
             "head_num": int_attr(q.heads.shape[1]),
-            "scale": FloatAttr(q.trace.scale * k.trace.scale * scores.scale, f64),
+            "scale": FloatAttr(1.0 if folded else scale, f64),
             "input_layout": StringAttr(found.layout),
         }
         assert isinstance(output, OpResult)
@@ -559,12 +561,13 @@ class AttentionBlock(FusionPattern):
 
     @staticmethod
     def _operands(
-        q: _Side, k: _Side, v: _Side, mask: SSAValue | None, rank: int, store: WeightStore
+        q: _Side, k: _Side, v: _Side, mask: SSAValue | None, rank: int, store: WeightStore, query_scale: float
     ) -> tuple[list[Operation], list[SSAValue]]:
         """The fused op's operands, and the slices (and mask unsqueeze) they need. A
         packed projection's weight or bias that is a constant is cut at compile time
         into constants of their own (as GE's fusion passes write new weights): sliced
-        by kernels, every run would re-read and re-format the whole packed weight."""
+        by kernels, every run would re-read and re-format the whole packed weight.
+        The query's constant weight and bias are multiplied by `query_scale`."""
         new_ops: list[Operation] = []
 
         def add(op: Operation, hint: str) -> SSAValue:
@@ -575,37 +578,50 @@ class AttentionBlock(FusionPattern):
         def constant(array: np.ndarray, like: SSAValue, hint: str) -> SSAValue:
             return add(new_constant(array, dtype_of(like.type), hint, store), hint)
 
-        def cut(value: SSAValue, axis: int, side: _Side, hint: str) -> SSAValue:
+        def cut(value: SSAValue, axis: int, side: _Side, hint: str, factor: float = 1.0) -> SSAValue:
             shape = shape_of(value.type)
-            if (side.start, side.width) == (0, shape[axis]):
+            if (side.start, side.width) == (0, shape[axis]) and factor == 1.0:
                 return value
             array = constant_value(value)
             if array is not None:
-                return constant(np.take(array, range(side.start, side.start + side.width), axis=axis), value, hint)
+                return constant(np.take(array, range(side.start, side.start + side.width), axis=axis) * factor, value, hint)
             begin = [side.start if i == axis else 0 for i in range(len(shape))]
             end = [side.start + side.width if i == axis else d for i, d in enumerate(shape)]
             props = {"begin": ints(begin), "end": ints(end), "strides": ints([1] * len(shape))}
             return add(StridedSliceOp([value], props), hint)
 
-        def weight(side: _Side, role: str) -> SSAValue:
+        def weight(side: _Side, role: str, factor: float) -> SSAValue:
             w, hint = side.projection.weight, f"{role}_weight"
             if not side.projection.transposed:
-                return cut(w, 1, side, hint)
+                return cut(w, 1, side, hint, factor)
             array = constant_value(w)
             if array is not None:
-                return constant(np.take(array, range(side.start, side.start + side.width), axis=0).T, w, hint)
+                return constant(np.take(array, range(side.start, side.start + side.width), axis=0).T * factor, w, hint)
             return add(TransposeOp([cut(w, 0, side, hint)], {"perm": ints([1, 0])}), hint)
 
         sides = {"query": q, "key": k, "value": v}
-        operands = [s.projection.input for s in sides.values()] + [weight(s, role) for role, s in sides.items()]
+        factors = {"query": query_scale, "key": 1.0, "value": 1.0}
+        operands = [s.projection.input for s in sides.values()] + [weight(s, role, factors[role]) for role, s in sides.items()]
         for role, s in sides.items():
             if s.projection.bias is not None:
-                operands.append(cut(s.projection.bias, 0, s, f"{role}_bias"))
+                operands.append(cut(s.projection.bias, 0, s, f"{role}_bias", factors[role]))
         if mask is not None:
             if rank == 3 and len(shape_of(mask.type)) == 3:  # one head: the scores gain a head axis
                 mask = add(UnsqueezeOp([mask], {"axes": ints([1])}), "atten_mask")
             operands.append(mask)
         return new_ops, operands
+
+
+def _foldable(q: _Side, scale: float) -> bool:
+    """Whether the scores' scale goes into the query projection's weight and bias at
+    compile time (so that no kernel scales every score): both constant, and the scale a
+    power of two (exact in any dtype) or the weight float32 (one rounding at 2^-24)."""
+    projection = q.projection
+    if scale == 1.0 or constant_value(projection.weight) is None:
+        return False
+    if projection.bias is not None and constant_value(projection.bias) is None:
+        return False
+    return float(np.frexp(scale)[0]) == 0.5 or dtype_of(projection.weight.type) == f32
 
 
 @fusion_pass

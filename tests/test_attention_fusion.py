@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from xdsl.dialects.builtin import FloatAttr, StringAttr, f16, f32, f64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 import ge
 from dialects.ascend_graph import (
@@ -48,6 +48,7 @@ from dialects.ascend_graph import (
 )
 from dialects.shapes import ShapeError
 from ge.core import dtypes, ir
+from ge.core.reference import const_value
 from ge.testing import (
     GraphBuilder,
     GraphCase,
@@ -215,11 +216,13 @@ def _block(
     probabilities_escape: bool = False,
     query_bias_only: bool = False,
     scores_bias: bool = False,
+    scale: float = 0.5,
+    dtype: Attribute = f32,
 ) -> GraphCase:
-    """BERT's block on x [2, 5, 8] with 2 heads of 4, a [2, 1, 1, 5] mask and * 1/2."""
-    b = GraphBuilder(seed=21)
+    """BERT's block on x [2, 5, 8] with 2 heads of 4, a [2, 1, 1, 5] mask and * `scale`."""
+    b = GraphBuilder(seed=21, dtype=dtype)
     x = b.input((2, 5, 8))
-    mask = b.weight(np.where(np.arange(5) < 4, 0.0, -1e4).astype(np.float32).reshape(1, 1, 1, 5).repeat(2, 0))
+    mask = b.weight(np.where(np.arange(5) < 4, 0.0, -1e4).astype(dtypes.to_numpy(dtype)).reshape(1, 1, 1, 5).repeat(2, 0))
 
     def project(bias: bool) -> Operation:
         y = b.op(BatchMatMulOp, [x, b.random_weight((8, 8), low=-0.35, high=0.35)], adj_x1=False, adj_x2=False)
@@ -236,9 +239,9 @@ def _block(
     scores_operands = [qh, kt, b.random_weight((5,))] if scores_bias else [qh, kt]
     scores = b.op(BatchMatMulOp, scores_operands, adj_x1=False, adj_x2=False)
     if mask_before_scale:
-        scores = b.op(MulOp, [b.op(AddOp, [scores, mask]), b.constant(0.5)])
+        scores = b.op(MulOp, [b.op(AddOp, [scores, mask]), b.constant(scale)])
     else:
-        scores = b.op(AddOp, [b.op(MulOp, [scores, b.constant(0.5)]), mask])
+        scores = b.op(AddOp, [b.op(MulOp, [scores, b.constant(scale)]), mask])
     p = b.op(SoftmaxOp, [scores], axes=[axis])
     context = b.op(BatchMatMulOp, [p, vh], adj_x1=False, adj_x2=False)
     b.op(ReshapeOp, [b.op(TransposeOp, [context], perm=[0, 2, 3, 1] if interleaved else [0, 2, 1, 3])], shape=[2, 5, 8])
@@ -254,11 +257,29 @@ def test_attention_fusion_makes_one_op_of_a_bert_block() -> None:
     ops = [op.name for op in after.graph.body.block.ops if op.name != "ascend_graph.const"]
     assert ops == ["ascend_graph.data", "ascend_graph.multi_head_attention", "ascend_graph.net_output"]
     (mha,) = [op for op in after.module.walk() if isinstance(op, MultiHeadAttentionOp)]
-    assert mha.props.int("head_num") == 2 and mha.props.float("scale") == 0.5
+    assert mha.props.int("head_num") == 2 and mha.props.float("scale") == 1.0  # the 0.5 is in the query weights
     assert mha.props.str("input_layout") == "BSH" and mha.atten_mask is not None and mha.query_bias is not None
     assert_equivalent(case, after)
     text = ir.to_text(after.module)
     assert ir.to_text(ir.parse(text)) == text
+
+
+@pytest.mark.parametrize(
+    ("scale", "dtype", "folded"),
+    [(0.5, f16, True), (1 / math.sqrt(3), f32, True), (1 / math.sqrt(3), f16, False)],
+    ids=["power_of_two", "float32", "float16_rounding"],
+)
+def test_attention_fusion_folds_the_scale_into_the_query_weights(scale: float, dtype: Attribute, folded: bool) -> None:
+    """The scale goes into the constant query weight and bias where that is exact (a
+    power of two) or float32; a float16 weight times another scale would round."""
+    case = _block(scale=scale, dtype=dtype)
+    after, _ = fuse(case, attention_fusion.MultiHeadAttentionFusionPass)
+    (mha,) = [op for op in after.module.walk() if isinstance(op, MultiHeadAttentionOp)]
+    assert mha.props.float("scale") == pytest.approx(1.0 if folded else scale, rel=1e-3)  # a float16 constant holds the scale
+    source = next(op for op in case.module.walk() if isinstance(op, BatchMatMulOp))  # the query projection
+    weight, folded_weight = const_value(source.x2.owner), const_value(mha.query_weight.owner)
+    np.testing.assert_array_equal(folded_weight, (weight * scale).astype(weight.dtype) if folded else weight)
+    assert_equivalent(case, after)
 
 
 @pytest.mark.parametrize(

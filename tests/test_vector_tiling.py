@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
-from xdsl.dialects.builtin import f16, i32
+from xdsl.dialects.builtin import f16, f32, i32
 
 import ge
 from dialects import ascend_graph as ag
@@ -183,10 +183,27 @@ def test_a_row_reduction_reduces_within_one_repeat_per_row() -> None:
     kernel = lowered_kernel(b, "Ascend310P3")
     p = kernel.parameters
     tile_vecs = [op for op in kernel.program.walk() if isinstance(op, VecOp)]
-    sums = [op for op in tile_vecs if op.instr.data == "VCADD"]
-    assert sums and all(op.repeat(2) <= p["tile_rows"] for op in sums)  # one 128-element repeat per row
+    assert not any(op.instr.data == "VCADD" for op in tile_vecs)  # fp16 rows enough: pairwise halvings pay
+    halvings = [op.repeat(2) for op in tile_vecs if op.instr.data == "VCPADD"]
+    assert halvings and len(halvings) % 7 == 0  # a row's last 128 elements halved 7 times to one
+    assert all(first <= p["tile_rows"] for first in halvings[::7])  # the first halving: one repeat per row
     adds = [op for op in tile_vecs if op.instr.data == "VADD"]
     assert sum(op.repeat(2) for op in adds) <= 7 * p["tile_rows"]  # a row's 8 repeats combined in 7
+
+
+def test_a_row_sum_of_few_rows_keeps_one_in_repeat_reduction() -> None:
+    """Each VCPADD halving pays its issue: a block of a few rows sums each with VCADD."""
+    b = GraphBuilder(dtype=f16)
+    b.op(ag.ReduceSumOp, [b.input([2, 128])], axes=[-1], keep_dims=True)
+    tile_vecs = [op.instr.data for op in lowered_kernel(b, "Ascend310P3").program.walk() if isinstance(op, VecOp)]
+    assert "VCADD" in tile_vecs and "VCPADD" not in tile_vecs
+
+
+def test_a_row_sum_in_fp32_keeps_one_in_repeat_reduction() -> None:
+    b = GraphBuilder(dtype=f32)
+    b.op(ag.ReduceSumOp, [b.input([64, 1024])], axes=[-1], keep_dims=True)
+    tile_vecs = [op.instr.data for op in lowered_kernel(b, "Ascend310P3").program.walk() if isinstance(op, VecOp)]
+    assert "VCADD" in tile_vecs and "VCPADD" not in tile_vecs
 
 
 def test_a_gathers_scalar_work_counts_the_slices_it_looks_up() -> None:

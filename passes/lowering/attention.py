@@ -315,7 +315,7 @@ def attention_flash(profile: SocProfile, op: ag.MultiHeadAttentionOp, ph: Phases
     unit is not beside the cube or a row of scores does not fit the core."""
     scores, context = ph.gemms[3], ph.gemms[4]
     mask = op.operands[-1] if len(op.operands) in (7, 10) else None
-    pre = [("VMULS", BINARY)] + ([("VADD", BINARY)] if mask is not None else [])
+    pre = _scaling(op) + ([("VADD", BINARY)] if mask is not None else [])
     mask_shape = ag.shape_of(mask.type) if mask is not None else (0,)
     spec = Flash(
         scores.batch, scores.m, scores.n, scores.k, context.n, ph.dtype, context.out_dtype, "q", "k", "v", op.results[0], pre,
@@ -426,11 +426,17 @@ def fused_attention_flash(profile: SocProfile, op: ag.FusedInferAttentionScoreOp
     return spec, flash_tiling(profile, spec, block_dim)
 
 
+def _scaling(op: ag.MultiHeadAttentionOp | ag.FusedInferAttentionScoreOp) -> list[tuple[str, str]]:
+    """The scores' scaling, none where the scale is 1 (as where the fusion folded it into
+    the query projection's weights)."""
+    return [("VMULS", BINARY)] if op.props.float("scale") != 1.0 else []
+
+
 def _fused_pre(op: ag.FusedInferAttentionScoreOp) -> list[tuple[str, str]]:
     """The vector steps on FusedInferAttentionScore's scores before the softmax: the
     scale, the softcap, the mask, the causal band and the key lengths."""
     mask = op.atten_mask
-    pre: list[tuple[str, str]] = [("VMULS", BINARY)]
+    pre = _scaling(op)
     if op.props.float("softcap") > 0:
         pre += [("VMULS", BINARY), *((i, t) for i, t, _ in RECIPES[ag.TanhOp]), ("VMULS", BINARY)]
     if mask is not None:

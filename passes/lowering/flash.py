@@ -50,7 +50,13 @@ from passes.lowering.program import (
     sync,
     vec,
 )
-from passes.lowering.recipes import _TREES, RECIPES, Step, _row_reduction, dtype_name
+from passes.lowering.recipes import (
+    RECIPES,
+    REDUCTION_TREES,
+    Step,
+    dtype_name,
+    row_reduction,
+)
 
 
 def _pad(n: int) -> int:
@@ -132,11 +138,11 @@ class Flash:
         the pre-steps, then the softmax's recipe, its row reductions as `recipes` does them."""
         d, n, size = dtype_name(self.dtype), rows * _pad(self.sk), self.in_bytes
         steps = [Step(i, t.format(d=d), n, size, s + (mask if i in ("VADD", "VSEL") else ())) for i, t in self.pre]
-        for instr, template, _ in RECIPES[ag.SoftmaxOp]:
-            if instr in _TREES:
-                steps += _row_reduction(instr, d, n, rows, size, s + stats)
+        for instr, template, basis in RECIPES[ag.SoftmaxOp]:
+            if instr in REDUCTION_TREES:
+                steps += row_reduction(instr, d, n, rows, size, s + stats)
             else:
-                steps.append(Step(instr, template.format(d=d), n, size, s + stats))
+                steps.append(Step(instr, template.format(d=d), rows if basis == "row" else n, size, s + stats))
         return steps
 
 
@@ -201,13 +207,13 @@ def flash_tiling(profile: SocProfile, spec: Flash, cores: int) -> FlashTiling | 
 
 
 def _unit_cycles(spec: Flash, rows: int, chunk: int) -> tuple[float, float, float]:
-    """(V, cube, MTE1) cycles of one unit (tiling cost only): the softmax's repeats and
+    """(V, cube, MTE1) cycles of one unit (tiling cost only): the softmax's steps, and
     the two drains from L0C at `VECTOR_REPEAT_CYCLES` a repeat; the fractal MACs of
     the scores and the context, plus each mmad's overhead; the fractals moved into
     L0A (Q and P, per chunk) and L0B (K and V)."""
     steps = spec.vector_steps(rows)
     drains = rows * (_pad(spec.sk) * spec.in_bytes + _pad(spec.dv) * spec.out_bytes) / REPEAT_BYTES
-    vector = (sum(s.repeats for s in steps) + drains) * VECTOR_REPEAT_CYCLES
+    vector = sum(s.cycles for s in steps) + drains * VECTOR_REPEAT_CYCLES
     m, k, d, dv = _pad(rows) // FRACTAL, _pad(spec.sk) // FRACTAL, _pad(spec.d) // FRACTAL, _pad(spec.dv) // FRACTAL
     chunks = -(-_pad(spec.sk) // chunk)
     fractal = FRACTAL_BYTES / (FRACTAL * FRACTAL * spec.in_bytes)  # fractals per 16 x 16 block of elements

@@ -58,6 +58,9 @@ L0B_FRACTAL_CYCLES = 4.0
 VECTOR_REPEAT_CYCLES = 2.0
 """Cycles of one 256-byte vector repeat, on average over the instructions an epilogue
 runs (1 for a VRELU, 2 for a VADD in the fitted tables; tiling cost only)."""
+VECTOR_ISSUE = 4
+"""Cycles a vector instruction costs beyond its repeats (the fitted intercepts are 3 to
+6; tiling cost only)."""
 
 Ops = list[Operation]
 

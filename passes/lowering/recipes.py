@@ -11,7 +11,13 @@ from dialects import ascend_graph as ag
 from dialects import formats, shapes
 from ge.core import dtypes
 from ge.core.errors import ModelError
-from passes.lowering.program import REPEAT_BYTES, Ops, vec
+from passes.lowering.program import (
+    REPEAT_BYTES,
+    VECTOR_ISSUE,
+    VECTOR_REPEAT_CYCLES,
+    Ops,
+    vec,
+)
 
 # =========================================================== vector instructions
 
@@ -91,7 +97,10 @@ RECIPES: dict[type[Operation], Recipe] = {
     ag.ExpandOp: [("VCOPY", "{u}_{u}", "out")],
     ag.TileOp: [("VCOPY", "{u}_{u}", "out")],
     ag.PadOp: [("VECTORDUP", UNARY, "out")],
-    ag.SoftmaxOp: [("VCMAX", UNARY, "in"), ("VSUB", BINARY, "in"), ("VEXP", UNARY, "in"), ("VCADD", UNARY, "in"), ("VDIV", BINARY, "in")],
+    ag.SoftmaxOp: [
+        ("VCMAX", UNARY, "in"), ("VSUB", BINARY, "in"), ("VEXP", UNARY, "in"), ("VCADD", UNARY, "in"), ("VREC", UNARY, "row"),
+        ("VMUL", BINARY, "in"),
+    ],
     ag.LogSoftmaxOp: [
         ("VCMAX", UNARY, "in"), ("VSUB", BINARY, "in"), ("VEXP", UNARY, "in"), ("VCADD", UNARY, "in"), ("VLN", UNARY, "row"),
         ("VSUB", BINARY, "in"),
@@ -366,6 +375,16 @@ class Step:
         """Its 256-byte repeats."""
         return -(-max(self.elements, 1) * self.element_bytes // REPEAT_BYTES)
 
+    @property
+    def cycles(self) -> float:
+        """Its estimated cycles (tiling cost only)."""
+        return VECTOR_ISSUE + self.repeats * _REPEAT_CYCLES.get(self.instr, VECTOR_REPEAT_CYCLES)
+
+
+_REPEAT_CYCLES = {"VCADD": 7.0, "VCMAX": 7.0, "VCMIN": 7.0, "VCPADD": 1.0}
+"""A repeat's cycles where the fitted tables (fp16) are far from `VECTOR_REPEAT_CYCLES`:
+the in-repeat reductions and the pairwise sum (tiling cost only)."""
+
 
 def recipe_steps(ops: Sequence[Operation], elements_of: Callable[[SSAValue], int], rows: int, values: Container[SSAValue]) -> list[Step]:
     """The vector instructions of `ops` over one tile: `elements_of` gives each value's
@@ -394,8 +413,8 @@ def recipe_steps(ops: Sequence[Operation], elements_of: Callable[[SSAValue], int
             out.append(Step("VCONV", "BF16_FP32", basis["in"], 4, used))
         for instr, template, base in steps:
             names = template.format(d=compute, i=dtype_name(din), o=dtype_name(dout), u=f"UINT{max(width, 16)}")
-            if instr in _TREES and base == "in" and not isinstance(op, ag.ArgOp):
-                out += _row_reduction(instr, compute, basis["in"], max(rows, 1), size, used)
+            if instr in REDUCTION_TREES and base == "in" and not isinstance(op, ag.ArgOp):
+                out += row_reduction(instr, compute, basis["in"], max(rows, 1), size, used)
             else:
                 out.append(Step(instr, names, basis[base], size, used))
         if widen and dtype_name(dout) == "BF16":
@@ -403,26 +422,43 @@ def recipe_steps(ops: Sequence[Operation], elements_of: Callable[[SSAValue], int
     return out
 
 
-_TREES = {"VCADD": "VADD", "VCMAX": "VMAX", "VCMIN": "VMIN"}
+REDUCTION_TREES = {"VCADD": "VADD", "VCMAX": "VMAX", "VCMIN": "VMIN"}
 """The in-repeat reductions, with the elementwise instruction that combines two repeats."""
 
 
-def _row_reduction(instr: str, compute: str, elements: int, rows: int, size: int, used: tuple[SSAValue, ...]) -> list[Step]:
+def row_reduction(instr: str, compute: str, elements: int, rows: int, size: int, used: tuple[SSAValue, ...]) -> list[Step]:
     """Each of `rows` rows of `elements` in all reduced to one value: while a row spans
     more than one repeat, its upper repeats are combined onto its lower ones by the
     elementwise instruction (one instruction for every row, by its repeat strides),
     then the in-repeat reduction runs once per row. A row of n repeats thus costs
     n - 1 elementwise repeats and one reduction repeat, not n reduction repeats (each
-    several times an elementwise one's cost)."""
+    several times an elementwise one's cost). A sum's last repeat is halved by VCPADD
+    (adjacent pairs) down to one value where those halvings cost less than VCADD."""
     per_row = -(-elements // rows)
     reps = -(-per_row * size // REPEAT_BYTES)
     steps: list[Step] = []
     while reps > 1:
         half = reps // 2
-        steps.append(Step(_TREES[instr], BINARY.format(d=compute), rows * half * REPEAT_BYTES // size, size, used))
+        steps.append(Step(REDUCTION_TREES[instr], BINARY.format(d=compute), rows * half * REPEAT_BYTES // size, size, used))
         reps -= half
-    steps.append(Step(instr, UNARY.format(d=compute), rows * min(per_row, REPEAT_BYTES // size), size, used))
-    return steps
+    width = min(per_row, REPEAT_BYTES // size)
+    pairwise = _pairwise_sum(compute, width, rows, size, used) if instr == "VCADD" else None
+    return steps + (pairwise or [Step(instr, UNARY.format(d=compute), rows * width, size, used)])
+
+
+def _pairwise_sum(compute: str, width: int, rows: int, size: int, used: tuple[SSAValue, ...]) -> list[Step] | None:
+    """The VCPADD halvings of rows of `width` (within one repeat) to one value each, or
+    None where one VCADD costs less (few rows: each halving pays its issue; in fp32 a
+    VCADD repeat's 3 cycles, not fp16's 7, leave the halvings no gain)."""
+    if compute != "FP16":
+        return None
+    halving = 1 << (width - 1).bit_length()  # rows at a power-of-two stride: no pair straddles two
+    steps: list[Step] = []
+    while halving > 1:
+        steps.append(Step("VCPADD", UNARY.format(d=compute), rows * halving, size, used))
+        halving //= 2
+    whole = Step("VCADD", UNARY.format(d=compute), rows * width, size, used)
+    return steps if sum(s.cycles for s in steps) < whole.cycles else None
 
 
 def emit_recipes(

@@ -19,7 +19,6 @@ from ge.core.errors import ModelError
 from ge.core.soc import SocProfile
 from passes.lowering.program import (
     SETUP_INSTRS,
-    VECTOR_REPEAT_CYCLES,
     Ops,
     Plan,
     Program,
@@ -243,9 +242,6 @@ VECTOR_STORE_LATENCY = 115
 """Cycles a GM -> UB load and a UB -> GM store hold their pipe before the first byte:
 about the mean of the 310P3's and 910B1's fits (140 and 240 loading, 85 and 145
 storing; tiling cost only)."""
-VECTOR_ISSUE = 4
-"""Cycles a vector instruction costs beyond its repeats (the fitted intercepts are 3 to
-6; tiling cost only)."""
 
 
 def pipelined_tile(
@@ -274,7 +270,7 @@ def pipelined_tile(
         once = sum(VECTOR_LOAD_LATENCY + by_value[v].nbytes(tile) / load_rate for v in held)
         load = sum(VECTOR_LOAD_LATENCY + by_value[v].nbytes(tile) / load_rate for v in inputs if v not in held)
         store = sum(VECTOR_STORE_LATENCY + by_value[v].nbytes(tile) / store_rate for v in outputs)
-        vector = sum(VECTOR_ISSUE + s.repeats * VECTOR_REPEAT_CYCLES for s in steps)
+        vector = sum(s.cycles for s in steps)
         scalar = 4 + 2 * (len(inputs) + len(outputs)) + len(steps)
         moved = tiles * sum(by_value[v].nbytes(tile) for v in (*inputs, *outputs) if v not in held)
         gm = used * (moved + sum(by_value[v].nbytes(tile) for v in held)) / chip
