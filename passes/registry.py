@@ -78,6 +78,7 @@ _PROJECT_PASSES.update(
                     "RedundantReshapeTransposeFusionPass", "TransposeReshapeFusionPass", "CastCastFusionPass",
                 ),
                 "transdata_cast": ("TransdataCastFusionPass",),
+                "patch_embedding": ("PatchEmbeddingFusionPass",),
                 "quant_fusion": ("QuantCubeFusionPass",),
             }.items()
             for name in names
