@@ -201,6 +201,21 @@ def vit_layer() -> tuple[ge.Model, object]:
     return run(model, None, "Ascend310P3", RunConfig(timing_only=True, l2_cache=False, profile_level="pipe"))
 
 
+def test_the_next_units_mask_loads_while_this_unit_runs():
+    """Each unit's mask rows load during the unit before it (the first unit's before
+    any): every mask load but the first starts before the previous unit's mask add ends."""
+    model, _ = attention_model(4, 128, 4, 32, mask=True, sbh=False, bias=True)
+    _, result = run(model, None, "Ascend310P3", RunConfig(timing_only=True, profile_level="pipe"))
+    (record,) = [r for r in result.profile.records if r.op_type == "MultiHeadAttention"]
+    timing = record.block_timing
+    start = sum(timing.phases[:-1])
+    spans = sorted((s for s in timing.spans if s.start >= start), key=lambda s: s.start)
+    loads = [s for s in spans if s.pipe == PIPE["MTE2"] and s.label.startswith("GM_TO_UB")]
+    adds = [s for s in spans if s.pipe == PIPE["V"] and s.label.startswith("VADD")]  # the mask adds (no scale: folded)
+    assert len(loads) == len(adds) > 2
+    assert all(load.start < add.end for load, add in zip(loads[1:], adds))
+
+
 def test_a_large_attention_kernel_reads_q_k_v_once_and_writes_no_scores():
     """The flash phase moves Q, K and V once and writes the context (main's phases
     moved the [B*H, Sq, Sk] scores and probabilities through GM twice each): the

@@ -15,7 +15,8 @@ fit L0A/L0B (one chunk where it fits); the whole key row must fit UB.
 The pipes overlap across units: a unit's body is its scores and softmax, then the
 previous unit's context (one unit late), so the cube computes P V of one unit and the scores of the next while V
 runs the softmax; every buffer between pipes is a ping-pong pair with a ready and a
-free event. A block takes `block_heads` heads of `block_tiles` query tiles each
+free event, and a unit's mask rows load during the unit before it (the mask add would
+otherwise wait for a load issued in its own unit). A block takes `block_heads` heads of `block_tiles` query tiles each
 (all of a head's tiles where one block takes the whole head, its last the tail)."""
 
 from __future__ import annotations
@@ -240,13 +241,19 @@ def flash_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
     mask = "ub_m" in buf
     tiles = t.tiles(spec.sq)
 
-    def scores(s: int, rows: int, h: int) -> Ops:
-        """Unit's Q tile in, S = Q K^T, the softmax in UB, P into L1 (slot `s`, K/V slot `h`)."""
+    def mask_load(s: int, rows: int) -> Ops:
+        """The mask rows of a unit of `rows` into its slot `s`."""
+        if not (mask and rows):
+            return []
+        load = copy(p, gm[spec.mask], buf["ub_m"][s], spec.mask_elements(rows) * spec.mask_bytes)
+        return [WaitFlagOp("V", "MTE2", s), load, SetFlagOp("MTE2", "V", s)]
+
+    def scores(s: int, rows: int, h: int, ahead: int) -> Ops:
+        """Unit's Q tile in, S = Q K^T, the softmax in UB, P into L1 (slot `s`, K/V slot
+        `h`); the next unit's mask (of `ahead` rows, 0 for none) loads while this one runs."""
         rp = _pad(rows)
         ops: Ops = [WaitFlagOp("MTE1", "MTE2", s), copy(p, gm[spec.q], buf["q"][s], rows * d * in_b, spec.mode(spec.q)), SetFlagOp("MTE2", "MTE1", s)]
-        if mask:
-            ops += [WaitFlagOp("V", "MTE2", s), copy(p, gm[spec.mask], buf["ub_m"][s], spec.mask_elements(rows) * spec.mask_bytes)]
-            ops.append(SetFlagOp("MTE2", "V", s))
+        ops += mask_load(1 - s, ahead)
         ops += [WaitFlagOp("MTE2", "MTE1", s), WaitFlagOp("V", "M", s)]
         for c, n in enumerate(chunks):
             z = c % 2
@@ -286,26 +293,34 @@ def flash_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
         ops += [SetFlagOp("V", "M", 2 + s), *sync("V", "MTE3", 2 + s), copy(p, buf["ub_o"][s], gm[spec.out], rows * spec.dv * out_b)]
         return ops + [SetFlagOp("MTE3", "V", 2 + s)]
 
-    def head(h: int, first: bool) -> Ops:
+    def head(h: int, first: bool, last: bool) -> Ops:
         """One head's K/V load and its tiles, each unit's body holding the previous
-        unit's context (the previous head's last, for the first tile)."""
+        unit's context (the previous head's last, for the first tile); the block's
+        last head's last unit has no next unit's mask to load."""
         s0 = h * len(tiles) % 2
+        ahead = [*tiles[1:], 0 if last else tiles[0]]
         ops: Ops = body([WaitFlagOp("MTE1", "MTE2", 2 + h), copy(p, gm[spec.k], buf["k"][h], spec.sk * d * in_b, spec.mode(spec.k))])
         ops += body([copy(p, gm[spec.v], buf["v"][h], spec.sk * dv * in_b, spec.mode(spec.v)), *sync("MTE2", "MTE1", 2 + h)])
-        ops += body(scores(s0, tiles[0], h) + ([] if first else context(1 - s0, tiles[-1], 1 - h, True)))
-        if len(tiles) > 2:
+        ops += body(scores(s0, tiles[0], h, ahead[0]) + ([] if first else context(1 - s0, tiles[-1], 1 - h, True)))
+        middle = len(tiles) - 2  # the last middle tile's next unit is the tail
+        if middle > 1:
             ops += double_buffered(
-                len(tiles) - 2, tiles[1], 0, lambda s, r: body(scores(s, r, h) + context(1 - s, r, h, False)), [], 1 - s0
+                middle - 1, tiles[1], 0, lambda s, r: body(scores(s, r, h, r) + context(1 - s, r, h, False)), [], 1 - s0
             )
+        if middle > 0:
+            s = (s0 + middle) % 2
+            ops += body(scores(s, tiles[-2], h, ahead[-2]) + context(1 - s, tiles[-2], h, False))
         if len(tiles) > 1:
             s = (s0 + len(tiles) - 1) % 2
-            ops += body(scores(s, tiles[-1], h) + context(1 - s, tiles[-2], h, False))
+            ops += body(scores(s, tiles[-1], h, ahead[-1]) + context(1 - s, tiles[-2], h, False))
         return ops
 
     frees = [*FREES, *(("V", "MTE2", e) for e in (0, 1) if mask)]
-    ops: Ops = [SetFlagOp(*f) for f in frees]
-    ops += head(0, True)
-    ops += double_buffered(t.block_heads - 1, 1, 0, lambda h, _: head(h, False), [], 1)
+    ops: Ops = [SetFlagOp(*f) for f in frees] + mask_load(0, tiles[0])
+    ops += head(0, True, t.block_heads == 1)
+    if t.block_heads > 1:
+        ops += double_buffered(t.block_heads - 2, 1, 0, lambda h, _: head(h, False, False), [], 1)
+        ops += head((t.block_heads - 1) % 2, False, True)
     last = t.block_heads * len(tiles) - 1
     ops += body(context(last % 2, tiles[-1], (t.block_heads - 1) % 2, True))
     return ops + [WaitFlagOp(*f) for f in frees]
