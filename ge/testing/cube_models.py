@@ -4,11 +4,15 @@ tiling tests compile under forced tilings (`tests/test_aoe_knobs.py`,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from xdsl.ir import Operation, SSAValue
 
 import ge
+from dialects.ascend_kernel import CopyOp, LoopOp
 
 F = TensorProto.FLOAT
 
@@ -64,3 +68,14 @@ def assert_simulates_to_reference(om: ge.Model, model: onnx.ModelProto, feeds: d
         assert got.shape == value.shape
         np.testing.assert_allclose(got, value, rtol=2e-2, atol=2e-2 * max(float(np.abs(value).max()), 1.0))
     assert 0 < result.latency_us < float("inf")
+
+
+def gm_reads(ops: Iterable[Operation], buffer: SSAValue) -> int:
+    """Bytes a kernel program copies out of `buffer`, loops counted."""
+    total = 0
+    for op in ops:
+        if isinstance(op, LoopOp):
+            total += op.int_prop("trips") * gm_reads(op.body.block.ops, buffer)
+        elif isinstance(op, CopyOp) and op.src is buffer:
+            total += op.int_prop("bytes")
+    return total

@@ -369,6 +369,8 @@ class _GmRates:
     nd_latency: float
     """Cycles a GM copy (an nd2nz one) holds its pipe before its first byte."""
     l2: float
+    l2_load: float
+    """What one core's loads reach from L2 (its share of the chip's L2 rate)."""
     working_set: float | None
     a_whole: float = 0.0
     b_whole: float = 0.0
@@ -385,7 +387,8 @@ class _GmRates:
         return cls(
             chip, min(chip, CORE_LOAD_SHARE * share), min(chip, CORE_STORE_SHARE * share), min(chip, ND2NZ_LOAD_SHARE * share),
             min(chip, UB_LOAD_SHARE * share), COPY_LATENCY_NS * cycles_per_ns, ND2NZ_LATENCY_NS * cycles_per_ns,
-            max(profile.l2_bytes_per_cycle, share) * max(cores, 1), working_set, a_whole, b_whole, profile.l2_bytes,
+            max(profile.l2_bytes_per_cycle, share) * max(cores, 1), max(profile.l2_bytes_per_cycle, share), working_set, a_whole, b_whole,
+            profile.l2_bytes,
         )
 
     def load_cycles(self, copies: int, nbytes: float, nd: bool) -> float:
@@ -400,30 +403,39 @@ class _GmRates:
         keeps) in a kernel of `used` such blocks: the chip's
         share or the block's own loads and stores, whichever is longest. The chip's
         share: with the working set in L2, its bytes through GM and the re-reads beyond
-        it through L2, one after the other (the simulator's L2 serves them at once, but
-        summed the re-reads weigh more, which keeps the GM bytes of a run without L2
-        down at no cost with it); else every byte through GM but the re-reads of an
-        operand whose reuse distance fits L2 (`ge.sim.l2.L2Cache.reused`: a weight
-        re-read per M tile while the activation streams past, or the activation per
-        N tile while the weights do)."""
+        it through L2; else every byte through GM but the re-reads of an operand whose
+        reuse distance fits L2 (`ge.sim.l2.L2Cache.reused`: a weight re-read per M tile
+        while the activation streams past, or the activation per N tile while the
+        weights do). GM and L2 serve at once, as in the simulator: the longer counts
+        (summed, they priced a split over more cores, its activation re-read from L2
+        while the weights stream from GM, at twice its time). A block's own loads take
+        its share of the re-reads at one core's L2 rate and the rest at its GM rate, one
+        after the other: one MTE2 moves both."""
         total = used * (a + b + other + stores)
         if self.working_set is not None:
-            chip = min(total, self.working_set) / self.chip + max(0.0, total - self.working_set) / self.l2
+            through_gm, hot = min(total, self.working_set), max(0.0, total - self.working_set)
         else:
             hot = sum(used * x - whole for whole, x in ((self.a_whole, a), (self.b_whole, b)) if self._reused(whole, used * x, total))
-            chip = (total - hot) / self.chip + hot / self.l2
-        return max(chip + used * scratch / self.l2, (a + b + other) / self.load, stores / self.store)
+            through_gm = total - hot
+        chip = max(through_gm / self.chip, (hot + used * scratch) / self.l2)
+        hits = min(hot / max(used, 1), a + b + other)
+        core = (a + b + other - hits) / self.load + hits / self.l2_load
+        return max(chip, core, stores / self.store)
 
     def bound(self, used: int, a: float, b: float, other: float, stores: float, scratch: float = 0.0) -> float:
         """At most `cycles`, and never less for more bytes: every re-read of an operand
-        L2 could hold at L2's rate (the search's lower bounds rest on it; `cycles`
+        L2 could hold may come from L2 (the search's lower bounds rest on it; `cycles`
         itself may fall as re-reads grow, when they bring an operand's reuse distance
         within L2)."""
         if self.working_set is not None:
             return self.cycles(used, a, b, other, stores, scratch)
         total = used * (a + b + other + stores)
         hot = sum(max(0.0, used * x - whole) for whole, x in ((self.a_whole, a), (self.b_whole, b)) if 0 < whole <= self.capacity)
-        return max((total - hot) / self.chip + hot / self.l2 + used * scratch / self.l2, (a + b + other) / self.load, stores / self.store)
+        scratch_bytes = used * scratch
+        # `cycles` serves some h <= hot of the re-reads from L2; whatever h, the longer of
+        # GM's and L2's shares is at least each of these (the middle: both at their summed rate)
+        chip = max((total - hot) / self.chip, (total + scratch_bytes) / (self.chip + self.l2), scratch_bytes / self.l2)
+        return max(chip, (a + b + other) / max(self.load, self.l2_load), stores / self.store)
 
     def _reused(self, whole: float, reads: float, total: float) -> bool:
         """Whether an operand of `whole` bytes read `reads` in a kernel moving `total`
