@@ -205,7 +205,7 @@ def test_profile_files(tmp_path) -> None:
     for row in rows:
         assert row["bound"] in ("cube", "vector", "memory", "latency")
         assert float(row["duration_us"]) == pytest.approx(float(row["duration_cycles"]) / 1060, rel=1e-3)
-        assert float(row["wait_us"]) == pytest.approx(timing.KERNEL_LAUNCH_US)  # the launch: a wait, not in the duration
+        assert float(row["wait_us"]) >= timing.KERNEL_LAUNCH_US - 1e-3  # the launch (and cores another stream holds): not in the duration
         assert all(0.0 <= float(row[c]) <= 1.0 for c in ("mac_ratio", "vec_ratio", "mte2_ratio", "mte3_ratio"))
     assert {r["bound"] for r in rows if r["op_type"].startswith("Conv2D")} <= {"cube", "memory", "latency"}
     trace = json.loads(Path(trace_path).read_text())["traceEvents"]

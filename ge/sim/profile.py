@@ -106,8 +106,9 @@ class TaskRecord:
     """The bytes of its inputs in L2 when it started."""
     wait: float = 0.0
     """Cycles between the stream reaching the task and its blocks starting: a kernel's
-    launch by the task scheduler (`timing.KERNEL_LAUNCH_US`), msprof's Task Wait Time.
-    Not in `duration` (msprof's Task Duration), which is the blocks' own time."""
+    launch by the task scheduler (`timing.KERNEL_LAUNCH_US`) and, where other streams'
+    kernels hold the cores, the wait for them; msprof's Task Wait Time. Not in
+    `duration` (msprof's Task Duration), which is the blocks' own time."""
     host_us: float = 0.0
     """A dynamic-shape run's host time for this task before its launch: tiling and launch
     (`timing.HOST_TILING_US`, `timing.HOST_LAUNCH_US`); 0 for a task list sunk to the device."""

@@ -397,13 +397,14 @@ class Runtime:
         )
         limits.kernel(index, task.name, placed.end - now)
         self._compute(task, index, header, state, placed.end)
+        start = min((b.start for b in placed.blocks), default=ready)  # later than ready while other streams hold the cores
         records.append(
             TaskRecord(
-                index, task.KIND, stream, task.name, ready, placed.end, op_type="+".join(header.op_types),
+                index, task.KIND, stream, task.name, start, placed.end, op_type="+".join(header.op_types),
                 kernel=task.kernel, core_type=kind, block_dim=task.block_dim, blocks=placed.blocks,
                 block_timing=self.block_timing(task.kernel, True) if trace else block, stretch=placed.stretch,
                 nbytes=sum(a.size for a in (*task.inputs, *task.outputs)), l2_hits=served.hits + served.scratch, l2_resident=served.resident,
-                wait=ready - now, host_us=self.host_us[index] if self.host_us else 0.0,
+                wait=start - now, host_us=self.host_us[index] if self.host_us else 0.0,
             )
         )
         return placed.end
