@@ -614,14 +614,17 @@ class AttentionBlock(FusionPattern):
 
 def _foldable(q: _Side, scale: float) -> bool:
     """Whether the scores' scale goes into the query projection's weight and bias at
-    compile time (so that no kernel scales every score): both constant, and the scale a
-    power of two (exact in any dtype) or the weight float32 (one rounding at 2^-24)."""
+    compile time (so that no kernel scales every score): both constant, the scale a
+    power of two (exact in any dtype) or the weight float32 (one rounding at 2^-24),
+    and every scaled value finite in its dtype."""
     projection = q.projection
-    if scale == 1.0 or constant_value(projection.weight) is None:
+    values = [constant_value(v) for v in (projection.weight, projection.bias) if v is not None]
+    if scale == 1.0 or any(v is None for v in values):
         return False
-    if projection.bias is not None and constant_value(projection.bias) is None:
+    if float(np.frexp(scale)[0]) != 0.5 and dtype_of(projection.weight.type) != f32:
         return False
-    return float(np.frexp(scale)[0]) == 0.5 or dtype_of(projection.weight.type) == f32
+    with np.errstate(over="ignore"):
+        return all(np.isfinite((v * scale).astype(v.dtype)).all() for v in values if v is not None)
 
 
 @fusion_pass

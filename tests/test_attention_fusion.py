@@ -218,6 +218,7 @@ def _block(
     scores_bias: bool = False,
     scale: float = 0.5,
     dtype: Attribute = f32,
+    weights: float = 0.35,
 ) -> GraphCase:
     """BERT's block on x [2, 5, 8] with 2 heads of 4, a [2, 1, 1, 5] mask and * `scale`."""
     b = GraphBuilder(seed=21, dtype=dtype)
@@ -225,7 +226,7 @@ def _block(
     mask = b.weight(np.where(np.arange(5) < 4, 0.0, -1e4).astype(dtypes.to_numpy(dtype)).reshape(1, 1, 1, 5).repeat(2, 0))
 
     def project(bias: bool) -> Operation:
-        y = b.op(BatchMatMulOp, [x, b.random_weight((8, 8), low=-0.35, high=0.35)], adj_x1=False, adj_x2=False)
+        y = b.op(BatchMatMulOp, [x, b.random_weight((8, 8), low=-weights, high=weights)], adj_x1=False, adj_x2=False)
         return b.op(AddOp, [b.random_weight((8,)), y]) if bias else y
 
     def heads(t: Operation, *, key: bool) -> Operation:
@@ -280,6 +281,14 @@ def test_attention_fusion_folds_the_scale_into_the_query_weights(scale: float, d
     weight, folded_weight = const_value(source.x2.owner), const_value(mha.query_weight.owner)
     np.testing.assert_array_equal(folded_weight, (weight * scale).astype(weight.dtype) if folded else weight)
     assert_equivalent(case, after)
+
+
+def test_attention_fusion_keeps_a_scale_that_would_overflow_the_query_weights() -> None:
+    """A power of two, but 2^15 times float16 weights of up to 4 is past float16's
+    range: the scale stays on the scores."""
+    after, _ = fuse(_block(scale=2.0**15, dtype=f16, weights=4.0), attention_fusion.MultiHeadAttentionFusionPass)
+    (mha,) = [op for op in after.module.walk() if isinstance(op, MultiHeadAttentionOp)]
+    assert mha.props.float("scale") == 2.0**15
 
 
 @pytest.mark.parametrize(
