@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
-from xdsl.dialects.builtin import f16, f32, i32
+from xdsl.dialects.builtin import StringAttr, f16, f32, i32
 
 import ge
 from dialects import ascend_graph as ag
@@ -214,3 +214,27 @@ def test_a_gathers_scalar_work_counts_the_slices_it_looks_up() -> None:
     blocks = kernel.int_prop("block_dim")
     setup = next(op for op in kernel.program.walk() if isinstance(op, ScalarOp))
     assert setup.int_prop("instrs") <= SETUP_INSTRS + 4 * -(-32 // blocks) + 4
+
+
+GELU_FORMS = {
+    "erf": ["VMINS", "VMAXS", "VMUL"] + ["VMULS", "VADDS"] * 4 + ["VMUL", "VMUL", "VDIV", "VMULS", "VADDS", "VMUL"],
+    "tanh": ["VMUL", "VMUL", "VMULS", "VADD", "VMULS", "VEXP", "VADDS", "VDIV"],
+    "sigmoid": ["VMULS", "VEXP", "VADDS", "VDIV"],
+}
+
+
+@pytest.mark.parametrize(
+    ("dtype", "mode", "form"),
+    [(f16, "high_performance", "tanh"), (f16, "super_performance", "sigmoid"), (f16, "high_precision", "erf"), (f32, "high_performance", "erf"), (f16, None, "erf")],
+)
+def test_a_gelu_runs_the_form_its_mode_computes(dtype, mode, form) -> None:
+    """The reference computes GELU's tanh form (or x sigmoid(1.702x)) for float16 in a
+    fast mode, the erf form otherwise: the kernel's instructions are that form's."""
+    b = GraphBuilder(dtype=dtype)
+    gelu = b.op(ag.GeluOp, [b.input([16, 128])])
+    if mode is not None:
+        gelu.attributes["impl_mode"] = StringAttr(mode)
+    kernel = lowered_kernel(b, "Ascend310P3")
+    instrs = [op.instr.data for op in kernel.program.walk() if isinstance(op, VecOp)]
+    assert instrs == GELU_FORMS[form] * (len(instrs) // len(GELU_FORMS[form]))
+    assert instrs

@@ -232,12 +232,7 @@ def recipe(op: Operation) -> Recipe:
     impl = op.attributes.get("impl_mode")
     precise = getattr(impl, "data", "high_performance") == "high_precision"
     if isinstance(op, ag.GeluOp):
-        tanh_form = [
-            ("VMUL", BINARY, "out"), ("VMUL", BINARY, "out"), ("VMULS", BINARY, "out"), ("VADD", BINARY, "out"),
-            ("VMULS", BINARY, "out"), ("VEXP", UNARY, "out"), ("VADDS", BINARY, "out"), ("VDIV", BINARY, "out"),
-        ]
-        erf_form = _ERF + [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), ("VMUL", BINARY, "out")]
-        return erf_form if op.props.str("approximate", "none") == "none" else tanh_form
+        return _gelu(op)
     if isinstance(op, ag.ReciprocalOp):
         return [("VECTORDUP", UNARY, "out"), ("VDIV", BINARY, "out")] if precise else [("VREC", UNARY, "out")]
     if isinstance(op, ag.ClipByValueOp):
@@ -278,6 +273,30 @@ def recipe(op: Operation) -> Recipe:
     if type(op) in RECIPES:
         return RECIPES[type(op)]
     raise ModelError(f"{getattr(op, 'OP_TYPE', op.name)}: no vector kernel for {op.name}")
+
+
+_GELU_TANH: Recipe = [
+    ("VMUL", BINARY, "out"), ("VMUL", BINARY, "out"), ("VMULS", BINARY, "out"), ("VADD", BINARY, "out"),
+    ("VMULS", BINARY, "out"), ("VEXP", UNARY, "out"), ("VADDS", BINARY, "out"), ("VDIV", BINARY, "out"),
+]
+"""x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))): GELU's tanh form as a sigmoid."""
+_GELU_SIGMOID: Recipe = [("VMULS", BINARY, "out"), ("VEXP", UNARY, "out"), ("VADDS", BINARY, "out"), ("VDIV", BINARY, "out")]
+"""x / (1 + exp(-1.702 x)), super_performance's GELU."""
+_FAST_MODES = ("high_performance", "super_performance")
+_HALF = ("float16", "bfloat16")
+
+
+def _gelu(op: ag.GeluOp) -> Recipe:
+    """The form the reference computes (`ge.core.reference`): on float16/bfloat16 input
+    a fast implementation mode computes the tanh form (high_performance) or x
+    sigmoid(1.702x) (super_performance) whatever `approximate` says, as CANN's
+    kernel does; else `approximate` chooses the erf or the tanh form."""
+    mode = getattr(op.attributes.get("impl_mode"), "data", None)
+    if mode in _FAST_MODES and dtypes.name(ag.dtype_of(op.operands[0].type)) in _HALF:
+        return _GELU_SIGMOID if mode == "super_performance" else _GELU_TANH
+    if op.props.str("approximate", "none") == "tanh":
+        return _GELU_TANH
+    return _ERF + [("VMULS", BINARY, "out"), ("VADDS", BINARY, "out"), ("VMUL", BINARY, "out")]
 
 
 def _reduction(op: ag.ReduceOp) -> Recipe:
