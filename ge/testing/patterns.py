@@ -277,8 +277,8 @@ def attention(*, variants: Sequence[str] = ("exact", "second_user", "wrong_axis"
             seq = g.integer(2, max(2, min(g.max_dim, math.isqrt(g.max_elements))))
             emb = g.integer(2, max(2, min(g.max_dim, g.max_elements // seq)))
             x = g.input((g.integer(1, max(1, min(2, g.max_elements // (seq * max(seq, emb))))), seq, emb))
-        (_, seq, emb), dt = g.shape_of(x), g.dtype_of(x)
-        head = g.integer(1, 4)
+        (batch, seq, emb), dt = g.shape_of(x), g.dtype_of(x)
+        head = g.integer(1, max(1, min(4, g.max_elements // (batch * seq))))  # the [B, S, head] projections fit
         scale = 1 / math.sqrt(emb)
         with g.site("attention", variant):
             q, k, v = (
