@@ -40,7 +40,6 @@ from passes.lowering.cube import (
     EpiValue,
     Gemm,
     cube_program,
-    tile_gemm,
 )
 from passes.lowering.program import Program
 
@@ -146,9 +145,12 @@ VIT_DOWN = Gemm(1, 13312, 3072, 768, f16, f16)
 
 
 def test_the_vit_down_projection_reads_a_once_per_block():
+    """With A resident (64-row tiles: two of A's whole K fit L1), each block reads its
+    rows of A once; the same tiles with A in panels read them once per N tile."""
     profile = socs.load("Ascend310P3")
-    t = tile_gemm(profile, VIT_DOWN, 8, lambda m, n: 3 * m * n * 2)
-    assert t.a_resident and not t.b_resident
+    e = Epilogue("vector", "y", values=[EpiValue("y", "tile", VIT_DOWN.out_bytes, True)], stores=["y"])
+    resident = {"batch_dim": 1, "m_dim": 8, "n_dim": 1, "m0": 64, "n0": 256, "k0": 64, "k1": 128, "b_resident": 0, "a_resident": 1}
+    t = space.CubeSpace.of(profile, VIT_DOWN, e, 8, False).tiling(resident)
     ops, a = vector_program("Ascend310P3", VIT_DOWN, t)
     assert gm_reads(ops, a) == t.mb * VIT_DOWN.k * VIT_DOWN.in_bytes
     panels = CubeTiling(**{**t.__dict__, "a_resident": False})  # the same tiles, A read per tile

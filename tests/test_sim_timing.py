@@ -223,7 +223,9 @@ def test_a_compiled_4096_matmul_on_one_core_runs_at_its_busiest_pipe(matmul_4096
     """A block's cube work is the hand count of its share (block_m x block_n x 4096 /
     16^3 blocks; every block runs the largest share); on one core the kernel takes
     the work of its busiest pipe (the cube, or MTE2 where the tiling's panels cost
-    more to load than to multiply), the other pipes hidden under it."""
+    more to load than to multiply), the other pipes hidden under it but for the
+    drains: with one accumulator of the whole L0C (`l0c_buffers` 1) each tile's
+    mmads wait for the previous tile to leave it."""
     row = kernel_row(matmul_4096, 1, "mm")
     assert row.record.stretch == 1.0
     t = row.record.block_timing
@@ -235,7 +237,7 @@ def test_a_compiled_4096_matmul_on_one_core_runs_at_its_busiest_pipe(matmul_4096
     busiest = max(t.busy) * row.record.block_dim
     cycles = row.record.end - row.record.blocks[0].start
     assert cycles >= cube_bound
-    assert busiest <= cycles <= 1.1 * busiest
+    assert busiest <= cycles <= (1.1 if tiling.get("l0c_buffers", 2) == 2 else 1.15) * busiest
 
 
 def test_doubling_the_cores_halves_a_compute_bound_kernel(matmul_4096: ge.Model) -> None:

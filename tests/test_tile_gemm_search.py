@@ -62,7 +62,7 @@ def oracle_tile_gemm(
     """`tile_gemm` as it was (commit 240e4db): every split up to the lower bound, every tile, every panel depth
     (its cost since: a mixed epilogue's workspace at L2's rate, and its loads on their own MTE2 where the cores are split;
     A's whole K resident per M tile as a third way to read the operands, and of equal costs and pipes the least time
-    of the cube's side)."""
+    of the cube's side; tiles up to the whole L0C in one accumulator, each tile's mmads waiting for the previous drain)."""
     kc = cube_k(profile, gemm.in_dtype)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
     kf = -(-gemm.k // kc)
@@ -100,7 +100,7 @@ def oracle_tile_gemm(
     mb = min(mbf * FRACTAL, gemm.m)
     return CubeTiling(
         batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(tile.m0f * FRACTAL, _align(mb, FRACTAL)), tile.n0f * FRACTAL,
-        tile.k0f * kc, tile.k1f * kc, tile.b_resident, kc, a_resident=tile.a_resident,
+        tile.k0f * kc, tile.k1f * kc, tile.b_resident, kc, l0c_buffers=tile.l0c_buffers, a_resident=tile.a_resident,
     )
 
 
@@ -127,7 +127,7 @@ def _oracle_block(
     for m0f in range(1, min(mbf, cap_a) + 1):
         mt = -(-mbf // m0f)
         a_column = gemm.a_l1_bytes(m0f * FRACTAL, gemm.k, kc) / kf  # L1 bytes per fractal column of an A panel
-        for n0f in range(1, min(nbf, cap_c // m0f, cap_b, cap_n) + 1):
+        for n0f in range(1, min(nbf, 2 * cap_c // m0f, cap_b, cap_n) + 1):
             k0f = min(kf, cap_a // m0f, cap_b // n0f)
             while k0f > 1 and _oracle_panels(profile, gemm, kc, m0f, n0f, k0f, k0f) > l1:  # a convolution's input rows fill L1 fast
                 k0f //= 2
@@ -144,6 +144,8 @@ def _oracle_block(
             mte1 = steps * step_mte1
             tile_out = m0f * n0f * FRACTAL * FRACTAL
             last = gm.latency + tile_out * (gemm.out_bytes / gm.store + drain)
+            accumulators = 2 if m0f * n0f <= cap_c else 1
+            waits = 0.0 if accumulators == 2 else (tiles - 1) * last
             stores = tiles * gm.latency + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
             epilogue_loads = tiles * (-(-epilogue_gm // gemm.out_bytes) + (1 if scratch else 0)) * gm.latency + (epilogue + scratch / 2) / gm.ub_load
@@ -185,10 +187,10 @@ def _oracle_block(
                     if not resident:
                         first_panel += gm.load_cycles(1, gemm.b_gm_bytes(k1f * kc, n0f * FRACTAL, kc), gemm.b_nd)
                     first = first_held + first_panel + step_mte1
-                    cube_side = max(first + max(cube, mte1) + last + restarts, loads + step_mte1 + step + last, stores)
+                    cube_side = max(first + max(cube, mte1) + last + restarts + waits, loads + step_mte1 + step + last, stores)
                     pipes = max(cube_side, vector, vector_loads)
                     chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes, scratch)
-                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side)
+                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side, accumulators)
                     if best is None or tile.cost < best.cost - 1e-9 or (
                         tile.cost <= best.cost + 1e-9 and (tile.pipes < best.pipes or tile.pipes == best.pipes and tile.cube_side < best.cube_side)
                     ):

@@ -247,6 +247,7 @@ class _BlockTile:
     """The cost but for the chip's traffic: of equal costs, the least of this wins."""
     a_resident: bool = False
     cube_side: float = 0.0
+    l0c_buffers: int = 2
     """The pipes but the vector unit's: of equal costs and pipes (a vector epilogue
     bounding both, for every tile of the block alike), the least of this wins: the
     tile that leaves the cube, MTE1 and MTE2 the most slack."""
@@ -270,7 +271,10 @@ def tile_gemm(
     the last tile's drain after its last, or its share of the kernel's chip traffic.
     Every re-read counts on the block's own MTE2: A is read once per N tile, B once
     per M tile unless its whole K stays in L1 across the M tiles (`b_resident`), or
-    A's across the N tiles (`a_resident`: B then read once per tile). On
+    A's across the N tiles (`a_resident`: B then read once per tile). A tile up to
+    half of L0C has two accumulators (its mmads overlap the previous tile's drain);
+    a larger one, up to the whole L0C, one (`l0c_buffers` 1: fewer re-reads, each
+    tile's mmads waiting for the previous one's drain). On
     the chip's bandwidth, where the Gemm's inputs and outputs fit the chip's L2
     together, its compulsory bytes go at GM's rate and its re-reads at L2's (they are
     L2 hits, `ge.sim.l2`); otherwise every byte at GM's. So the split over the cores
@@ -329,7 +333,7 @@ def tile_gemm(
     mb = min(mbf * FRACTAL, gemm.m)
     return CubeTiling(
         batch_dim, m_dim, n_dim, bb, mb, nbf * FRACTAL, min(tile.m0f * FRACTAL, _align(mb, FRACTAL)), tile.n0f * FRACTAL,
-        tile.k0f * kc, tile.k1f * kc, tile.b_resident, kc, a_resident=tile.a_resident,
+        tile.k0f * kc, tile.k1f * kc, tile.b_resident, kc, l0c_buffers=tile.l0c_buffers, a_resident=tile.a_resident,
     )
 
 
@@ -546,7 +550,8 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     panels and first L0 step) before the cube starts, the cube or MTE1 busy, and
     the last tile's drain after it (where A stays, each further M tile waits for the
     previous one's last drain and then its A: the tiles' streams restart per M
-    tile); MTE2's loads, then the last step and drain; the stores; the epilogue's
+    tile; with one accumulator, each tile after the first waits for the previous
+    one's drain); MTE2's loads, then the last step and drain; the stores; the epilogue's
     vector work; its share of the chip's traffic (`_GmRates.cycles`). A GM copy costs the path's latency on its pipe, so small
     tiles and panels pay for their number and large first panels for their wait.
     Of costs within 1e-9 of each other, the least time of the pipes wins, then (a
@@ -567,7 +572,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     for m0f in range(1, min(mbf, s.cap_a) + 1):
         mt = -(-mbf // m0f)
         a_column = gemm.a_l1_bytes(m0f * FRACTAL, gemm.k, kc) / kf  # L1 bytes per fractal column of an A panel
-        for n0f in range(1, min(nbf, s.cap_c // m0f, s.cap_b, s.cap_n) + 1):
+        for n0f in range(1, min(nbf, 2 * s.cap_c // m0f, s.cap_b, s.cap_n) + 1):
             k0f = s.k0(m0f, n0f)
             if not k0f:
                 continue
@@ -588,6 +593,8 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             mte1 = steps * step_mte1
             tile_out = m0f * n0f * FRACTAL * FRACTAL
             last = gm.latency + tile_out * (gemm.out_bytes / gm.store + drain)
+            accumulators = 2 if m0f * n0f <= s.cap_c else 1
+            waits = 0.0 if accumulators == 2 else (tiles - 1) * last  # one accumulator: each tile's mmads wait for the previous one's drain
             stores = tiles * gm.latency + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
             epilogue_loads = tiles * ub_loads * gm.latency + (epilogue + scratch / 2) / gm.ub_load
@@ -630,10 +637,10 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                     if not resident:
                         first_panel += gm.load_cycles(1, s.b_first(k1f, n0f), gemm.b_nd)
                     first = first_held + first_panel + step_mte1
-                    cube_side = max(first + max(cube, mte1) + last + restarts, loads + step_mte1 + step + last, stores)
+                    cube_side = max(first + max(cube, mte1) + last + restarts + waits, loads + step_mte1 + step + last, stores)
                     pipes = max(cube_side, vector, vector_loads)
                     chip = gm.cycles(used, a_loads, b_loads, epilogue, out_bytes, scratch)
-                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side)
+                    tile = _BlockTile(max(pipes, chip), m0f, n0f, k0f, k1f, resident, pipes, a_resident, cube_side, accumulators)
                     if tile.beats(best):
                         best = tile
     return None if best is None or best.cost > cutoff else best
@@ -817,6 +824,21 @@ class Epilogue:
         return [v for v in self.values if v.value in self.loads and v.kind != "tile"]
 
     def ub_bytes(self, profile: SocProfile, m: int, n: int) -> int:
+        """UB of an m x n tile's epilogue, run in pieces of `rows` rows."""
+        return self._ub(profile, self.rows(profile, m, n), n)
+
+    def rows(self, profile: SocProfile, m: int, n: int) -> int:
+        """The rows of the pieces an m x n tile's epilogue runs in: the whole tile where
+        its buffers fit the UB, else the fewest equal pieces of whole fractals that do
+        (a tile of the whole L0C has more elements than the UB holds buffers for)."""
+        pieces = 1
+        while True:
+            rows = min(m, _align(-(-m // pieces), FRACTAL))
+            if rows <= FRACTAL or self._ub(profile, rows, n) <= profile.ub_bytes:
+                return rows
+            pieces += 1
+
+    def _ub(self, profile: SocProfile, m: int, n: int) -> int:
         if self.kind == "fix":
             return 0
         return sum(aligned(profile, "UB", v.nbytes(m, n)) * (2 if v.double else 1) for v in self.values)
@@ -864,8 +886,9 @@ def cube_program(
         table = (prog.alloc("L1", columns_held * in_b), prog.alloc("BT", columns_held * ACC_BYTES))
     kept = {v.value: v for v in e.columns} if t.cols_resident else {}
     loads = [v for v in e.loads if v not in kept]
+    rows = e.rows(p, t.m0, t.n0)
     ub = {
-        v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double and v.value not in kept else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2
+        v.value: prog.pair("UB", v.nbytes(rows, t.n0)) if v.double and v.value not in kept else (prog.alloc("UB", v.nbytes(rows, t.n0)),) * 2
         for v in e.values
     }
     ub.update({alias: ub[of] for alias, of in e.aliases.items()})
@@ -1004,7 +1027,10 @@ def shared_a_program(
     l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES)
     columns = {v.value: v for e in epilogues for v in e.columns}
     ub = [
-        {v.value: prog.pair("UB", v.nbytes(t.m0, t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(t.m0, t.n0)),) * 2 for v in e.values}
+        {
+            v.value: prog.pair("UB", v.nbytes(e.rows(p, t.m0, t.n0), t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(e.rows(p, t.m0, t.n0), t.n0)),) * 2
+            for v in e.values
+        }
         for e in epilogues
     ]
     biases = {j: e.bias for j, e in enumerate(epilogues) if e.bias is not None and p.fix_pipe}
@@ -1083,31 +1109,49 @@ def _drain(
     loads: Sequence[Hashable],
 ) -> Ops:
     """An m x n result tile out of L0C (`acc`, freed for the cube by `acc_event`),
-    through the epilogue's buffers of `slot`, into GM; `loads` are the operands it
-    loads (the epilogue's, but those resident over the N tile)."""
+    through the epilogue's buffers of `slot`, into GM, in pieces of `Epilogue.rows`;
+    `loads` are the operands it loads (the epilogue's, but those resident over the N tile)."""
     tile_bytes = m * n * gemm.out_bytes
     if e.kind == "fix":
         return [copy(p, acc, gm[e.stores[0]], tile_bytes, "nz2nd" if gemm.out_nd else "normal"), SetFlagOp("FIX", "M", acc_event)]
+    ops: Ops = []
+    if e.kind == "mixed":
+        assert workspace is not None
+        ops += [copy(p, acc, workspace, tile_bytes), SetFlagOp("FIX", "M", acc_event), *sync("FIX", "MTE2", slot)]
+    full, rows, tail = split(m, e.rows(p, m, n))
+    pieces = [rows] * full + ([tail] if tail else [])
+    for i, piece in enumerate(pieces):
+        ops += _epilogue_piece(p, gemm, e, gm, acc, acc_event if i == len(pieces) - 1 else None, ub, slot, piece, n, workspace, loads)
+    return ops
+
+
+def _epilogue_piece(
+    p: SocProfile, gemm: Gemm, e: Epilogue, gm: dict[Hashable, SSAValue], acc: SSAValue, acc_event: int | None,
+    ub: dict[Hashable, tuple[SSAValue, SSAValue]], slot: int, m: int, n: int, workspace: SSAValue | None,
+    loads: Sequence[Hashable],
+) -> Ops:
+    """`m` rows of a tile through a vector or mixed epilogue: loaded (from the workspace
+    or drained from L0C, which the last piece frees by `acc_event`), computed, stored."""
     buffers = {v: pair[slot] for v, pair in ub.items()}
     sizes = {v.value: v.elements(m, n) for v in e.values}
     nbytes = {v.value: v.nbytes(m, n) for v in e.values}
     for alias, of in e.aliases.items():
         sizes[alias], nbytes[alias] = sizes[of], nbytes[of]
+    piece_bytes = m * n * gemm.out_bytes
     reads = bool(loads) or e.kind == "mixed"
     ops: Ops = []
-    if e.kind == "mixed":
-        assert workspace is not None
-        ops += [copy(p, acc, workspace, tile_bytes), SetFlagOp("FIX", "M", acc_event), *sync("FIX", "MTE2", slot)]
     if reads:
         ops.append(WaitFlagOp("V", "MTE2", slot))
     if e.kind == "mixed":
-        ops.append(copy(p, workspace, buffers[e.result], tile_bytes))  # type: ignore[arg-type]
+        ops.append(copy(p, workspace, buffers[e.result], piece_bytes))  # type: ignore[arg-type]
     ops += [copy(p, gm[v], buffers[v], nbytes[v]) for v in loads]
     if reads:
         ops += sync("MTE2", "V", slot)
     ops.append(WaitFlagOp("MTE3", "V", slot))
     if e.kind == "vector":
-        ops += [copy(p, acc, buffers[e.result], tile_bytes), SetFlagOp("V", "M", acc_event)]
+        ops.append(copy(p, acc, buffers[e.result], piece_bytes))
+        if acc_event is not None:
+            ops.append(SetFlagOp("V", "M", acc_event))
     out = dtype_name(gemm.out_dtype)
     if e.scale:
         ops += vec("VMULS", f"{out}_{out}_{out}", m * n, [buffers[e.result]], gemm.out_bytes)

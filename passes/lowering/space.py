@@ -10,8 +10,8 @@ A tiling is a flat dict of ints, what the kernel's `tiling` attribute records:
   16), k0, k1 (the K step in L0 and the K panel in L1, multiples of the cube's k; a
   panel of all of K may end in a shorter step), b_resident (B's whole K kept in L1
   across the M tiles); and the knobs of the program's structure (`CUBE_KNOBS`, each
-  absent where it has the value the analytic lowering fixes, so that a tiling
-  without them builds the analytic program): m_tail (the pieces a block's last M
+  absent where it has its default there, so that a tiling without them builds
+  the program the knobs' defaults make): m_tail (the pieces a block's last M
   tile runs as, so that the drain after its last mmad is a piece's), l0c_buffers
   (two accumulators, or one of the whole L0C for tiles twice the size whose mmads
   wait for the previous tile's drain), cols_resident (an epilogue's per-column
