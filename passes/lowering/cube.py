@@ -1012,12 +1012,14 @@ def shared_a_program(
     the cube works on the first); a tile's products with the B's take the two L0C
     accumulators in turn, each draining while the next computes, and the epilogues'
     per-column operands are loaded once per N tile. On a FIX part a bias goes through
-    the bias table: each B's bias loaded into L1 once per N tile, and before each
-    product into the half of the table its accumulator's (the product before last's
-    half: the move does not wait for the cube). Events: A's slots 0 and 1, B j
-    MTE2 -> MTE1 2 + j (where the part has too few ids, or 5 is the biases', the last
-    B's share the last one and load together before the first of them), the columns V <-> MTE2 2, the
-    biases MTE1 <-> MTE2 5 and the table's halves M <-> MTE1 2 and 3 (`shared_a_events`)."""
+    the bias table: each B's bias loaded into L1 once per N tile with its B (not
+    ahead of the first tile's A, where three tiny loads' latencies would hold up the
+    first mmad), and before each product into the half of the table its
+    accumulator's (the product before last's half: the move does not wait for the
+    cube). Events: A's slots 0 and 1, B j (and its bias) MTE2 -> MTE1 2 + j (where
+    the part has too few ids, the last B's share the last one and load together
+    before the first of them), the columns V <-> MTE2 2, and the table's halves
+    M <-> MTE1 2 and 3 (`shared_a_events`)."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
     count = len(bs)
     l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, gemm.k, kc))
@@ -1040,7 +1042,7 @@ def shared_a_program(
     a_mode = "nd2nz" if gemm.a_nd else "normal"
     b_mode = "nd2nz" if gemm.b_nd else "normal"
     steps = iterations(*split(gemm.k, t.k0))
-    b_events = [min(2 + j, 4 if biases else p.event_ids - 1) for j in range(count)]
+    b_events = [min(2 + j, p.event_ids - 1) for j in range(count)]
 
     def product(sc: int, j: int, m: int, n: int) -> Ops:
         """Tile `sc`'s product with B j into accumulator (sc + j) % 2, then its drain."""
@@ -1068,9 +1070,13 @@ def shared_a_program(
         def make(sc: int, m: int) -> Ops:
             ops: Ops = [WaitFlagOp("MTE1", "MTE2", sc), copy(p, a, l1_a[sc], gemm.a_gm_bytes(m, gemm.k, kc), a_mode), *sync("MTE2", "MTE1", sc)]
             for j in range(count):
-                if first and (j == 0 or b_events[j] != b_events[j - 1]):  # the B's of one event load together
+                if first and (j == 0 or b_events[j] != b_events[j - 1]):  # the B's of one event load together, each with its bias
                     group = [i for i in range(count) if b_events[i] == b_events[j]]
-                    ops += [*(copy(p, bs[i], l1_b[i], gemm.b_gm_bytes(gemm.k, n, kc), b_mode) for i in group), *sync("MTE2", "MTE1", b_events[j])]
+                    for i in group:
+                        ops.append(copy(p, bs[i], l1_b[i], gemm.b_gm_bytes(gemm.k, n, kc), b_mode))
+                        if i in biases:
+                            ops.append(copy(p, gm[biases[i]], l1_bias[i], n * in_b))
+                    ops += sync("MTE2", "MTE1", b_events[j])
                 ops += product(sc, j, m, n)
             return body(ops + [SetFlagOp("MTE1", "MTE2", sc)])
 
@@ -1082,8 +1088,6 @@ def shared_a_program(
             held = {v: pair[0] for u in ub for v, pair in u.items()}
             ops += [*sync("V", "MTE2", 2), *(copy(p, gm[v], held[v], c.nbytes(t.m0, n)) for v, c in columns.items())]
             ops += sync("MTE2", "V", 2)
-        if biases:
-            ops += [*sync("MTE1", "MTE2", 5), *(copy(p, gm[b], l1_bias[j], n * in_b) for j, b in biases.items()), *sync("MTE2", "MTE1", 5)]
         streams = [SetFlagOp(c, d, s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
         streams += [SetFlagOp("M", "MTE1", 2 + s) for s in ((0, 1) if biases else ())]
         frees = [(drain, "M", 0), *([("MTE3", "V", 0)] if drain == "V" else [])]
@@ -1099,8 +1103,8 @@ def shared_a_program(
 
 def shared_a_events(bias_table: bool) -> int:
     """The fewest event ids `shared_a_program` runs with: A's two slots and one for the
-    B's; with the bias table, the biases' MTE1 <-> MTE2 5."""
-    return 6 if bias_table else 3
+    B's; with the bias table, its halves' M <-> MTE1 2 and 3."""
+    return 4 if bias_table else 3
 
 
 def _drain(
@@ -1117,21 +1121,24 @@ def _drain(
     ops: Ops = []
     if e.kind == "mixed":
         assert workspace is not None
-        ops += [copy(p, acc, workspace, tile_bytes), SetFlagOp("FIX", "M", acc_event), *sync("FIX", "MTE2", slot)]
+        ops += [copy(p, acc, workspace, tile_bytes), SetFlagOp("FIX", "M", acc_event), SetFlagOp("FIX", "MTE2", slot)]
     full, rows, tail = split(m, e.rows(p, m, n))
     pieces = [rows] * full + ([tail] if tail else [])
     for i, piece in enumerate(pieces):
-        ops += _epilogue_piece(p, gemm, e, gm, acc, acc_event if i == len(pieces) - 1 else None, ub, slot, piece, n, workspace, loads)
+        ops += _epilogue_piece(p, gemm, e, gm, acc, acc_event if i == len(pieces) - 1 else None, ub, slot, piece, n, workspace, loads, i == 0)
     return ops
 
 
 def _epilogue_piece(
     p: SocProfile, gemm: Gemm, e: Epilogue, gm: dict[Hashable, SSAValue], acc: SSAValue, acc_event: int | None,
     ub: dict[Hashable, tuple[SSAValue, SSAValue]], slot: int, m: int, n: int, workspace: SSAValue | None,
-    loads: Sequence[Hashable],
+    loads: Sequence[Hashable], first: bool,
 ) -> Ops:
     """`m` rows of a tile through a vector or mixed epilogue: loaded (from the workspace
-    or drained from L0C, which the last piece frees by `acc_event`), computed, stored."""
+    or drained from L0C, which the last piece frees by `acc_event`), computed, stored.
+    The operands it loads (a residual) go first: in a mixed epilogue the first piece
+    waits for FIX's write of the tile only after them, so that they load while the
+    cube computes the tile."""
     buffers = {v: pair[slot] for v, pair in ub.items()}
     sizes = {v.value: v.elements(m, n) for v in e.values}
     nbytes = {v.value: v.nbytes(m, n) for v in e.values}
@@ -1142,9 +1149,11 @@ def _epilogue_piece(
     ops: Ops = []
     if reads:
         ops.append(WaitFlagOp("V", "MTE2", slot))
-    if e.kind == "mixed":
-        ops.append(copy(p, workspace, buffers[e.result], piece_bytes))  # type: ignore[arg-type]
     ops += [copy(p, gm[v], buffers[v], nbytes[v]) for v in loads]
+    if e.kind == "mixed":
+        if first:
+            ops.append(WaitFlagOp("FIX", "MTE2", slot))
+        ops.append(copy(p, workspace, buffers[e.result], piece_bytes))  # type: ignore[arg-type]
     if reads:
         ops += sync("MTE2", "V", slot)
     ops.append(WaitFlagOp("MTE3", "V", slot))
