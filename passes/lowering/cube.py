@@ -601,7 +601,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             vector_loads, epilogue_loads = (epilogue_loads, 0.0) if s.profile.split_cores else (0.0, epilogue_loads)
             least_loads = gm.load_cycles(a_copies_least, a_least, gemm.a_nd) + gm.load_cycles(bb * nt, b_least, gemm.b_nd) + epilogue_loads
             # the pipes without the first loads, and with the least reads
-            if not _worth_trying(max(step_mte1 + max(cube, mte1) + last, least_loads + step_mte1 + step + last, stores, vector, vector_loads), cutoff, best):
+            if not _worth_trying(max(step_mte1 + max(cube, mte1) + last + waits, least_loads + step_mte1 + step + last, stores, vector, vector_loads), cutoff, best):
                 continue
             single = nt == 1
             modes = [(True, False)] if s.panels(m0f, n0f, k0f, kf, single) <= l1 else []
