@@ -1113,7 +1113,8 @@ def _drain(
     loads: Sequence[Hashable],
 ) -> Ops:
     """An m x n result tile out of L0C (`acc`, freed for the cube by `acc_event`),
-    through the epilogue's buffers of `slot`, into GM, in pieces of `Epilogue.rows`;
+    through the epilogue's buffers, into GM, in pieces of `Epilogue.rows` (the first
+    in the buffers of `slot`, the next ones in turn, so that they pipeline as tiles do);
     `loads` are the operands it loads (the epilogue's, but those resident over the N tile)."""
     tile_bytes = m * n * gemm.out_bytes
     if e.kind == "fix":
@@ -1125,7 +1126,7 @@ def _drain(
     full, rows, tail = split(m, e.rows(p, m, n))
     pieces = [rows] * full + ([tail] if tail else [])
     for i, piece in enumerate(pieces):
-        ops += _epilogue_piece(p, gemm, e, gm, acc, acc_event if i == len(pieces) - 1 else None, ub, slot, piece, n, workspace, loads, i == 0)
+        ops += _epilogue_piece(p, gemm, e, gm, acc, acc_event if i == len(pieces) - 1 else None, ub, (slot + i) % 2, piece, n, workspace, loads, i == 0)
     return ops
 
 
