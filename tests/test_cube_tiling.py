@@ -239,3 +239,25 @@ def test_a_long_k_takes_tiles_of_the_whole_l0c_and_its_epilogue_runs_in_pieces()
     with ge.Session() as session:
         got = session.run(om, feeds).outputs["z"].astype(np.float32)
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize(("soc", "m"), [("Ascend310", 256), ("Ascend310P3", 256), ("Ascend910B1", 128)])
+def test_a_block_of_one_tile_in_pieces_builds_and_simulates(soc, m):
+    """One m x 256 tile a block, in one accumulator of the whole L0C: its epilogue's
+    pieces take both UB slots though the block has a single tile (the kernel
+    verifies: every wait has its set), and the result is the reference's."""
+    model, feeds = down_projection(m, 512, 256)
+    om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
+    kernels, keys = _kernels(om, soc)
+    (k,) = [k for k in kernels if isinstance(k.space, space.CubeSpace)]
+    t = {**k.seed, "batch_dim": 1, "m_dim": 1, "n_dim": 1, "m0": m, "n0": 256, "l0c_buffers": 1, "b_resident": 0}
+    t.pop("a_resident", None)
+    t["k0"] = min(t["k0"], 64)
+    t = k.space.widest_k1(t)
+    assert k.space.legal(t), t
+    with space.using({keys[k.name]: t}.get):
+        forced = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
+    want = ge.reference.run(ge.load_onnx(model)[0], feeds)["z"].astype(np.float32)
+    with ge.Session() as session:
+        got = session.run(forced, feeds).outputs["z"].astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * float(np.abs(want).max()))

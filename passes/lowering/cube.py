@@ -247,10 +247,11 @@ class _BlockTile:
     """The cost but for the chip's traffic: of equal costs, the least of this wins."""
     a_resident: bool = False
     cube_side: float = 0.0
-    l0c_buffers: int = 2
     """The pipes but the vector unit's: of equal costs and pipes (a vector epilogue
     bounding both, for every tile of the block alike), the least of this wins: the
     tile that leaves the cube, MTE1 and MTE2 the most slack."""
+    l0c_buffers: int = 2
+    """Accumulators: two, or one for a tile larger than half of L0C."""
 
     def beats(self, other: _BlockTile | None) -> bool:
         """Whether this tile replaces `other` as a block's best (costs within 1e-9 are equal)."""
@@ -948,10 +949,15 @@ def cube_program(
         `before` loads what the tiles' epilogues keep (after the streams are primed)."""
         streams = [SetFlagOp(c, d, s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
         frees = [(drain, "M", 0)]
+        ub_frees = []
         if e.kind != "fix":
-            frees.append(("MTE3", "V", 0))
+            ub_frees.append(("MTE3", "V", 0))
             if loads or e.kind == "mixed":
-                frees.append(("V", "MTE2", 0))
+                ub_frees.append(("V", "MTE2", 0))
+        if rows < t.m0:  # pieces take both UB slots, whatever the tiles' count
+            streams += [SetFlagOp(c, d, ev + s) for s in (0, 1) for c, d, ev in ub_frees]
+        else:
+            frees += ub_frees
 
         def make(sc: int, size: int) -> Ops:
             m, n = shape(size)
@@ -1028,12 +1034,10 @@ def shared_a_program(
     l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
     l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES)
     columns = {v.value: v for e in epilogues for v in e.columns}
+    pieces = [e.rows(p, t.m0, t.n0) for e in epilogues]
     ub = [
-        {
-            v.value: prog.pair("UB", v.nbytes(e.rows(p, t.m0, t.n0), t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(e.rows(p, t.m0, t.n0), t.n0)),) * 2
-            for v in e.values
-        }
-        for e in epilogues
+        {v.value: prog.pair("UB", v.nbytes(rows, t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(rows, t.n0)),) * 2 for v in e.values}
+        for e, rows in zip(epilogues, pieces)
     ]
     biases = {j: e.bias for j, e in enumerate(epilogues) if e.bias is not None and p.fix_pipe}
     l1_bias = {j: prog.alloc("L1", t.n0 * in_b) for j in biases}
