@@ -137,6 +137,20 @@ def test_the_shared_phase_is_faster_and_reads_its_input_once():
     assert t1 < 0.9 * t0 and gm0 - gm1 >= 2 * x  # the blocks read x once, not three times
 
 
+def test_a_block_of_one_m_tile_keeps_one_copy_of_its_input():
+    """ViT-B/16's attention at batch 1 on the 910B1 (197 tokens, 12 heads of 64): the
+    shared phase's blocks take one M tile each, so one buffer holds their rows of x
+    (its whole K), and the three weights' 64-column tiles fit L1 beside it where two
+    copies of x would not; the model simulates to the reference."""
+    model, feeds = attention_model(1, 197, 12, 64, bias=True)
+    kernel = simulate(model, feeds, "Ascend910B1")
+    t = kernel.parameters
+    assert shared(kernel) and t["q_block_m"] <= t["q_m0"]
+    l1 = socs.load("Ascend910B1").l1_bytes
+    x_rows, weights = t["q_m0"] * 768 * 2, 3 * 768 * t["q_n0"] * 2
+    assert x_rows + weights <= l1 < 2 * x_rows + weights
+
+
 @pytest.mark.parametrize("soc", SOCS)
 def test_cross_attention_keeps_three_phases(soc):
     """Keys and values from another input than the queries: no input to share."""

@@ -192,12 +192,12 @@ class Phases:
         """Matmul `i`'s analytic tiling (`tile_gemm`, exactly `block_dim` blocks)."""
         return tile_gemm(self.profile, self.gemms[i], self.block_dim, self.epilogue_ub(i), self.bias_table(i), exact=True)
 
-    def shared_fits(self, m0: int, n0: int) -> bool:
+    def shared_fits(self, m0: int, n0: int, one_m_tile: bool = False) -> bool:
         """True when `shared_a_program` can run the projections with m0 x n0 tiles: the
         event ids it needs, epilogues loading per-column operands only, each bias
         table half an n0 tile of float32 bias, and in L1 (beside the bias table) two A
-        tiles of the whole K, the three B tiles and their biases, in UB the three
-        epilogues."""
+        tiles of the whole K (one where a block has `one_m_tile`), the three B tiles
+        and their biases, in UB the three epilogues."""
         p, g = self.profile, self.gemms[0]
         biased = any(self.bias_table(i) for i in range(3))
         if not self.shared_input or p.event_ids < shared_a_events(biased) or (biased and 2 * n0 * ACC_BYTES > BIAS_TABLE_BYTES):
@@ -206,7 +206,7 @@ class Phases:
             return False
         kc = cube_k(p, g.in_dtype)
         b = aligned(p, "L1", -(-g.k // kc) * kc * n0 * g.in_bytes) + (aligned(p, "L1", n0 * g.in_bytes) if biased else 0)
-        l1 = 2 * aligned(p, "L1", g.a_l1_bytes(m0, g.k, kc)) + 3 * b
+        l1 = (1 if one_m_tile else 2) * aligned(p, "L1", g.a_l1_bytes(m0, g.k, kc)) + 3 * b
         ub = sum(e.ub_bytes(p, m0, n0) for e in self.epilogues[:3])
         return l1 <= p.l1_bytes - (BIAS_TABLE_BYTES if biased else 0) and ub <= p.ub_bytes
 

@@ -721,10 +721,13 @@ def _chip(gm: _GmRates, used: int, a: float, b: float, stores: float) -> float:
     return max((total - hot) / gm.chip, hot / gm.l2, (a + b) / gm.load, stores / gm.store)
 
 
-def tile_shared_a(profile: SocProfile, gemm: Gemm, count: int, cores: int, fits: Callable[[int, int], bool]) -> tuple[CubeTiling, float] | None:
+def tile_shared_a(
+    profile: SocProfile, gemm: Gemm, count: int, cores: int, fits: Callable[[int, int, bool], bool],
+) -> tuple[CubeTiling, float] | None:
     """`shared_a_program`'s split (exactly `cores` blocks where one exists) and L0 tile
     for `count` Gemms of one A, and its cost in cycles: the least, of the m0 x n0 tiles
-    that `fits` (its L1 and UB), by `_shared_cost`. None where no tile fits."""
+    that `fits` (its L1 and UB, with one A buffer where a block has one M tile), by
+    `_shared_cost`. None where no tile fits."""
     kc = cube_k(profile, gemm.in_dtype)
     kf = -(-gemm.k // kc)
     search = _Search(profile, gemm, _rates(profile, gemm, cores, count), lambda m, n: 0, False, 0.0, 0.0)
@@ -734,7 +737,7 @@ def tile_shared_a(profile: SocProfile, gemm: Gemm, count: int, cores: int, fits:
         _, mbf, nbf = per
         for m0f in range(1, min(mbf, search.cap_a) + 1):
             for n0f in range(1, min(nbf, search.cap_c // m0f, search.cap_b) + 1):
-                if not fits(m0f * FRACTAL, n0f * FRACTAL):
+                if not fits(m0f * FRACTAL, n0f * FRACTAL, m0f >= mbf):
                     continue
                 cost, pipes = _shared_cost(search, count, per, math.prod(dims), m0f, n0f)
                 if best is None or cost < best[0] - 1e-9 or (cost <= best[0] + 1e-9 and pipes < best[1]):
@@ -1028,7 +1031,8 @@ def shared_a_program(
     M <-> MTE1 2 and 3 (`shared_a_events`)."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
     count = len(bs)
-    l1_a = prog.pair("L1", gemm.a_l1_bytes(t.m0, gemm.k, kc))
+    a_bytes = gemm.a_l1_bytes(t.m0, gemm.k, kc)
+    l1_a = (prog.alloc("L1", a_bytes),) * 2 if t.mb <= t.m0 else prog.pair("L1", a_bytes)  # one M tile: nothing to load ahead
     l1_b = [prog.alloc("L1", _align(gemm.k, kc) * t.n0 * in_b) for _ in bs]
     l0a = prog.pair("L0A", t.m0 * t.k0 * in_b)
     l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)

@@ -337,7 +337,7 @@ class AttentionSpace:
         if q["k1"] != sp.kf * sp.kc:
             return False
         ct = sp.tiling(q)
-        return ph.shared_fits(ct.m0, ct.n0)
+        return ph.shared_fits(ct.m0, ct.n0, ct.mb <= ct.m0)
 
     def chosen(self, t: Mapping[str, int]) -> Chosen:
         """The phases' CubeTilings and the softmax's tile rows of a legal `t`; an illegal one is refused."""
