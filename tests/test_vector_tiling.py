@@ -107,7 +107,11 @@ def test_random_vector_scopes_simulate_to_the_reference(soc, kind, shape, seed) 
     if kind in ("maxpool", "avgpool") and len(shape) != 4:
         shape = (1, *shape[:1], 8, shape[1] % 40 + 2)
     model, feeds = scope_model(kind, shape, seed)
-    want = ge.reference.run(ge.load_onnx(model)[0], feeds)
+    # The build casts float32 inputs to float16 (force_fp16): the reference takes them so
+    # rounded, else a row of two nearly equal values (a LayerNorm of two elements) is
+    # judged against a difference that float16 inputs cannot carry.
+    halved = {k: v.astype(np.float16).astype(v.dtype) if v.dtype == np.float32 else v for k, v in feeds.items()}
+    want = ge.reference.run(ge.load_onnx(model)[0], halved)
     om = compiled(model, soc)
     check_tilings(om, soc)
     with ge.Session() as session:
