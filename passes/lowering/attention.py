@@ -192,7 +192,7 @@ class Phases:
         """Matmul `i`'s analytic tiling (`tile_gemm`, exactly `block_dim` blocks)."""
         return tile_gemm(self.profile, self.gemms[i], self.block_dim, self.epilogue_ub(i), self.bias_table(i), exact=True)
 
-    def shared_fits(self, m0: int, n0: int, one_m_tile: bool = False) -> bool:
+    def shared_fits(self, m0: int, n0: int, one_m_tile: bool) -> bool:
         """True when `shared_a_program` can run the projections with m0 x n0 tiles: the
         event ids it needs, epilogues loading per-column operands only, each bias
         table half an n0 tile of float32 bias, and in L1 (beside the bias table) two A
