@@ -289,6 +289,9 @@ class CopyOp(ProgramOp):
             raise VerifyException(f"copy {self.path} moves {self.int_prop('bytes')} bytes")
         if self.pipe not in PIPES:
             raise VerifyException(f"copy {self.path}: unknown pipe {self.pipe!r}")
+        dst = self.dst.owner
+        if isinstance(dst, AllocOp) and self.int_prop("bytes") > dst.size.value.data:
+            raise VerifyException(f"copy {self.path} writes {self.int_prop('bytes')} bytes into a buffer of {dst.size.value.data}")
 
 
 @irdl_op_definition

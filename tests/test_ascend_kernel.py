@@ -182,6 +182,15 @@ def test_copy_modes_and_the_calibration_path_names() -> None:
         parse(kernel_text(AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0\n' + trans.replace("nd2nz", "sideways")))
 
 
+def test_a_copy_writes_no_more_than_its_buffer_holds() -> None:
+    """A copy into a core buffer moves at most the buffer's bytes (an epilogue piece of
+    more rows than its buffers were allocated for would write past them)."""
+    fits = f'ascend_kernel.copy "MTE2" %ga -> %u1, 256 bytes : {GM} -> {UB}'
+    parse(kernel_text(SIZE="256", AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0\n' + fits))
+    with pytest.raises(VerifyException, match="writes 288 bytes into a buffer of 256"):
+        parse(kernel_text(SIZE="256", AFTER='ascend_kernel.wait_flag "V" -> "MTE2", 0\n' + fits.replace("256 bytes", "288 bytes")))
+
+
 def test_a_kernel_lives_at_module_level_and_a_launch_needs_its_kernel() -> None:
     with pytest.raises(VerifyException, match="no such ascend_kernel.kernel"):
         parse(kernel_text().replace("launch @add(", "launch @missing("))

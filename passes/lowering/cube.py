@@ -965,7 +965,7 @@ def cube_program(
         def make(sc: int, size: int) -> Ops:
             m, n = shape(size)
             head = [WaitFlagOp(drain, "M", acc(sc)), *k1_panels(sc, m, n, held), *sync("M", drain, sc)]
-            return body(head + _drain(p, gemm, e, gm, l0c[acc(sc)], acc(sc), ub, sc, m, n, workspace, loads))
+            return body(head + _drain(p, gemm, e, gm, l0c[acc(sc)], acc(sc), ub, sc, m, n, rows, workspace, loads))
 
         tiles = double_buffered_runs(runs, make, frees)
         return [*streams, *before, *tiles, *(WaitFlagOp(*op.key) for op in streams)]
@@ -1038,10 +1038,10 @@ def shared_a_program(
     l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
     l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES)
     columns = {v.value: v for e in epilogues for v in e.columns}
-    pieces = [e.rows(p, t.m0, t.n0) for e in epilogues]
+    piece_rows = [e.rows(p, t.m0, t.n0) for e in epilogues]
     ub = [
         {v.value: prog.pair("UB", v.nbytes(rows, t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(rows, t.n0)),) * 2 for v in e.values}
-        for e, rows in zip(epilogues, pieces)
+        for e, rows in zip(epilogues, piece_rows)
     ]
     biases = {j: e.bias for j, e in enumerate(epilogues) if e.bias is not None and p.fix_pipe}
     l1_bias = {j: prog.alloc("L1", t.n0 * in_b) for j in biases}
@@ -1072,7 +1072,7 @@ def shared_a_program(
         if table is not None and j in biases:
             ops.append(SetFlagOp("M", "MTE1", 2 + cs))
         ops += sync("M", drain, cs)
-        return ops + _drain(p, gemm, epilogues[j], gm, l0c[cs], cs, ub[j], cs, m, n, None, [])
+        return ops + _drain(p, gemm, epilogues[j], gm, l0c[cs], cs, ub[j], cs, m, n, piece_rows[j], None, [])
 
     def tile(n: int, first: bool) -> Callable[[int, int], Ops]:
         def make(sc: int, m: int) -> Ops:
@@ -1117,11 +1117,12 @@ def shared_a_events(bias_table: bool) -> int:
 
 def _drain(
     p: SocProfile, gemm: Gemm, e: Epilogue, gm: dict[Hashable, SSAValue], acc: SSAValue, acc_event: int,
-    ub: dict[Hashable, tuple[SSAValue, SSAValue]], slot: int, m: int, n: int, workspace: SSAValue | None,
+    ub: dict[Hashable, tuple[SSAValue, SSAValue]], slot: int, m: int, n: int, rows: int, workspace: SSAValue | None,
     loads: Sequence[Hashable],
 ) -> Ops:
     """An m x n result tile out of L0C (`acc`, freed for the cube by `acc_event`),
-    through the epilogue's buffers, into GM, in pieces of `Epilogue.rows` (the first
+    through the epilogue's buffers (of `rows` rows: `Epilogue.rows` of the full tile,
+    which a shorter last tile must not exceed), into GM, in pieces of them (the first
     in the buffers of `slot`, the next ones in turn, so that they pipeline as tiles do);
     `loads` are the operands it loads (the epilogue's, but those resident over the N tile)."""
     tile_bytes = m * n * gemm.out_bytes
@@ -1131,8 +1132,8 @@ def _drain(
     if e.kind == "mixed":
         assert workspace is not None
         ops += [copy(p, acc, workspace, tile_bytes), SetFlagOp("FIX", "M", acc_event), SetFlagOp("FIX", "MTE2", slot)]
-    full, rows, tail = split(m, e.rows(p, m, n))
-    pieces = [rows] * full + ([tail] if tail else [])
+    full, size, tail = split(m, rows)
+    pieces = [size] * full + ([tail] if tail else [])
     for i, piece in enumerate(pieces):
         ops += _epilogue_piece(p, gemm, e, gm, acc, acc_event if i == len(pieces) - 1 else None, ub, (slot + i) % 2, piece, n, workspace, loads, i == 0)
     return ops
