@@ -624,7 +624,7 @@ def _foldable(q: _Side, scale: float) -> bool:
     if float(np.frexp(scale)[0]) != 0.5 and dtype_of(projection.weight.type) != f32:
         return False
     with np.errstate(over="ignore"):
-        return all(np.isfinite((v * scale).astype(v.dtype)).all() for v in values if v is not None)
+        return all(np.isfinite((v * scale).astype(v.dtype)).all() for v in values)
 
 
 @fusion_pass
