@@ -134,7 +134,7 @@ def _oracle_block(
             if k0f < 1 or _oracle_panels(profile, gemm, kc, m0f, n0f, k0f, k0f) > l1 or epilogue_ub(m0f * FRACTAL, n0f * FRACTAL) > profile.ub_bytes:
                 continue
             nt = -(-nbf // n0f)
-            single = nt == 1
+            single = nt == 1 and bb == 1
             b_tile = gemm.b_gm_bytes(gemm.k, n0f * FRACTAL, kc)
             tiles = bb * mt * nt
             steps = tiles * -(-kf // k0f)

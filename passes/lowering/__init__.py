@@ -86,9 +86,11 @@ projections.
 Double buffering is explicit: a loop over tiles holds its ping and its pong
 iteration, each with its own buffers and event ids; the consumer primes the
 buffer-free events before the loop and the producer drains them after. In a cube
-kernel the L1 panels and L0 steps run as streams of slots through all M tiles of
-an N tile, so that MTE2 and MTE1 load the next tile's first panel while the cube
-finishes the last one. Scalar
+kernel the L1 panels, the L0 steps, the L0C accumulators and the epilogue's UB run
+as streams of slots through all the tiles of a block, across its N tiles and
+batches (the bias table in two halves where an N tile's bias fits one), so that
+MTE2 and MTE1 load the next tile's first panel, of the next N tile or batch too,
+while the cube finishes the last one. Scalar
 work: `SETUP_INSTRS` per block (reading the tiling, base addresses) and per loop
 body 4 instructions plus 2 per copy and 1 per vector instruction (addresses,
 counters).

@@ -39,6 +39,7 @@ from passes.lowering.program import (
     Ops,
     Program,
     aligned,
+    batched,
     body,
     copy,
     double_buffered,
@@ -170,8 +171,8 @@ class CubeTiling:
 
     @property
     def b_single(self) -> bool:
-        """B stays in L1 and a block has one N tile: one B buffer, nothing to load ahead."""
-        return self.b_resident and self.nb <= self.n0
+        """B stays in L1 and a block has one N tile of one batch: one B buffer, nothing to load ahead."""
+        return self.b_resident and self.nb <= self.n0 and self.bb == 1
 
     @property
     def a_single(self) -> bool:
@@ -604,7 +605,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             # the pipes without the first loads, and with the least reads
             if not _worth_trying(max(step_mte1 + max(cube, mte1) + last + waits, least_loads + step_mte1 + step + last, stores, vector, vector_loads), cutoff, best):
                 continue
-            single = nt == 1
+            single = nt == 1 and bb == 1  # one B tile in the block: nothing to load ahead
             modes = [(True, False)] if s.panels(m0f, n0f, k0f, kf, single) <= l1 else []
             modes.append((False, False))
             if a_fits:
@@ -885,9 +886,13 @@ def cube_program(
     l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
     l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES) if t.l0c_buffers == 2 else (prog.alloc("L0C", t.m0 * t.n0 * ACC_BYTES),) * 2
     table = None
-    if e.bias is not None and p.fix_pipe:
-        columns_held = t.nb if t.a_resident else t.n0  # where A stays, the block's whole bias
-        table = (prog.alloc("L1", columns_held * in_b), prog.alloc("BT", columns_held * ACC_BYTES))
+    biased = e.bias is not None and p.fix_pipe
+    # an N tile's bias in a slot of its own where two fit the bias table (the next N
+    # tile's loading while this one's mmads read it); where A stays, the block's whole bias
+    tables = 2 if biased and not t.a_resident and 2 * t.n0 * ACC_BYTES <= BIAS_TABLE_BYTES else 1
+    if biased:
+        columns_held = t.nb if t.a_resident else t.n0
+        table = [(prog.alloc("L1", columns_held * in_b), prog.alloc("BT", columns_held * ACC_BYTES)) for _ in range(tables)]
     kept = {v.value: v for v in e.columns} if t.cols_resident else {}
     loads = [v for v in e.loads if v not in kept]
     rows = e.rows(p, t.m0, t.n0)
@@ -946,29 +951,39 @@ def cube_program(
 
         return double_buffered(*panels, make, [], first_panel)
 
-    def inner_tiles(runs: Sequence[tuple[int, int, int]], shape: Callable[[int], tuple[int, int]], held: int, before: Ops) -> Ops:
+    # The streams and the tiles' free events (L0C, and UB for an epilogue there) are
+    # primed once for the block and run on through all its tiles, across N tiles (M
+    # tiles where A stays) and batches, so that the next tile's first panels load
+    # while the last one computes. A tile's L0C slot is then its parity in the whole
+    # block: each outer iteration starts its tiles at the parity of those before it.
+    ub_frees = []
+    if e.kind != "fix":
+        ub_frees.append(("MTE3", "V"))
+        if loads or e.kind == "mixed":
+            ub_frees.append(("V", "MTE2"))
+    frees = [("MTE1", "MTE2"), ("M", "MTE1"), (drain, "M"), *ub_frees]
+
+    def primed(ops: Ops, resident: bool) -> Ops:
+        """`ops` between the priming and the draining of every free event (with the
+        resident operand's two L1 slots, events 2 and 3, where it has them)."""
+        events = [(c, d, s) for c, d in frees for s in (0, 1)]
+        if resident:
+            events += [("MTE1", "MTE2", 2 + s) for s in (0, 1)]
+        if table is not None and tables == 2:
+            events += [(c, d, 4 + s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
+        return [*(SetFlagOp(*key) for key in events), *ops, *(WaitFlagOp(*key) for key in events)]
+
+    def inner_tiles(runs: Sequence[tuple[int, int, int]], shape: Callable[[int], tuple[int, int]], held: int, start: int, before: Ops) -> Ops:
         """The result tiles of one resident operand (`held` its L1 slot): `runs` of
-        `split`s of the other dimension, `shape` a tile's m x n from its size there;
-        `before` loads what the tiles' epilogues keep (after the streams are primed)."""
-        streams = [SetFlagOp(c, d, s) for c, d in (("MTE1", "MTE2"), ("M", "MTE1")) for s in (0, 1)]
-        frees = [(drain, "M", 0)]
-        ub_frees = []
-        if e.kind != "fix":
-            ub_frees.append(("MTE3", "V", 0))
-            if loads or e.kind == "mixed":
-                ub_frees.append(("V", "MTE2", 0))
-        if rows < t.m0:  # pieces take both UB slots, whatever the tiles' count
-            streams += [SetFlagOp(c, d, ev + s) for s in (0, 1) for c, d, ev in ub_frees]
-        else:
-            frees += ub_frees
+        `split`s of the other dimension, `shape` a tile's m x n from its size there,
+        the first in L0C slot `start`; `before` loads what the tiles' epilogues keep."""
 
         def make(sc: int, size: int) -> Ops:
             m, n = shape(size)
             head = [WaitFlagOp(drain, "M", acc(sc)), *k1_panels(sc, m, n, held), *sync("M", drain, sc)]
             return body(head + _drain(p, gemm, e, gm, l0c[acc(sc)], acc(sc), ub, sc, m, n, rows, workspace, loads))
 
-        tiles = double_buffered_runs(runs, make, frees)
-        return [*streams, *before, *tiles, *(WaitFlagOp(*op.key) for op in streams)]
+        return [*before, *double_buffered_runs(runs, make, [], start)]
 
     def columns(n: int) -> Ops:
         """The resident per-column operands of n columns, once V is done with the previous tile's."""
@@ -976,38 +991,48 @@ def cube_program(
             return []
         return [*sync("V", "MTE2", 2), *(copy(p, gm[v], ub[v][0], value.nbytes(t.m0, n)) for v, value in kept.items()), *sync("MTE2", "V", 2)]
 
-    def bias_table(n: int) -> Ops:
+    def bias_table(n: int, slot: int = 0) -> Ops:
+        """n columns of bias into the bias table (its `slot` where it has two: freed by
+        `bias_free`, its events 4 and 5); in the one table, once the cube is done with it."""
         if table is None or e.bias is None:
             return []
-        ops = [*sync("MTE1", "MTE2", 4), copy(p, gm[e.bias], table[0], n * in_b)]
-        ops += [*sync("MTE2", "MTE1", 4), *sync("M", "MTE1", 4), copy(p, table[0], table[1], n * ACC_BYTES)]
+        staged, bt = table[slot % tables]
+        if tables == 2:
+            ops = [WaitFlagOp("MTE1", "MTE2", 4 + slot), copy(p, gm[e.bias], staged, n * in_b), *sync("MTE2", "MTE1", 4 + slot)]
+            ops += [WaitFlagOp("M", "MTE1", 4 + slot), copy(p, staged, bt, n * ACC_BYTES), SetFlagOp("MTE1", "MTE2", 4 + slot)]
+            return ops + sync("MTE1", "M", 4 + slot)
+        ops = [*sync("MTE1", "MTE2", 4), copy(p, gm[e.bias], staged, n * in_b)]
+        ops += [*sync("MTE2", "MTE1", 4), *sync("M", "MTE1", 4), copy(p, staged, bt, n * ACC_BYTES)]
         return ops + sync("MTE1", "M", 4)
 
-    def n_tiles() -> Ops:
+    def bias_free(slot: int) -> Ops:
+        """The cube is done with the bias in `slot` (of two)."""
+        return [SetFlagOp("M", "MTE1", 4 + slot)] if table is not None and tables == 2 else []
+
+    m_tiles_per_n = sum(iterations(*run) for run in t.m_runs())
+
+    def n_tile(sb: int, n: int) -> Ops:
+        """An N tile: its M tiles, after B's whole K where it stays (in slot `sb`)."""
+        start = sb * (m_tiles_per_n % 2)
+        tiles = [*bias_table(n, sb), *inner_tiles(t.m_runs(), lambda m: (m, n), sb, start, columns(n)), *bias_free(sb)]
         if not t.b_resident:
-            return sequence(*split(t.nb, t.n0), lambda n: body(bias_table(n) + inner_tiles(t.m_runs(), lambda m: (m, n), 0, columns(n))))
+            return body(tiles)
+        ops: Ops = [WaitFlagOp("MTE1", "MTE2", 2 + sb), copy(p, b, l1_b[sb], gemm.b_gm_bytes(gemm.k, n, kc), b_mode)]
+        return body([*ops, *sync("MTE2", "MTE1", 2 + sb), *tiles, SetFlagOp("MTE1", "MTE2", 2 + sb)])
 
-        def make(sb: int, n: int) -> Ops:
-            ops: Ops = [WaitFlagOp("MTE1", "MTE2", 2 + sb), copy(p, b, l1_b[sb], gemm.b_gm_bytes(gemm.k, n, kc), b_mode)]
-            ops += [*sync("MTE2", "MTE1", 2 + sb), *bias_table(n), *inner_tiles(t.m_runs(), lambda m: (m, n), sb, columns(n))]
-            return body(ops + [SetFlagOp("MTE1", "MTE2", 2 + sb)])
+    def m_tile(sa: int, m: int) -> Ops:
+        """A resident: an M tile loading A's whole K into its slot (the next one's
+        loading during this one's N tiles), its N tiles inner."""
+        runs = [split(t.nb, t.n0)]
+        ops: Ops = [WaitFlagOp("MTE1", "MTE2", 2 + sa), copy(p, a, l1_a[sa], gemm.a_gm_bytes(m, gemm.k, kc), a_mode)]
+        ops += [*sync("MTE2", "MTE1", 2 + sa), *inner_tiles(runs, lambda n: (m, n), sa, sa * (iterations(*runs[0]) % 2), [])]
+        return body(ops + [SetFlagOp("MTE1", "MTE2", 2 + sa)])
 
-        return double_buffered(*split(t.nb, t.n0), make, [("MTE1", "MTE2", 2)])
-
-    def m_tiles() -> Ops:
-        """A resident: M tiles outer, each loading A's whole K into its slot (the next
-        one's loading during this one's N tiles), N tiles inner. The bias table (the
-        block's whole bias) and the resident columns (where the block has one N tile)
-        load once per block."""
-
-        def make(sa: int, m: int) -> Ops:
-            ops: Ops = [WaitFlagOp("MTE1", "MTE2", 2 + sa), copy(p, a, l1_a[sa], gemm.a_gm_bytes(m, gemm.k, kc), a_mode)]
-            ops += [*sync("MTE2", "MTE1", 2 + sa), *inner_tiles([split(t.nb, t.n0)], lambda n: (m, n), sa, [])]
-            return body(ops + [SetFlagOp("MTE1", "MTE2", 2 + sa)])
-
-        return [*bias_table(t.nb), *columns(t.nb), *double_buffered_runs(t.m_runs(), make, [("MTE1", "MTE2", 2)])]
-
-    return repeat(t.bb, m_tiles if t.a_resident else n_tiles)
+    if t.a_resident:
+        # the bias table (the block's whole bias) and the resident columns (where the
+        # block has one N tile) load once per batch, before its M tiles
+        return repeat(t.bb, lambda: primed([*bias_table(t.nb), *columns(t.nb), *double_buffered_runs(t.m_runs(), m_tile, [])], True))
+    return primed(batched(t.bb, split(t.nb, t.n0), n_tile), t.b_resident)
 
 
 def shared_a_program(

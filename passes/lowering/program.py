@@ -187,6 +187,19 @@ def double_buffered_runs(
     return ops
 
 
+def batched(count: int, run: tuple[int, int, int], make: Callable[[int, int], Ops]) -> Ops:
+    """`count` batches of the iterations of `run`, alternating slots from one batch to
+    the next as within one, as one loop: a batch, where it has an even number of
+    iterations; else every iteration where they are all alike; else pairs of batches."""
+    full, size, tail = run
+    if count == 1 or iterations(*run) % 2 == 0:
+        return repeat(count, lambda: double_buffered(*run, make, []))
+    if not tail:
+        return double_buffered(count * full, size, 0, make, [])
+    pairs = repeat(count // 2, lambda: double_buffered_runs([run, run], make, []))
+    return pairs + (double_buffered(*run, make, []) if count % 2 else [])
+
+
 def iterations(full: int, size: int, tail: int) -> int:
     """The iterations of a `split`."""
     return full + (tail > 0)

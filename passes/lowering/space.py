@@ -193,7 +193,7 @@ class CubeSpace:
                 return False
             a_tile = aligned(self.profile, "L1", self.gemm.a_l1_bytes(t["m0"], kf * kc, kc))
             return _resident_a_panels(a_tile, n0f, k1f, self._tiling(t).a_single) <= self.l1
-        single = bool(t["b_resident"]) and nbf <= n0f
+        single = self._tiling(t).b_single
         return _panels(self.profile, self.gemm, kc, m0f, n0f, k1f, kf if t["b_resident"] else k1f, single) <= self.l1
 
     def tiling(self, t: Mapping[str, int]) -> CubeTiling:
