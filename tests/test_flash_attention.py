@@ -131,6 +131,20 @@ def test_a_part_with_a_fix_pipe_keeps_the_phases():
     assert "softmax_tile_rows" in tiling and not any(k.startswith("flash_") for k in tiling)
 
 
+def test_the_softmax_phase_reduces_each_rows_repeats_before_the_row():
+    """The softmax phase's row maximum and sum (197 float16 scores a row: two
+    256-byte repeats) combine a row's repeats elementwise first, then reduce one
+    repeat per row, as the vector kernels and the flash phase do: no VCMAX or VCADD
+    runs over the whole rows, each repeat of which costs several elementwise ones."""
+    model, _ = attention_model(1, 197, 2, 64, mask=False, sbh=False, bias=True)
+    kernel = attention_kernel(ge.compile(ge.load_onnx(model)[0], {"soc_version": "Ascend910B1"}))
+    rows = kernel.parameters["softmax_tile_rows"]
+    reductions = [op for op in kernel.walk() if isinstance(op, ak.VecOp) and op.instr.data in ("VCMAX", "VCADD")]
+    assert reductions and all(op.int_prop("elements") <= rows * 128 for op in reductions)
+    combines = {op.instr.data for op in kernel.walk() if isinstance(op, ak.VecOp)}
+    assert {"VMAX", "VADD", "VREC"} <= combines
+
+
 def test_a_row_of_scores_too_long_for_the_core_keeps_the_phases():
     """Where no 16 rows of scores fit L0C and UB (2,048 keys: 16 x 2,048 float32
     accumulators twice is all of L0C), the kernel keeps its phases."""

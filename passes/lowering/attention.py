@@ -54,7 +54,7 @@ from passes.lowering.program import (
     sync,
     vec,
 )
-from passes.lowering.recipes import BINARY, RECIPES, UNARY, dtype_name
+from passes.lowering.recipes import BINARY, RECIPES, dtype_name, softmax_steps
 
 # ------------------------------------------------------------ the softmax phase
 
@@ -115,8 +115,8 @@ def softmax_phase(prog: Program, gm: dict[Hashable, SSAValue], spec: Softmax) ->
         ops += [*sync("MTE2", "V", slot), WaitFlagOp("MTE3", "V", slot)]
         for instr, template in spec.pre:
             ops += vec(instr, template.format(d=d), r * sk, [s_ub[slot]] + ([m_ub] if m_ub is not None and instr in ("VADD", "VSEL") else []), in_b)
-        for instr, template in (("VCMAX", UNARY), ("VSUB", BINARY), ("VEXP", UNARY), ("VCADD", UNARY), ("VDIV", BINARY)):
-            ops += vec(instr, template.format(d=d), r * sk, [p_ub[slot], s_ub[slot], stats[0]], in_b)
+        for step in softmax_steps(d, r, sk, in_b, (p_ub[slot], s_ub[slot], stats[0])):
+            ops += vec(step.instr, step.dtypes, step.elements, list(step.values), step.element_bytes)
         ops += [SetFlagOp("V", "MTE2", slot), *sync("V", "MTE3", slot), copy(profile, p_ub[slot], gm["p"], r * sk * in_b)]
         if spec.scores is not None:
             ops.append(copy(profile, s_ub[slot], gm[spec.scores], r * sk * in_b))

@@ -27,7 +27,6 @@ from functools import cached_property
 
 from xdsl.ir import Attribute, SSAValue
 
-from dialects import ascend_graph as ag
 from dialects import formats
 from dialects.ascend_kernel import MmadOp, SetFlagOp, WaitFlagOp
 from ge.core.soc import SocProfile
@@ -51,13 +50,7 @@ from passes.lowering.program import (
     sync,
     vec,
 )
-from passes.lowering.recipes import (
-    RECIPES,
-    REDUCTION_TREES,
-    Step,
-    dtype_name,
-    row_reduction,
-)
+from passes.lowering.recipes import Step, dtype_name, softmax_steps
 
 
 def _pad(n: int) -> int:
@@ -139,12 +132,7 @@ class Flash:
         the pre-steps, then the softmax's recipe, its row reductions as `recipes` does them."""
         d, n, size = dtype_name(self.dtype), rows * _pad(self.sk), self.in_bytes
         steps = [Step(i, t.format(d=d), n, size, s + (mask if i in ("VADD", "VSEL") else ())) for i, t in self.pre]
-        for instr, template, basis in RECIPES[ag.SoftmaxOp]:
-            if instr in REDUCTION_TREES:
-                steps += row_reduction(instr, d, n, rows, size, s + stats)
-            else:
-                steps.append(Step(instr, template.format(d=d), rows if basis == "row" else n, size, s + stats))
-        return steps
+        return steps + softmax_steps(d, rows, _pad(self.sk), size, s + stats)
 
 
 @dataclass(frozen=True)

@@ -484,6 +484,19 @@ def _pairwise_sum(compute: str, width: int, rows: int, size: int, used: tuple[SS
     return steps if 2 * sum(s.cycles for s in steps) < whole.cycles else None  # where it clearly pays
 
 
+def softmax_steps(d: str, rows: int, row: int, size: int, used: tuple[SSAValue, ...]) -> list[Step]:
+    """The softmax's recipe on `rows` rows of `row` scores, its row reductions as
+    `recipes` does them (each row's repeats combined first, then one in-repeat
+    reduction per row): a softmax of attention, in its own phase or the flash one."""
+    steps: list[Step] = []
+    for instr, template, basis in RECIPES[ag.SoftmaxOp]:
+        if instr in REDUCTION_TREES:
+            steps += row_reduction(instr, d, rows * row, rows, size, used)
+        else:
+            steps.append(Step(instr, template.format(d=d), rows if basis == "row" else rows * row, size, used))
+    return steps
+
+
 def emit_recipes(
     ops: Sequence[Operation], buffers: dict[SSAValue, SSAValue], elements_of: Callable[[SSAValue], int], rows: int
 ) -> Ops:
