@@ -181,6 +181,35 @@ def test_a_broadcast_input_is_loaded_once_per_block() -> None:
         assert (len(reads) == 1 and not isinstance(reads[0].parent_op(), LoopOp)) == once
 
 
+@pytest.mark.parametrize(("soc", "rows"), [("Ascend310P3", 16), ("Ascend910B1", 128)])
+def test_a_block_of_one_tile_normalises_while_its_scale_and_bias_load(soc, rows) -> None:
+    """A LayerNorm of rows of 768 with a few rows a block, one tile (BERT-base's at
+    batch 1 on the 910B1's 48 vector cores): gamma and beta load after the rows, and
+    V starts on the rows' statistics while they load, waiting for them only at the
+    scale (their loads first, V waited for all three)."""
+    rng = np.random.default_rng(0)
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)], "ln",
+        [helper.make_tensor_value_info("x", F, [rows, 768])], [helper.make_tensor_value_info("y", F, None)],
+        [onnx.numpy_helper.from_array(rng.standard_normal(768).astype(np.float32), name) for name in ("g", "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    om = compiled(model, soc)
+    (kernel,) = [k for k in vector_kernels(om) if "LayerNorm" in [t.data for t in k.op_types]]
+    assert kernel.parameters["tiles"] == 1
+    with ge.Session(RunConfig(timing_only=True, profile_level="pipe")) as session:
+        (record,) = [r for r in session.run(om).profile.records if "LayerNorm" in r.op_type]
+    spans = record.block_timing.spans
+    loads = sorted(s.end for s in spans if s.label.startswith("GM_TO_UB"))
+    first_vector = min(s.start for s in spans if s.label.startswith("V") and not s.label.startswith("VECTOR"))
+    assert len(loads) == 3 and first_vector < loads[-1]
+    feeds = {"x": rng.standard_normal((rows, 768)).astype(np.float32)}
+    want = ge.reference.run(ge.load_onnx(model)[0], feeds)["y"]
+    with ge.Session() as session:
+        got = session.run(om, feeds).outputs["y"]
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * float(np.abs(want).max()))
+
+
 def test_a_row_reduction_reduces_within_one_repeat_per_row() -> None:
     b = GraphBuilder(dtype=f16)
     b.op(ag.ReduceSumOp, [b.input([1024, 1024])], axes=[-1], keep_dims=True)

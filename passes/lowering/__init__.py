@@ -58,7 +58,8 @@ reach) is converted to NZ on its way into L1 (an MTE2 copy in nd2nz mode).
 Vector kernels tile the Unified Buffer: a tile is a number of whole rows; every
 value of the scope gets a UB buffer of its tile (inputs and outputs twice, for
 ping-pong; a broadcast input that a tile holds whole once, loaded once per block
-before the tiles). Per tile: MTE2 loads the inputs, V runs each op's instruction
+before the tiles, or, in a block of one tile, after its rows, V waiting for it only
+at the first instruction that reads it: a norm's scale and bias). Per tile: MTE2 loads the inputs, V runs each op's instruction
 sequence (`RECIPES`; a reduction within rows first combines each row's repeats
 with the elementwise instruction, then reduces within one repeat per row), MTE3
 stores the outputs. The tile is not simply the largest that fits: one tile per

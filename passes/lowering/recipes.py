@@ -430,10 +430,13 @@ def recipe_steps(ops: Sequence[Operation], elements_of: Callable[[SSAValue], int
             "window": elements_of(result) * _window(op),
             "updates": elements_of(op.operands[_UPDATES.get(type(op), 0)]),
         }
-        used = (result, *(v for v in op.operands if v in values))
+        everything = (result, *(v for v in op.operands if v in values))
+        early = tuple(v for v in (result, first) if v in everything)
+        late = len(steps) - _LATE_OPERANDS.get(type(op), len(steps))  # the steps before it read the first operand only
         if widen:
-            out.append(Step("VCONV", "BF16_FP32", basis["in"], 4, used))
-        for instr, template, base in steps:
+            out.append(Step("VCONV", "BF16_FP32", basis["in"], 4, early if late else everything))
+        for j, (instr, template, base) in enumerate(steps):
+            used = everything if j >= late else early
             names = template.format(d=compute, i=dtype_name(din), o=dtype_name(dout), u=f"UINT{max(width, 16)}")
             if instr in REDUCTION_TREES and base == "in" and not isinstance(op, ag.ArgOp):
                 out += row_reduction(instr, compute, basis["in"], max(rows, 1), size, used)
@@ -443,6 +446,10 @@ def recipe_steps(ops: Sequence[Operation], elements_of: Callable[[SSAValue], int
             out.append(Step("VCONV", "FP32_BF16", basis["out"], 4, used[:1]))
     return out
 
+
+_LATE_OPERANDS: dict[type[Operation], int] = {ag.LayerNormOp: 2, ag.InstanceNormOp: 2, ag.GroupNormOp: 2}
+"""Ops whose operands beyond the first only their last steps read (a normalisation's
+scale and bias): a block of one tile can load them while the first steps run."""
 
 REDUCTION_TREES = {"VCADD": "VADD", "VCMAX": "VMAX", "VCMIN": "VMIN"}
 """The in-repeat reductions, with the elementwise instruction that combines two repeats."""
@@ -502,8 +509,13 @@ def emit_recipes(
 ) -> Ops:
     """The vector instructions of `ops` over one tile: `buffers` holds each value's UB
     buffer, `elements_of` its elements in the tile, `rows` the tile's rows."""
+    return emit_steps(recipe_steps(ops, elements_of, rows, buffers), buffers)
+
+
+def emit_steps(steps: Sequence[Step], buffers: dict[SSAValue, SSAValue]) -> Ops:
+    """The vector instructions of `steps`, each value in its UB buffer of `buffers`."""
     out: Ops = []
-    for step in recipe_steps(ops, elements_of, rows, buffers):
+    for step in steps:
         out += vec(step.instr, step.dtypes, step.elements, [buffers[v] for v in step.values], step.element_bytes)
     return out
 

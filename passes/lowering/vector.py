@@ -33,7 +33,13 @@ from passes.lowering.program import (
     split,
     sync,
 )
-from passes.lowering.recipes import PROPORTIONAL, emit_recipes, recipe, recipe_steps
+from passes.lowering.recipes import (
+    PROPORTIONAL,
+    emit_recipes,
+    emit_steps,
+    recipe,
+    recipe_steps,
+)
 
 # --------------------------------------------------------------- vector kernels
 
@@ -223,10 +229,29 @@ def vector_plan(
             ops_ += [SetFlagOp("V", "MTE2", slot), *sync("V", "MTE3", slot), *stores, SetFlagOp("MTE3", "V", slot)]
             return body(ops_)
 
+        def alone(rows: int) -> Ops:
+            """A block's one tile: the held operands load after its streamed ones, and
+            V waits for them (event 2) only at the first instruction that reads one,
+            so it starts on the streamed rows while they load (a LayerNorm's gamma
+            and beta, read at its end)."""
+            buffers = {v: pair[0] for v, pair in ub.items()}
+            size = {v: share[v].elements(rows) for v in share}
+            loads = [copy(profile, gm[v], buffers[v], size[v] * share[v].element_bytes) for v in streamed]
+            stores = [copy(profile, buffers[v], gm[v], size[v] * share[v].element_bytes) for v in outputs]
+            steps = recipe_steps(ops, size.__getitem__, rows, buffers)
+            first = next((i for i, step in enumerate(steps) if any(v in held for v in step.values)), len(steps))
+            ops_: Ops = [WaitFlagOp("V", "MTE2", 0), *loads, SetFlagOp("MTE2", "V", 0), *once, SetFlagOp("MTE2", "V", 2)]
+            ops_ += [WaitFlagOp("MTE2", "V", 0), WaitFlagOp("MTE3", "V", 0), *emit_steps(steps[:first], buffers)]
+            ops_ += [WaitFlagOp("MTE2", "V", 2), *emit_steps(steps[first:], buffers)]
+            ops_ += [SetFlagOp("V", "MTE2", 0), *sync("V", "MTE3", 0), *stores, SetFlagOp("MTE3", "V", 0)]
+            return body(ops_)
+
         frees = [("V", "MTE2", 0), ("MTE3", "V", 0)] if computes else [("MTE3", "MTE2", 0)]
         setup = [ScalarOp(SETUP_INSTRS + 2 * len(held) + 4 * lookups(ops, block_rows / space.rows))]
-        once = [copy(profile, gm[v], ub[v][0], share[v].nbytes(tile)) for v in held]  # ahead of the first tile's loads on MTE2
-        ops_ = double_buffered(*split(block_rows, tile), make, frees)
+        once = [copy(profile, gm[v], ub[v][0], share[v].nbytes(tile)) for v in held]
+        if held and computes and block_rows <= tile:
+            return [*prog.allocs, *setup, *double_buffered(1, block_rows, 0, lambda _, rows: alone(rows), frees)]
+        ops_ = double_buffered(*split(block_rows, tile), make, frees)  # the held loads ahead of the first tile's on MTE2
         return [*prog.allocs, *setup, *once, *ops_]
 
     return Plan(block_dim, core_type, tiling, 0, program)
@@ -338,7 +363,7 @@ def _row_pieces(
             ops_ += [SetFlagOp("V", "MTE2", slot), *sync("V", "MTE3", slot), *stores, SetFlagOp("MTE3", "V", slot)]
             return body(ops_)
 
-        row = lambda: body(double_buffered(*split(space.row, piece), make, [("V", "MTE2", 0), ("MTE3", "V", 0)]))  # noqa: E731
+        row = lambda: body(double_buffered(*split(space.row, piece), make, [("V", "MTE2", 0), ("MTE3", "V", 0)]))
         return [*prog.allocs, ScalarOp(SETUP_INSTRS), *repeat(block_rows, row)]
 
     return Plan(block_dim, core_type, tiling, 0, program)
