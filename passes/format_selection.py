@@ -23,10 +23,15 @@ What each op wants (C0 = 32 bytes of the dtype, see `dialects/formats.py`):
   MultiHeadAttention: query, key, value, their weights and the result in
   FRACTAL_NZ, the biases and the mask ND. Parts
   with a FIX pipe (the 910B generation) convert ND <-> NZ in flight (MTE2's ND2NZ
-  load, FIX's NZ2ND store: the calibration's *_TRANS paths), so there the matmuls
-  keep ND, as CANN keeps them on Atlas A2; only their constant weights go
-  FRACTAL_NZ, converted once in the weight store (deployments on A2 cast weights to
-  NZ for the same reason: an ND2NZ load's fixed cost is four times a plain load's).
+  load, FIX's NZ2ND store: the calibration's *_TRANS paths), so there a cube op
+  takes its activations as they come, ND or NZ, with no TransData, and its
+  constant weights in FRACTAL_NZ, converted once in the weight store; its result
+  is FRACTAL_NZ, which FIX writes at no cost, so that the activations from one
+  matmul to the next (through the elementwise and row ops, which keep NZ) load
+  without the ND2NZ conversion, whose fixed cost is four times a plain load's
+  (deployments on A2 cast weights to NZ for that reason). CANN keeps A2's
+  activations in ND; with the calibrated ND2NZ cost that made BERT-base 3 to 4%
+  and ViT-B/16 up to 2.5% slower here (`benchmarks/kernels.py`).
 - Pooling (MaxPoolV3, AvgPoolV2, GlobalAveragePool, GlobalMaxPool): NC1HWC0 in and
   out; their kernels exist in that format only.
 - Elementwise ops (unary and binary ops, Cast, and BatchNorm in NC1HWC0; LayerNorm
@@ -72,6 +77,8 @@ from passes.fusion import Band, FusionCounts, FusionPass, FusionPattern, fusion_
 NC1HWC0 = "NC1HWC0"
 FRACTAL_Z = "FRACTAL_Z"
 FRACTAL_NZ = "FRACTAL_NZ"
+AS_PRODUCED = "as produced"
+"""An operand a cube op takes in whichever of ND and FRACTAL_NZ it comes (`_Selector.matmul`)."""
 
 POOLS = (ag.MaxPoolOp, ag.AvgPoolOp, ag.GlobalAveragePoolOp, ag.GlobalMaxPoolOp)
 ELEMENTWISE = (ag.UnaryOp, ag.BinaryOp, ag.CastOp)
@@ -163,15 +170,19 @@ class _Selector:
 
     def matmul(self, op: Operation, matrices: int) -> Want:
         """A cube op's first `matrices` operands (activations and weights) in FRACTAL_NZ,
-        and its result. Where the matmuls keep ND, only its constant weights go NZ: they
-        are converted once, in the weight store, and their tiles then load without
-        MTE2's ND2NZ conversion, whose fixed cost is four times a plain load's."""
+        and its result. Where MTE2 converts ND to NZ in flight (`nd_matmul`), the
+        activations are taken as they come (`AS_PRODUCED`: no TransData) and only the
+        constant weights are converted, once, in the weight store; the result is NZ
+        where a user computes in NZ (FIX writes either at no cost; `_keeps_nz`), so
+        that a chain of matmuls and the elementwise ops between them stays NZ and the
+        next matmul loads its activations without MTE2's ND2NZ conversion, whose
+        fixed cost is four times a plain load's."""
         rest: list[str | None] = [None] * (len(op.operands) - matrices)
         if not self.nd_matmul:
             return [FRACTAL_NZ] * matrices + rest, FRACTAL_NZ
         weights = range(1, 2) if matrices == 2 else range(3, 6)
-        wanted = [FRACTAL_NZ if i in weights and isinstance(v.owner, ag.ConstOp) else None for i, v in enumerate(op.operands[:matrices])]
-        return wanted + rest, None
+        wanted = [FRACTAL_NZ if i in weights and isinstance(v.owner, ag.ConstOp) else AS_PRODUCED for i, v in enumerate(op.operands[:matrices])]
+        return wanted + rest, FRACTAL_NZ if any(_keeps_nz(use.operation) for r in op.results for use in r.uses) else None
 
     def elementwise(self, op: ag.AscendOp) -> Want | None:
         """The device format an elementwise op keeps, if its operands allow one."""
@@ -214,7 +225,7 @@ class _Selector:
 
     def use(self, op: Operation, index: int, fmt: str | None) -> None:
         value = op.operands[index]
-        if ag.format_of(value.type) == fmt:
+        if fmt == AS_PRODUCED or ag.format_of(value.type) == fmt:
             return
         op.operands[index] = self.convert(value, fmt)
 
@@ -265,6 +276,12 @@ class _Selector:
         return new.out
 
 
+def _keeps_nz(op: Operation) -> bool:
+    """Whether `op` can take an operand in FRACTAL_NZ as it is: a cube op, or an
+    elementwise or row op (which keep the format of an operand of the result's shape)."""
+    return isinstance(op, ELEMENTWISE + ROW_OPS + (ag.MatMulV2Op, ag.BatchMatMulOp, ag.GemmOp, ag.FullyConnectionOp, ag.MultiHeadAttentionOp))
+
+
 def _owner_label(value: SSAValue) -> str:
     owner = value.owner
     return owner.label if isinstance(owner, ag.AscendOp) else "value"
@@ -277,7 +294,7 @@ class FormatSelection(ModulePass):
     name = "format-selection"
 
     soc_version: str = option_field("soc_version")
-    """Parts with a FIX pipe keep matmuls in ND."""
+    """Parts with a FIX pipe take a cube op's activations in ND or NZ as they come."""
     enable_small_channel: int | None = option_field("enable_small_channel")
     """1: convolutions of C <= 4 input channels take the small-channel path (`small_channel`)."""
 

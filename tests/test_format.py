@@ -227,17 +227,25 @@ def test_matmuls_and_their_elementwise_tails_stay_in_fractal_nz() -> None:
     assert_equivalent(case, after, rtol=0, atol=0)
 
 
-def test_parts_with_a_fix_pipe_keep_matmuls_in_nd() -> None:
+def test_parts_with_a_fix_pipe_take_activations_as_they_come() -> None:
+    """On the 910B1 the graph input goes into its two matmuls in ND (MTE2 converts it
+    in flight), the matmuls make FRACTAL_NZ, which the tails keep and the next matmul
+    takes as it is: one TransData, the output's (two on the 910A, the input's too)."""
     case = bert_like().finish()
     after = run_pass(case, "format-selection{soc_version=Ascend910B1}")
-    assert set(formats_of(after, ag.MatMulV2Op)) == {None}
-    assert count_ops(after, ag.TransDataOp) == 0
+    assert set(formats_of(after, ag.MatMulV2Op)) == {"FRACTAL_NZ"}
+    assert set(formats_of(after, ag.AddOp) + formats_of(after, ag.LayerNormOp) + formats_of(after, ag.SoftmaxOp)) == {"FRACTAL_NZ"}
+    firsts = {ag.format_of(op.operands[0].type) for op in after.walk() if isinstance(op, ag.MatMulV2Op)}
+    assert firsts == {None, "FRACTAL_NZ"}  # the graph input's two, the gelu's one
+    assert count_ops(after, ag.TransDataOp) == 1
+    assert_equivalent(case, after, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("transposed", [False, True])
 def test_parts_with_a_fix_pipe_lay_constant_weights_out_in_nz(transposed: bool) -> None:
-    """Only the weight changes format, folded in the weight store: the activations and
-    results stay ND and no TransData is made."""
+    """The weight is laid out in NZ in the weight store; the activations go in as they
+    come (the graph's input ND, the first matmul's result NZ, which a matmul uses),
+    the last matmul's result, the graph's output, stays ND: no TransData is made."""
     b = GraphBuilder(dtype=f16)
     x = b.input([20, 40])
     w = b.constant(np.linspace(-1, 1, 40 * 24), [24, 40] if transposed else [40, 24])
@@ -248,7 +256,9 @@ def test_parts_with_a_fix_pipe_lay_constant_weights_out_in_nz(transposed: bool) 
     (first,) = [op for op in after.walk() if isinstance(op, ag.MatMulV2Op)]
     assert [ag.format_of(v.type) for v in first.operands] == [None, "FRACTAL_NZ"]
     assert isinstance(first.operands[1].owner, ag.ConstOp)
-    assert set(formats_of(after, ag.MatMulV2Op) + formats_of(after, ag.BatchMatMulOp)) == {None}
+    assert formats_of(after, ag.MatMulV2Op) == ["FRACTAL_NZ"] and formats_of(after, ag.BatchMatMulOp) == [None]
+    (second,) = [op for op in after.walk() if isinstance(op, ag.BatchMatMulOp)]
+    assert [ag.format_of(v.type) for v in second.operands] == ["FRACTAL_NZ", None]
     assert count_ops(after, ag.TransDataOp) == 0
     assert_equivalent(case, after, rtol=0, atol=0)
 
