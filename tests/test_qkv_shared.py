@@ -21,6 +21,7 @@ from ge.aoe import Budget, tune
 from ge.aoe.search import seed_of
 from ge.core import soc as socs
 from ge.sim.config import RunConfig
+from ge.sim.program import PIPE
 from passes.lower_to_kernel import scope_of_kernel
 from passes.lowering import space
 from passes.lowering.attention import attention_phases, forced_projections
@@ -149,6 +150,25 @@ def test_a_block_of_one_m_tile_keeps_one_copy_of_its_input():
     l1 = socs.load("Ascend910B1").l1_bytes
     x_rows, weights = t["q_m0"] * 768 * 2, 3 * 768 * t["q_n0"] * 2
     assert x_rows + weights <= l1 < 2 * x_rows + weights
+
+
+def test_a_block_of_one_m_tile_starts_on_the_first_half_of_its_input():
+    """The same attention: a block's rows of x load in two halves of K, the first
+    weight between them, so the first mmad starts before the second half has loaded
+    (x whole first, it waited for all of it) and the model simulates to the reference."""
+    model, feeds = attention_model(1, 197, 12, 64, bias=True)
+    kernel = simulate(model, feeds, "Ascend910B1")
+    assert shared(kernel)
+    om = ge.compile(ge.load_onnx(model)[0], {"soc_version": "Ascend910B1"})
+    with ge.Session(RunConfig(timing_only=True, profile_level="pipe")) as session:
+        (record,) = [r for r in session.run(om).profile.records if r.op_type.startswith("MultiHeadAttention")]
+    spans = sorted(record.block_timing.spans, key=lambda s: s.start)
+    loads = [(s, int(s.label.split()[1])) for s in spans if s.pipe == PIPE["MTE2"] and s.label.startswith("GM_TO_L1")]
+    rows = kernel.parameters["q_m0"] * 768 * 2  # a block's rows of x, whole K
+    (_, lo), *rest = loads
+    second = next(s for s, nbytes in rest if lo + nbytes == rows)
+    assert lo < rows and any(s.start < second.start for s, nbytes in rest[:2])  # a weight between the halves
+    assert min(s.start for s in spans if s.pipe == PIPE["M"]) < second.end
 
 
 @pytest.mark.parametrize("soc", SOCS)

@@ -1050,10 +1050,12 @@ def shared_a_program(
     ahead of the first tile's A, where three tiny loads' latencies would hold up the
     first mmad), and before each product into the half of the table its
     accumulator's (the product before last's half: the move does not wait for the
-    cube). Events: A's slots 0 and 1, B j (and its bias) MTE2 -> MTE1 2 + j (where
-    the part has too few ids, the last B's share the last one and load together
-    before the first of them), the columns V <-> MTE2 2, and the table's halves
-    M <-> MTE1 2 and 3 (`shared_a_events`)."""
+    cube). Where a block has one M tile, A loads in two halves of K, the first B
+    between them, so that the first product starts on the first half (its later
+    steps wait for the second, on A's unused event 1). Events: A's slots 0 and 1,
+    B j (and its bias) MTE2 -> MTE1 2 + j (where the part has too few ids, the last
+    B's share the last one and load together before the first of them), the columns
+    V <-> MTE2 2, and the table's halves M <-> MTE1 2 and 3 (`shared_a_events`)."""
     p, kc, in_b = prog.profile, t.kc, gemm.in_bytes
     count = len(bs)
     a_bytes = gemm.a_l1_bytes(t.m0, gemm.k, kc)
@@ -1077,8 +1079,10 @@ def shared_a_program(
     steps = iterations(*split(gemm.k, t.k0))
     b_events = [min(2 + j, p.event_ids - 1) for j in range(count)]
 
-    def product(sc: int, j: int, m: int, n: int) -> Ops:
-        """Tile `sc`'s product with B j into accumulator (sc + j) % 2, then its drain."""
+    def product(sc: int, j: int, m: int, n: int, second_half: int = 0) -> Ops:
+        """Tile `sc`'s product with B j into accumulator (sc + j) % 2, then its drain;
+        with `second_half`, its steps from that K on wait for A's second half (its
+        MTE2 -> MTE1 event 1 - sc)."""
         cs = (sc + j) % 2
 
         def make(sz: int, k: int) -> Ops:
@@ -1093,15 +1097,27 @@ def shared_a_program(
         ops: Ops = [WaitFlagOp(drain, "M", cs)]
         if table is not None and j in biases:
             ops += [WaitFlagOp("M", "MTE1", 2 + cs), copy(p, l1_bias[j], table[cs], n * ACC_BYTES), *sync("MTE1", "M", 2 + cs)]
-        ops += double_buffered(*split(gemm.k, t.k0), make, [], (count * sc + j) * steps % 2)  # the L0 steps run on across products
+        start = (count * sc + j) * steps % 2  # the L0 steps run on across products
+        if second_half:
+            ops += double_buffered(*split(second_half, t.k0), make, [], start)
+            start = (start + iterations(*split(second_half, t.k0))) % 2
+            ops += [WaitFlagOp("MTE2", "MTE1", 1 - sc), *double_buffered(*split(gemm.k - second_half, t.k0), make, [], start)]
+        else:
+            ops += double_buffered(*split(gemm.k, t.k0), make, [], start)
         if table is not None and j in biases:
             ops.append(SetFlagOp("M", "MTE1", 2 + cs))
         ops += sync("M", drain, cs)
         return ops + _drain(p, gemm, epilogues[j], gm, l0c[cs], cs, ub[j], cs, m, n, piece_rows[j], None, [])
 
+    # Where the block has one M tile (A's event 1 free), A loads in two halves of K,
+    # the first B between them, so that the first product starts on the first half.
+    halves = t.mb <= t.m0 and steps >= 2
+    second_half = steps // 2 * t.k0 if halves else 0
+
     def tile(n: int, first: bool) -> Callable[[int, int], Ops]:
         def make(sc: int, m: int) -> Ops:
-            ops: Ops = [WaitFlagOp("MTE1", "MTE2", sc), copy(p, a, l1_a[sc], gemm.a_gm_bytes(m, gemm.k, kc), a_mode), *sync("MTE2", "MTE1", sc)]
+            lead = second_half if first else 0
+            ops: Ops = [WaitFlagOp("MTE1", "MTE2", sc), copy(p, a, l1_a[sc], gemm.a_gm_bytes(m, lead or gemm.k, kc), a_mode), *sync("MTE2", "MTE1", sc)]
             for j in range(count):
                 if first and (j == 0 or b_events[j] != b_events[j - 1]):  # the B's of one event load together, each with its bias
                     group = [i for i in range(count) if b_events[i] == b_events[j]]
@@ -1110,7 +1126,9 @@ def shared_a_program(
                         if i in biases:
                             ops.append(copy(p, gm[biases[i]], l1_bias[i], n * in_b))
                     ops += sync("MTE2", "MTE1", b_events[j])
-                ops += product(sc, j, m, n)
+                if lead and j == 0:
+                    ops += [copy(p, a, l1_a[sc], gemm.a_gm_bytes(m, gemm.k - lead, kc), a_mode), SetFlagOp("MTE2", "MTE1", 1 - sc)]
+                ops += product(sc, j, m, n, lead if j == 0 else 0)
             return body(ops + [SetFlagOp("MTE1", "MTE2", sc)])
 
         return make
