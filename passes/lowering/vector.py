@@ -278,7 +278,8 @@ def pipelined_tile(
     a third's stores, but not the first tile's loads nor the last one's stores: one
     tile per block runs its pipes one after the other, and more tiles shorten that
     fill and drain while each pays its copies' latency and its instructions' issue.
-    The estimate is the first tile's loads, vector work and stores, then each further
+    The estimate is the first tile's loads, vector work and stores (a single tile's
+    held loads beside its vector work up to their first use), then each further
     tile at its busiest pipe (MTE2, V, MTE3, or the scalar unit issuing them), or the
     block's share of the chip's GM bandwidth if that is longer; between tiles that
     share of GM bounds alike, the shorter pipeline (L2 may serve the reads faster)."""
@@ -299,7 +300,12 @@ def pipelined_tile(
         scalar = 4 + 2 * (len(inputs) + len(outputs)) + len(steps)
         moved = tiles * sum(by_value[v].nbytes(tile) for v in (*inputs, *outputs) if v not in held)
         gm = used * (moved + sum(by_value[v].nbytes(tile) for v in held)) / chip
-        pipes = once + load + vector + store + (tiles - 1) * max(load, vector, store, scalar)
+        if tiles == 1 and held and steps:  # `vector_plan`'s `alone`: the held loads beside V up to their first use
+            first = next((i for i, s in enumerate(steps) if any(v in held for v in s.values)), len(steps))
+            before = sum(s.cycles for s in steps[:first])
+            pipes = load + max(once, before) + vector - before + store
+        else:
+            pipes = once + load + vector + store + (tiles - 1) * max(load, vector, store, scalar)
         return max(pipes, gm), pipes
 
     units = -(-min(largest, block_rows) // unit)
