@@ -44,10 +44,13 @@ def fifo_reader(path: Path) -> Iterator[list[bytes]]:
     try:
         yield got
     finally:
+        reader.join(timeout=5)
         if reader.is_alive():  # the writer failed before opening the FIFO: release the reader
-            with open(path, "wb"):
+            try:  # without blocking: a reader that has just gone leaves no one to open for (ENXIO)
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
                 pass
-        reader.join(timeout=30)
+            reader.join(timeout=30)
 
 
 # ------------------------------------------------------------------ published
