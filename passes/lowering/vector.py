@@ -35,6 +35,7 @@ from passes.lowering.program import (
 )
 from passes.lowering.recipes import (
     PROPORTIONAL,
+    Step,
     emit_recipes,
     emit_steps,
     recipe,
@@ -217,11 +218,16 @@ def vector_plan(
         held = [v for v in inputs if share[v].held(tile)]
         streamed = [v for v in inputs if v not in held]
 
-        def make(slot: int, rows: int) -> Ops:
+        def tile_of(slot: int, rows: int) -> tuple[dict[SSAValue, SSAValue], dict[SSAValue, int], Ops, Ops]:
+            """A tile's buffers (of `slot`), elements per value, streamed loads and stores."""
             buffers = {v: pair[slot] for v, pair in ub.items()}
             size = {v: share[v].elements(rows) for v in share}
             loads = [copy(profile, gm[v], buffers[v], size[v] * share[v].element_bytes) for v in streamed]
             stores = [copy(profile, buffers[v], gm[v], size[v] * share[v].element_bytes) for v in outputs]
+            return buffers, size, loads, stores
+
+        def make(slot: int, rows: int) -> Ops:
+            buffers, size, loads, stores = tile_of(slot, rows)
             if not computes:
                 return body([WaitFlagOp("MTE3", "MTE2", slot), *loads, *sync("MTE2", "MTE3", slot), *stores, SetFlagOp("MTE3", "MTE2", slot)])
             ops_: Ops = [WaitFlagOp("V", "MTE2", slot), *loads, *sync("MTE2", "V", slot), WaitFlagOp("MTE3", "V", slot)]
@@ -234,12 +240,9 @@ def vector_plan(
             V waits for them (event 2) only at the first instruction that reads one,
             so it starts on the streamed rows while they load (a LayerNorm's gamma
             and beta, read at its end)."""
-            buffers = {v: pair[0] for v, pair in ub.items()}
-            size = {v: share[v].elements(rows) for v in share}
-            loads = [copy(profile, gm[v], buffers[v], size[v] * share[v].element_bytes) for v in streamed]
-            stores = [copy(profile, buffers[v], gm[v], size[v] * share[v].element_bytes) for v in outputs]
+            buffers, size, loads, stores = tile_of(0, rows)
             steps = recipe_steps(ops, size.__getitem__, rows, buffers)
-            first = next((i for i, step in enumerate(steps) if any(v in held for v in step.values)), len(steps))
+            first = first_reading(steps, held)
             ops_: Ops = [WaitFlagOp("V", "MTE2", 0), *loads, SetFlagOp("MTE2", "V", 0), *once, SetFlagOp("MTE2", "V", 2)]
             ops_ += [WaitFlagOp("MTE2", "V", 0), WaitFlagOp("MTE3", "V", 0), *emit_steps(steps[:first], buffers)]
             ops_ += [WaitFlagOp("MTE2", "V", 2), *emit_steps(steps[first:], buffers)]
@@ -301,8 +304,7 @@ def pipelined_tile(
         moved = tiles * sum(by_value[v].nbytes(tile) for v in (*inputs, *outputs) if v not in held)
         gm = used * (moved + sum(by_value[v].nbytes(tile) for v in held)) / chip
         if tiles == 1 and held and steps:  # `vector_plan`'s `alone`: the held loads beside V up to their first use
-            first = next((i for i, s in enumerate(steps) if any(v in held for v in s.values)), len(steps))
-            before = sum(s.cycles for s in steps[:first])
+            before = sum(s.cycles for s in steps[:first_reading(steps, held)])
             pipes = load + max(once, before) + vector - before + store
         else:
             pipes = once + load + vector + store + (tiles - 1) * max(load, vector, store, scalar)
@@ -311,6 +313,11 @@ def pipelined_tile(
     units = -(-min(largest, block_rows) // unit)
     candidates = {min(-(-units // n) * unit, block_rows) for n in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if n <= units}
     return min(sorted(candidates, reverse=True), key=cycles)
+
+
+def first_reading(steps: Sequence[Step], values: Container[SSAValue]) -> int:
+    """The index of the first of `steps` that reads one of `values` (their count if none does)."""
+    return next((i for i, step in enumerate(steps) if any(v in values for v in step.values)), len(steps))
 
 
 def lookups(ops: Sequence[Operation], share: float) -> int:
