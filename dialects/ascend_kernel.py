@@ -91,6 +91,8 @@ from dialects.shapes import DYN
 
 LEVELS = ("GM", "L1", "L0A", "L0B", "L0C", "UB", "BT")
 PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
+FLAG_CORES = ("cube", "vector")
+"""The cores a flag's MTE2 end may name where a part's cube and vector cores are apart."""
 CORE_TYPES = ("AiCore", "VectorCore", "AiCpu")
 AICPU = "AiCpu"
 """The core type of an AI CPU kernel."""
@@ -376,14 +378,25 @@ class FlagOp(ProgramOp):
     src = prop_def(StringAttr)
     dst = prop_def(StringAttr)
     event = prop_def(Int)
-    assembly_format = "$src `->` $dst `,` $event attr-dict"
+    core_ = opt_prop_def(StringAttr, prop_name="core")
+    assembly_format = "$src `->` $dst `,` $event (`core` $core^)? attr-dict"
 
-    def __init__(self, src: str, dst: str, event: int):
-        super().__init__(properties={"src": StringAttr(src), "dst": StringAttr(dst), "event": _int(event)})
+    def __init__(self, src: str, dst: str, event: int, core: str | None = None):
+        properties: dict[str, Attribute] = {"src": StringAttr(src), "dst": StringAttr(dst), "event": _int(event)}
+        if core is not None:
+            properties["core"] = StringAttr(core)
+        super().__init__(properties=properties)
 
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.str_prop("src"), self.str_prop("dst"), self.int_prop("event"))
+
+    @property
+    def core(self) -> str | None:
+        """Whose MTE2 the flag pairs with, where a part's cube and vector cores are apart
+        ("cube" or "vector": a flag across the two cores, CANN's CrossCoreSetFlag);
+        without it the vector core's where the other end is V, MTE3 or FIX."""
+        return self.core_.data if self.core_ is not None else None
 
     def verify_(self) -> None:
         src, dst, event = self.key
@@ -391,6 +404,8 @@ class FlagOp(ProgramOp):
             raise VerifyException(f"{self.name} {src} -> {dst}: needs two different pipes of {', '.join(PIPES)}")
         if event < 0:
             raise VerifyException(f"{self.name} {src} -> {dst}: event id {event} is negative")
+        if self.core is not None and (self.core not in FLAG_CORES or "MTE2" not in (src, dst)):
+            raise VerifyException(f"{self.name} {src} -> {dst} core {self.core!r}: a core ({', '.join(FLAG_CORES)}) names whose MTE2 a flag pairs with")
 
 
 @irdl_op_definition
@@ -676,6 +691,7 @@ class KernelTarget(Protocol):
     l0c_bytes: int
     ub_bytes: int
     fix_pipe: bool
+    split_cores: bool
     event_ids: int
     alignment: tuple[tuple[str, int], ...]
 
@@ -683,7 +699,8 @@ class KernelTarget(Protocol):
 def verify_fits(kernel: KernelOp, target: KernelTarget) -> None:
     """Raise a `VerifyException` unless the kernel's program fits `target`: buffers
     inside their memories, aligned and not overlapping, copies on their path's pipe,
-    event ids below the SoC's count, and no FIX pipe on a part without one."""
+    event ids below the SoC's count, no FIX pipe on a part without one, and no flag
+    across the cores on a part whose cube and vector units share a core."""
     where = f"kernel @{kernel.sym_name.data}"
     capacity = {
         "L1": target.l1_bytes, "L0A": target.l0a_bytes, "L0B": target.l0b_bytes,
@@ -705,6 +722,8 @@ def verify_fits(kernel: KernelOp, target: KernelTarget) -> None:
             raise VerifyException(
                 f"{where}: event id {op.int_prop('event')} is beyond {target.name}'s {target.event_ids} ids"
             )
+        if isinstance(op, FlagOp) and op.core is not None and not target.split_cores:
+            raise VerifyException(f"{where}: {target.name}'s cube and vector units share a core: no flag names one ({op.core!r})")
         if not target.fix_pipe and isinstance(op, ProgramOp) and "FIX" in _pipes_of(op):
             raise VerifyException(f"{where}: {target.name} has no FIX pipe")
 

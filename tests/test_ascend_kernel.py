@@ -9,7 +9,15 @@ from __future__ import annotations
 import pytest
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from dialects.ascend_kernel import CopyOp, KernelOp, VecOp, copy_pipe, verify_fits
+from dialects.ascend_kernel import (
+    CopyOp,
+    FlagOp,
+    KernelOp,
+    SetFlagOp,
+    VecOp,
+    copy_pipe,
+    verify_fits,
+)
 from ge.core import soc as socs
 from ge.core.errors import OptionError
 from ge.core.ir import parse, to_text
@@ -149,6 +157,21 @@ def test_paths_follow_the_soc() -> None:
     fitted(kernel_text(SOC="Ascend910B1", LOOP_END=f'ascend_kernel.set_flag "V" -> "MTE2", 0\n {fix}'))
     with pytest.raises(VerifyException, match="has no FIX pipe"):
         fitted(kernel_text(LOOP_END=f'ascend_kernel.set_flag "V" -> "MTE2", 0\n {fix}'))
+
+
+def test_a_flag_across_the_cores_names_an_mte2_on_a_part_with_split_cores() -> None:
+    """A flag may name whose MTE2 it pairs with (CANN's CrossCoreSetFlag): only a
+    cube or a vector core, only with MTE2 at one end, only where the cores are apart."""
+    cross = 'ascend_kernel.set_flag "MTE3" -> "MTE2", 1 core "cube"\n ascend_kernel.wait_flag "MTE3" -> "MTE2", 1 core "cube"'
+    text = kernel_text(SOC="Ascend910B1", AFTER=f'ascend_kernel.wait_flag "V" -> "MTE2", 0\n {cross}')
+    fitted(text)
+    flags = [op for op in parse(text).walk() if isinstance(op, FlagOp) and op.core is not None]
+    assert [op.core for op in flags] == ["cube", "cube"] and 'core "cube"' in str(flags[0])
+    with pytest.raises(VerifyException, match="share a core: no flag names one"):
+        fitted(kernel_text(AFTER=f'ascend_kernel.wait_flag "V" -> "MTE2", 0\n {cross}'))
+    for bad in (SetFlagOp("MTE3", "V", 1, "cube"), SetFlagOp("MTE3", "MTE2", 1, "aiv")):
+        with pytest.raises(VerifyException, match="names whose MTE2 a flag pairs with"):
+            bad.verify()
 
 
 def test_buffers_of_sibling_loops_may_share_memory() -> None:

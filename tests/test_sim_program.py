@@ -56,8 +56,9 @@ def expected(ops: list[Operation], soc: str, mixed: bool = False) -> list[tuple]
         elif isinstance(op, ak.SetFlagOp | ak.WaitFlagOp):
             src, dst, event = op.key
             kind = SET if isinstance(op, ak.SetFlagOp) else WAIT
-            loads_ub = mixed and src == "MTE2" and dst in ("V", "MTE3")
-            waits_for_ub = mixed and dst == "MTE2" and src in ("V", "MTE3", "FIX")
+            core = op.core  # a flag across the cores names whose MTE2 it pairs with
+            loads_ub = mixed and src == "MTE2" and (core == "vector" or (core is None and dst in ("V", "MTE3")))
+            waits_for_ub = mixed and dst == "MTE2" and (core == "vector" or (core is None and src in ("V", "MTE3", "FIX")))
             key = (PIPE[program.AIV_MTE2 if loads_ub else src], PIPE[program.AIV_MTE2 if waits_for_ub else dst], event)
             out.append((kind, key[0] if kind == SET else key[1], key))
         elif isinstance(op, ak.PipeBarrierOp):

@@ -19,8 +19,8 @@ from ge.session import Session
 from ge.sim import costs, program, timing
 from ge.sim.config import RunConfig
 from ge.sim.l2 import L2Cache
-from ge.sim.program import AIV_MTE2, PIPE, RUN
 from ge.sim.profile import Profile
+from ge.sim.program import AIV_MTE2, PIPE, RUN
 
 F = TensorProto.FLOAT
 
@@ -161,3 +161,30 @@ def test_a_full_vector_queue_stalls_only_the_vector_cores_issue() -> None:
     mmad_end = timing.time_block(decoded[:1]).cycles
     assert load_start(False) >= mmad_end
     assert load_start(True) < mmad_end / 10
+
+
+def test_a_flag_naming_the_cube_core_holds_the_cube_cores_load() -> None:
+    """The vector core stores a tile and the cube core loads it into L1: a flag from
+    MTE3 to MTE2 naming the cube core holds the L1 load until the store is done (a
+    flag naming no core is the vector core's own, as a UB slot's reuse after its
+    store, and leaves the cube core's MTE2 free); one naming the vector core holds
+    its UB load."""
+    store = 'ascend_kernel.copy "MTE3" %u -> %g, 65536 bytes : !ascend_kernel.buffer<"UB"> -> !ascend_kernel.buffer<"GM">'
+    into_l1 = 'ascend_kernel.copy "MTE2" %g -> %l, 4096 bytes : !ascend_kernel.buffer<"GM"> -> !ascend_kernel.buffer<"L1">'
+    into_ub = 'ascend_kernel.copy "MTE2" %g -> %v, 4096 bytes : !ascend_kernel.buffer<"GM"> -> !ascend_kernel.buffer<"UB">'
+
+    def load_start(core: str, load: str) -> tuple[float, float]:
+        flag = f'"MTE3" -> "MTE2", 0{core}'
+        lines = [store, f"ascend_kernel.set_flag {flag}", f"ascend_kernel.wait_flag {flag}", load]
+        spans = timing.time_block(program.decode(lines, "Ascend910B1"), trace=True, vector_half_apart=True).spans
+        stored = next(s.end for s in spans if s.pipe == PIPE["MTE3"])
+        return next(s.start for s in spans if s.label.startswith("GM_TO_")), stored
+
+    start, stored = load_start(' core "cube"', into_l1)
+    assert start >= stored
+    start, stored = load_start("", into_l1)
+    assert start < stored
+    start, stored = load_start(' core "vector"', into_ub)
+    assert start >= stored
+    with pytest.raises(ge.ModelError, match="flag core 'aiv'"):
+        program.decode(['ascend_kernel.set_flag "MTE3" -> "MTE2", 0 core "aiv"'], "Ascend910B1")

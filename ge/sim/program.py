@@ -53,7 +53,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from dialects.ascend_kernel import PIPES
+from dialects.ascend_kernel import FLAG_CORES, PIPES
 from ge.core import soc as soc_profiles
 from ge.core.errors import CalibrationError, ModelError
 from ge.sim import costs
@@ -92,7 +92,7 @@ _COPY = re.compile(
 _MMAD = re.compile(r"^%\S+, %\S+ -> %\S+, (\d+) x (\d+) x (\d+), (\w+)(?: \{.*\})? : ")
 _VEC = re.compile(r'^"(\w+)" "(\w+)"\(.*\) x (\d+)(?: \{.*\})? : ')
 _SCALAR = re.compile(r"^(\d+) instrs(?: \{.*\})?$")
-_FLAG = re.compile(r'^"(\w+)" -> "(\w+)", (\d+)(?: \{.*\})?$')
+_FLAG = re.compile(r'^"(\w+)" -> "(\w+)", (\d+)(?: core "(\w+)")?(?: \{.*\})?$')
 _BARRIER = re.compile(r'^"(\w+)"(?: \{.*\})?$')
 _ARG_DIMS = re.compile(r'#ascend_kernel\.arg<"(?:input|output)", [^,]+, array<i64(?:: ([\d, ]*))?>')
 """The shape of one argument in a kernel's header (a scalar's array has no dims)."""
@@ -275,8 +275,10 @@ def _instruction(kind: str, rest: str, header: Header, line: str, args: dict[str
         if kind in ("set_flag", "wait_flag"):
             m = _FLAG.match(rest)
             _check(m, header, line)
-            src, dst, event = m.groups()  # type: ignore[union-attr]
-            key = _side(_pipe(src, header), _pipe(dst, header), int(event), vector_half_apart(header))
+            src, dst, event, core = m.groups()  # type: ignore[union-attr]
+            if core not in (None, *FLAG_CORES):
+                raise ModelError(f"kernel @{header.name}: flag core {core!r}, not one of {', '.join(FLAG_CORES)}")
+            key = _side(_pipe(src, header), _pipe(dst, header), int(event), vector_half_apart(header), core)
             return (SET, key[0], key) if kind == "set_flag" else (WAIT, key[1], key)
         if kind == "pipe_barrier":
             m = _BARRIER.match(rest)
@@ -306,13 +308,15 @@ def vector_cores(header: Header) -> int:
     return max(1, profile.vector_cores // profile.ai_cores)
 
 
-def _side(src: int, dst: int, event: int, mixed: bool) -> tuple[int, int, int]:
-    """A flag's key with MTE2 taken as the vector core's where its other end is: the
-    vector pipe, MTE3 (UB's store) or FIX (the cube's result in the workspace)."""
-    mte2 = PIPE["MTE2"]
-    if mixed and dst == mte2 and src in (*_AIV_SIDE, PIPE["FIX"]):
+def _side(src: int, dst: int, event: int, mixed: bool, core: str | None = None) -> tuple[int, int, int]:
+    """A flag's key with MTE2 taken as the vector core's where the flag names that
+    core, or names none and its other end is the vector pipe, MTE3 (UB's store) or
+    FIX (the cube's result in the workspace); a flag naming the cube core keeps the
+    cube's MTE2 (the vector core's store of the workspace that the cube loads)."""
+    mte2, aiv = PIPE["MTE2"], core == "vector" or core is None
+    if mixed and aiv and dst == mte2 and (core or src in (*_AIV_SIDE, PIPE["FIX"])):
         dst = PIPE[AIV_MTE2]
-    if mixed and src == mte2 and dst in _AIV_SIDE:
+    if mixed and aiv and src == mte2 and (core or dst in _AIV_SIDE):
         src = PIPE[AIV_MTE2]
     return src, dst, event
 

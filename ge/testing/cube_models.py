@@ -45,13 +45,17 @@ def gemm_tail(m: int, k: int, n: int, seed: int, tail: str = "Relu") -> tuple[on
     return model, {"x": rng.standard_normal((m, k)).astype(np.float32)}
 
 
-def attention(heads: int, sq: int, sk: int, d: int, seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """ONNX Attention (FusedInferAttentionScore) over 4-D query, key and value inputs."""
+def attention(heads: int, sq: int, sk: int, d: int, seed: int, scores: bool = False) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """ONNX Attention (FusedInferAttentionScore) over 4-D query, key and value inputs;
+    with `scores`, its scaled scores are a result too (which keeps its phases, and
+    their matmuls, on every part)."""
     rng = np.random.default_rng(seed)
     shapes = {"q": [1, heads, sq, d], "k": [1, heads, sk, d], "v": [1, heads, sk, d]}
+    outputs = ["o", "", "", "qk"] if scores else ["o"]
     graph = helper.make_graph(
-        [helper.make_node("Attention", ["q", "k", "v"], ["o"])], "attention",
-        [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()], [helper.make_tensor_value_info("o", F, None)],
+        [helper.make_node("Attention", ["q", "k", "v"], outputs, **({"qk_matmul_output_mode": 0} if scores else {}))], "attention",
+        [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()],
+        [helper.make_tensor_value_info(n, F, None) for n in outputs if n],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
     return model, {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}

@@ -76,13 +76,13 @@ meeting at `sync_all` (`recurrent`).
 
 MultiHeadAttention is one kernel: the Q/K/V projections (for self-attention, where
 the tiling's estimate says so, one phase that loads each tile of the input once for
-the three weights: `attention.Phases.projections`), then, where the vector
-unit sits beside the cube and a row of scores fits the core, one flash phase
-(`flash`: per (head, query tile), scores, softmax and context in L0C, UB and L1,
-the context one unit late); elsewhere the scores per head, softmax and the
-probabilities times V, with the intermediates in the workspace and `sync_all`
-between phases. FusedInferAttentionScore is the same kernel without the
-projections.
+the three weights: `attention.Phases.projections`), then, where a row of scores
+fits the core, one flash phase (`flash`: per (head, query tile), scores, softmax
+and context, the context one unit late; in L0C, UB and L1 where the vector unit
+sits beside the cube, through workspace slots and flags across the cores where
+they are apart); elsewhere the scores per head, softmax and the probabilities
+times V, with the intermediates in the workspace and `sync_all` between phases.
+FusedInferAttentionScore is the same kernel without the projections.
 
 Double buffering is explicit: a loop over tiles holds its ping and its pong
 iteration, each with its own buffers and event ids; the consumer primes the

@@ -36,7 +36,13 @@ from passes.lowering.cube import (
     tile_gemm,
     tile_shared_a,
 )
-from passes.lowering.flash import Flash, FlashTiling, flash_phase, flash_tiling
+from passes.lowering.flash import (
+    Flash,
+    FlashTiling,
+    flash_phase,
+    flash_tiling,
+    flash_workspace,
+)
 from passes.lowering.program import (
     ACC_BYTES,
     FRACTAL,
@@ -311,8 +317,8 @@ def attention_phases(profile: SocProfile, op: ag.MultiHeadAttentionOp, cores: in
 
 def attention_flash(profile: SocProfile, op: ag.MultiHeadAttentionOp, ph: Phases) -> tuple[Flash, FlashTiling | None]:
     """MultiHeadAttention's scores, softmax and context (its phases' last two matmuls
-    and softmax) as one flash phase (`flash`), and its tiling: None where the vector
-    unit is not beside the cube or a row of scores does not fit the core."""
+    and softmax) as one flash phase (`flash`), and its tiling: None where a row of
+    scores does not fit the core (or the part has a FIX pipe and its cores together)."""
     scores, context = ph.gemms[3], ph.gemms[4]
     mask = op.operands[-1] if len(op.operands) in (7, 10) else None
     pre = _scaling(op) + ([("VADD", BINARY)] if mask is not None else [])
@@ -320,6 +326,7 @@ def attention_flash(profile: SocProfile, op: ag.MultiHeadAttentionOp, ph: Phases
     spec = Flash(
         scores.batch, scores.m, scores.n, scores.k, context.n, ph.dtype, context.out_dtype, "q", "k", "v", op.results[0], pre,
         mask, mask_shape[-1], len(mask_shape) > 1 and mask_shape[-2] > 1, element_bytes(mask) if mask is not None else 0,
+        out_nd=context.out_nd,
     )
     return spec, flash_tiling(profile, spec, ph.block_dim)
 
@@ -332,9 +339,10 @@ def attention_plan(
     Q/K/V projections (bias added as by a matmul), the scores of every head, their
     softmax (times `scale`, plus the mask), and the probabilities times V. q, k, v
     and the scores and probabilities live in the workspace (in the input dtype).
-    Where the vector unit sits beside the cube and a row of scores fits the core, the
-    last three are one flash phase (`flash`): the scores never leave the core, and
-    the kernel takes no tuned tiling (`passes.lowering.space.attention_space`).
+    Where a row of scores fits the core, the last three are one flash phase (`flash`:
+    on one core the scores never leave it; where the cores are apart they meet
+    through workspace slots without barriers), and the kernel takes no tuned tiling
+    (`passes.lowering.space.attention_space`).
     `chosen`: a tuned tiling, else the analytic one."""
     ph = attention_phases(profile, op, cores)
     spec, flash = attention_flash(profile, op, ph)
@@ -349,6 +357,8 @@ def attention_plan(
         chosen = projections, 0, shared
     tilings, tile_rows, shared = chosen or ph.analytic()
     workspace = (b * sq * e + b * sk * (e + ev) + (0 if flash is not None else 2 * ph.rows * sk)) * in_b
+    if flash is not None:
+        workspace += flash_workspace(profile, spec, flash, ph.block_dim)
 
     def softmax(prog: Program, gm: dict[Hashable, SSAValue]) -> Ops:
         return softmax_phase(prog, gm, Softmax(sk, ph.dtype, ph.block_rows, tile_rows, mask, ph.mask_elements, spec.pre))
@@ -368,7 +378,7 @@ def attention_plan(
         else:
             projections = [matmul(0), matmul(1), matmul(2)]
         if flash is not None:
-            return [ScalarOp(SETUP_INSTRS), *projections, SyncAllOp(), phase(lambda prog: flash_phase(prog, where, spec, flash))]
+            return [ScalarOp(SETUP_INSTRS), *projections, SyncAllOp(), phase(lambda prog: flash_phase(prog, where, spec, flash, ws))]
         return [
             ScalarOp(SETUP_INSTRS), *projections, SyncAllOp(), matmul(3), SyncAllOp(),
             phase(lambda prog: softmax(prog, where)), SyncAllOp(), matmul(4),
@@ -413,7 +423,7 @@ def fused_attention_phases(profile: SocProfile, op: ag.FusedInferAttentionScoreO
 
 def fused_attention_flash(profile: SocProfile, op: ag.FusedInferAttentionScoreOp, block_dim: int) -> tuple[Flash, FlashTiling | None]:
     """FusedInferAttentionScore as one flash phase (`flash`), and its tiling: None where
-    the vector unit is not beside the cube or a row of scores does not fit the core."""
+    a row of scores does not fit the core (`flash.flash_tiling`)."""
     query, key, value, mask = op.query, op.key, op.value, op.atten_mask
     b, heads, sq, d = ag.shape_of(query.type)
     sk, dv = ag.shape_of(key.type)[2], ag.shape_of(value.type)[3]
@@ -422,6 +432,7 @@ def fused_attention_flash(profile: SocProfile, op: ag.FusedInferAttentionScoreOp
         b * heads, sq, sk, d, dv, ag.dtype_of(query.type), ag.dtype_of(op.results[0].type), query, key, value, op.results[0],
         _fused_pre(op), mask, mask_shape[-1], len(mask_shape) > 1 and mask_shape[-2] > 1,
         element_bytes(mask) if mask is not None else 0, op.qk_out, tuple(v for v in (query, key, value) if ag.format_of(v.type) is None),
+        ag.format_of(op.results[0].type) is None and profile.fix_pipe,
     )
     return spec, flash_tiling(profile, spec, block_dim)
 
@@ -452,10 +463,10 @@ def fused_attention_plan(
     the scores of every query head (a grouped key/value head is read once per query
     head it serves), their softmax (scale, softcap, mask, causal band and key lengths
     first; a requested scores output is one more store per tile), and the
-    probabilities times V. Scores and probabilities live in the workspace. Where the
-    vector unit sits beside the cube and a row of scores fits the core, the three are
-    one flash phase (`flash`), the kernel has no workspace and takes no tuned tiling
-    (`passes.lowering.space.attention_space`).
+    probabilities times V. Scores and probabilities live in the workspace. Where a
+    row of scores fits the core (and, where the cores are apart, the scores are no
+    result), the three are one flash phase (`flash`; on one core with no workspace),
+    and the kernel takes no tuned tiling (`passes.lowering.space.attention_space`).
     `chosen`: a tuned tiling, else the analytic one."""
     ph = fused_attention_phases(profile, op, cores)
     flash_spec, flash = fused_attention_flash(profile, op, ph.block_dim)
@@ -464,10 +475,11 @@ def fused_attention_plan(
 
         def flash_program(gm: dict[SSAValue, SSAValue], ws: SSAValue | None) -> Ops:
             prog = Program(profile)
-            ops = flash_phase(prog, gm, flash_spec, chosen_flash)
+            ops = flash_phase(prog, gm, flash_spec, chosen_flash, ws)
             return [*prog.allocs, ScalarOp(SETUP_INSTRS), *ops]
 
-        return Plan(ph.block_dim, "AiCore", {"heads": ph.heads, **flash.params()}, 0, flash_program)
+        workspace = flash_workspace(profile, flash_spec, flash, ph.block_dim)
+        return Plan(ph.block_dim, "AiCore", {"heads": ph.heads, **flash.params()}, workspace, flash_program)
     query, key, value = op.query, op.key, op.value
     mask = op.atten_mask
     pre = _fused_pre(op)
