@@ -1,5 +1,5 @@
 // ascend_kernel round trip: kernels with their compute and pipe-program regions and their launches, as
-// lower-to-kernel makes them for Ascend910B1 (a fused vector kernel; a convolution with its FIX epilogue).
+// lower-to-kernel makes them for Ascend910B1 (a fused vector kernel; a convolution with its FIX epilogue, and a flag across the cores).
 // RUN: ge-opt %s --split-input-file | filecheck %s
 // RUN: ge-opt %s --split-input-file | ge-opt --split-input-file | filecheck %s
 // RUN: ge-opt %s --split-input-file --print-op-generic | ge-opt --split-input-file | filecheck %s
@@ -140,6 +140,8 @@ builtin.module {
     ascend_kernel.set_flag "M" -> "FIX", 0
     ascend_kernel.wait_flag "M" -> "FIX", 0
     ascend_kernel.copy "FIX" %22 -> %13, 1024 bytes : !ascend_kernel.buffer<"L0C"> -> !ascend_kernel.buffer<"GM">
+    ascend_kernel.set_flag "FIX" -> "MTE2", 1 core "vector"
+    ascend_kernel.wait_flag "FIX" -> "MTE2", 1 core "vector"
     ascend_kernel.set_flag "FIX" -> "M", 0
     ascend_kernel.wait_flag "FIX" -> "M", 0
     ascend_kernel.wait_flag "MTE1" -> "MTE2", 0
@@ -315,6 +317,8 @@ builtin.module {
 // CHECK-NEXT: ascend_kernel.set_flag "M" -> "FIX", 0
 // CHECK-NEXT: ascend_kernel.wait_flag "M" -> "FIX", 0
 // CHECK-NEXT: ascend_kernel.copy "FIX" %[[V22]] -> %[[V13]], 1024 bytes : !ascend_kernel.buffer<"L0C"> -> !ascend_kernel.buffer<"GM">
+// CHECK-NEXT: ascend_kernel.set_flag "FIX" -> "MTE2", 1 core "vector"
+// CHECK-NEXT: ascend_kernel.wait_flag "FIX" -> "MTE2", 1 core "vector"
 // CHECK-NEXT: ascend_kernel.set_flag "FIX" -> "M", 0
 // CHECK-NEXT: ascend_kernel.wait_flag "FIX" -> "M", 0
 // CHECK-NEXT: ascend_kernel.wait_flag "MTE1" -> "MTE2", 0
