@@ -1,5 +1,6 @@
 """Attention's scores on chip: the MultiHeadAttention kernels of ViT-B/16 (batch 1 and
-64) and BERT-base (sequence 128, batch 1 and 16) on Ascend310P3, timing only: each
+64) and BERT-base (sequence 128, batch 1 and 16) on Ascend310P3 (or `--soc`: on the
+Ascend910B1 the flash phase runs through the workspace, the cores apart), timing only: each
 kernel's time, roofline bound, GM bytes and compulsory bytes (the per-kernel figures
 are the mean over the model's attention kernels, which are all alike), and the
 model's latency. With L2 off too (`--no-l2`), where every re-read is GM's.
