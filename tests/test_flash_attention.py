@@ -142,6 +142,21 @@ def test_a_part_with_split_cores_runs_the_flash_phase_through_the_workspace():
     assert kernel.int_prop("workspace") >= projections + kernel.int_prop("block_dim") * 4 * 16 * 48 * 2
 
 
+@pytest.mark.parametrize(
+    ("shape", "expect"),
+    [
+        ((1, 384, 2, 64), lambda t: t["flash_chunk"] < 384),  # keys in L0 chunks
+        ((4, 32, 20, 16), lambda t: t["flash_block_heads"] >= 3),  # K/V slots taken again
+    ],
+)
+def test_the_flash_phase_apart_takes_long_keys_and_several_heads_a_block(shape, expect):
+    """Where the cores are apart, 384 keys go through L0 in chunks and a block of four
+    heads reuses its K/V slots in L1: both build, simulate and compute the reference."""
+    model, feeds = attention_model(*shape, mask=True, sbh=False, bias=True)
+    tiling = attention_kernel(check_values(model, feeds, "Ascend910B1")).parameters
+    assert expect(tiling)
+
+
 def test_on_split_cores_the_flash_phase_is_faster_than_the_phases_it_replaces(monkeypatch):
     """BERT-base's attention at batch 1 (128 tokens, 12 heads of 64, a mask) on the
     910B1: the flash phase takes at most 60% of the scores, softmax and context
