@@ -19,7 +19,9 @@ module level and carries what the build and the simulator need:
   core's memories; `copy` moves bytes between levels on an MTE pipe (or FIX, or V for
   L0C -> UB where there is no FIX pipe); `mmad` runs on the cube (pipe M); `vec` is
   one vector instruction (pipe V); `scalar` is scalar work (pipe S); `set_flag` /
-  `wait_flag` order two pipes by an event id; `pipe_barrier` orders one pipe;
+  `wait_flag` order two pipes by an event id (where a part's cube and vector cores
+  are apart, a flag with MTE2 at one end may name whose MTE2 it is, `core "cube"` or
+  `core "vector"`: a flag across the cores); `pipe_barrier` orders one pipe;
   `sync_all` waits for every block (between the phases of a kernel); `loop`
   repeats its body a number of times (with no index: a double-buffered body holds
   its ping and its pong iteration, explicitly).
@@ -34,8 +36,8 @@ none is pending at the end). Whether a kernel fits its SoC is `verify_fits(kerne
 target)`, called by the lowering and the backend with the SoC profile (the dialect
 loads no SoC data): every buffer lies inside its memory at the memory's alignment
 without overlapping another buffer live at the same time (a buffer lives to the end
-of its block), each copy runs on the pipe of its path, and every event id is below
-the SoC's count.
+of its block), each copy runs on the pipe of its path, every event id is below
+the SoC's count, and no flag names a core where the cube and vector share one.
 """
 
 from __future__ import annotations
