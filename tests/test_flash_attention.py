@@ -8,6 +8,8 @@ scores does not fit the core, the kernel keeps its phases through the workspace.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import onnx
 import pytest
@@ -21,6 +23,7 @@ from dialects import ascend_kernel as ak
 from ge.core import soc as socs
 from ge.sim.config import RunConfig
 from ge.sim.program import PIPE
+from passes.lowering import attention as attention_module
 from passes.lowering import flash as flash_module
 from passes.lowering.flash import Flash, flash_tiling
 
@@ -155,6 +158,27 @@ def test_the_flash_phase_apart_takes_long_keys_and_several_heads_a_block(shape, 
     model, feeds = attention_model(*shape, mask=True, sbh=False, bias=True)
     tiling = attention_kernel(check_values(model, feeds, "Ascend910B1")).parameters
     assert expect(tiling)
+
+
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None)
+@given(
+    soc=st.sampled_from(["Ascend310P3", "Ascend910B1"]),
+    shape=st.sampled_from([(2, 100, 3, 32), (1, 197, 4, 64), (3, 48, 5, 16), (1, 300, 2, 64)]),
+    data=st.data(),
+)
+def test_every_flash_tiling_the_search_weighs_builds_and_simulates_to_the_reference(soc, shape, data):
+    """Not only the chosen one: any (rows, split) of `flash_candidates`, on one core and
+    with the cores apart (heads and query tiles a block, tails, key chunks), verifies,
+    simulates without a flag out of order, and computes the reference."""
+    model, feeds = attention_model(*shape, mask=True, sbh=False, bias=True)
+
+    def drawn(profile, spec, cores):
+        return data.draw(st.sampled_from(list(flash_module.flash_candidates(profile, spec, cores))))
+
+    with mock.patch.object(attention_module, "flash_tiling", drawn):
+        tiling = attention_kernel(check_values(model, feeds, soc)).parameters
+    assert "flash_rows" in tiling
 
 
 def test_on_split_cores_the_flash_phase_is_faster_than_the_phases_it_replaces(monkeypatch):

@@ -23,7 +23,7 @@ otherwise wait for a load issued in its own unit). A block takes `block_heads` h
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -189,24 +189,29 @@ def flash_tiling(profile: SocProfile, spec: Flash, cores: int) -> FlashTiling | 
     if profile.fix_pipe:
         return None
     chip = profile.gm_bytes_per_cycle * profile.ai_cores
-    best: tuple[tuple[float, float, float], FlashTiling] | None = None
+
+    def cost(t: FlashTiling) -> tuple[float, float, float]:
+        units = [_unit_cycles(spec, r, t.chunk) for r in t.tiles(spec.sq)]
+        pipes = t.block_heads * sum(max(u) for u in units) + sum(units[0])
+        traffic = (
+            spec.heads * spec.sq * (spec.d * spec.in_bytes + spec.dv * spec.out_bytes)
+            + t.tile_dim * spec.heads * spec.sk * (spec.d + spec.dv) * spec.in_bytes
+        )
+        return max(pipes, traffic / chip), pipes, traffic
+
+    return min(flash_candidates(profile, spec, cores), key=cost, default=None)
+
+
+def flash_candidates(profile: SocProfile, spec: Flash, cores: int) -> Iterator[FlashTiling]:
+    """Every tiling the searches weigh, in order: for each query-tile rows (multiples
+    of 16 whose buffers fit, with the widest key chunk that fits L0A/L0B; more rows
+    fit no better once some do not), each split of (heads, tiles) over the cores."""
     for rows in range(FRACTAL, _pad(spec.sq) + 1, FRACTAL):
-        chunk = next((c for c in range(_pad(spec.sk), 0, -FRACTAL) if spec.fits(profile, rows, c)), None)
+        chunk = next((c for c in range(_pad(spec.sk), 0, -FRACTAL) if spec.fits(profile, rows, c, profile.split_cores)), None)
         if chunk is None:
-            break  # more rows fit no better
-        count = -(-spec.sq // rows)
-        for (heads, tiles), (head_dim, tile_dim) in block_splits((spec.heads, count), cores).items():
-            t = FlashTiling(rows, chunk, head_dim, tile_dim, heads, tiles)
-            units = [_unit_cycles(spec, r, chunk) for r in t.tiles(spec.sq)]
-            pipes = heads * sum(max(u) for u in units) + sum(units[0])
-            traffic = (
-                spec.heads * spec.sq * (spec.d * spec.in_bytes + spec.dv * spec.out_bytes)
-                + tile_dim * spec.heads * spec.sk * (spec.d + spec.dv) * spec.in_bytes
-            )
-            cost = (max(pipes, traffic / chip), pipes, traffic)
-            if best is None or cost < best[0]:
-                best = (cost, t)
-    return best[1] if best is not None else None
+            return
+        for (heads, tiles), (head_dim, tile_dim) in block_splits((spec.heads, -(-spec.sq // rows)), cores).items():
+            yield FlashTiling(rows, chunk, head_dim, tile_dim, heads, tiles)
 
 
 def _unit_cycles(spec: Flash, rows: int, chunk: int) -> tuple[float, float, float]:
@@ -372,17 +377,7 @@ def apart_tiling(profile: SocProfile, spec: Flash, cores: int) -> FlashTiling | 
     a result, or where the part has too few event ids."""
     if not profile.split_cores or spec.scores is not None or profile.event_ids < APART_EVENTS:
         return None
-    best: tuple[float, FlashTiling] | None = None
-    for rows in range(FRACTAL, _pad(spec.sq) + 1, FRACTAL):
-        chunk = next((c for c in range(_pad(spec.sk), 0, -FRACTAL) if spec.fits(profile, rows, c, apart=True)), None)
-        if chunk is None:
-            break
-        for (heads, tiles), (head_dim, tile_dim) in block_splits((spec.heads, -(-spec.sq // rows)), cores).items():
-            t = FlashTiling(rows, chunk, head_dim, tile_dim, heads, tiles)
-            cost = _apart_cycles(profile, spec, t)
-            if best is None or cost < best[0]:
-                best = (cost, t)
-    return best[1] if best is not None else None
+    return min(flash_candidates(profile, spec, cores), key=lambda t: _apart_cycles(profile, spec, t), default=None)
 
 
 def _apart_cycles(profile: SocProfile, spec: Flash, t: FlashTiling) -> float:
