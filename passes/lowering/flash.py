@@ -353,6 +353,46 @@ def _units(t: FlashTiling, tiles: Sequence[int], load_head: Callable[[int], Ops]
     return ops + body(context(last % 2, tiles[-1], (t.block_heads - 1) % 2, True))
 
 
+def _units_two_late(
+    t: FlashTiling, tiles: Sequence[int], load_head: Callable[[int], Ops], scores: Callable[[int, int, int, bool], Ops],
+    context: Callable[[int, int, int, bool], Ops], softmax: Callable[[int, int, int], Ops],
+) -> Ops:
+    """`_units` for the cores apart, each body holding a unit's scores, the context of
+    the unit two before (of the same slot; a head's first two tiles the previous
+    head's last two), then the unit's softmax, so that the cube core computes two
+    units' scores ahead of a context while the vector cores run the softmax; the
+    last two contexts after them. `scores(s, rows, h, first)` and `softmax(s, rows,
+    ahead)` are a unit's two halves. Heads of at least two tiles (a head's K/V slot
+    frees in the second body of the next head, before the head after loads into it)."""
+    n = len(tiles)
+    assert n >= 2
+
+    def head(h: int, first: bool, last: bool) -> Ops:
+        s0 = h * n % 2
+        ahead = [*tiles[1:], 0 if last else tiles[0]]
+
+        def unit(i: int, mid: bool = False) -> Ops:
+            """Tile i's scores, the context two units before it, tile i's softmax."""
+            s, rows = (s0 + i) % 2, tiles[1] if mid else tiles[i]
+            if i >= 2:
+                before = context(s, tiles[1] if mid else tiles[i - 2], h, False)
+            else:
+                before = [] if first else context(s, tiles[n - 2 + i], 1 - h, i == 1)
+            return body(scores(s, rows, h, i == 0) + before + softmax(s, rows, tiles[1] if mid else ahead[i]))
+
+        ops = load_head(h) + unit(0) + unit(1)
+        if n - 4 > 0:  # the middle tiles whose next tile is whole
+            ops += double_buffered(n - 4, tiles[1], 0, lambda sl, _: unit(2 + (sl - s0) % 2, mid=True), [], (s0 + 2) % 2)
+        return ops + [op for i in range(max(2, n - 2), n) for op in unit(i)]
+
+    ops = head(0, True, t.block_heads == 1)
+    if t.block_heads > 1:
+        ops += double_buffered(t.block_heads - 2, 1, 0, lambda h, _: head(h, False, False), [], 1)
+        ops += head((t.block_heads - 1) % 2, False, True)
+    h, s0 = (t.block_heads - 1) % 2, (t.block_heads * n) % 2
+    return ops + body(context(s0, tiles[-2], h, False)) + body(context(1 - s0, tiles[-1], h, True))
+
+
 # ------------------------------------------------------------ cores apart (the 910B)
 
 APART_EVENTS = 8
@@ -419,8 +459,10 @@ def apart_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
     cores are apart: the cube core's FIX writes a unit's scores to a workspace slot,
     a vector core loads them, computes the softmax and stores P to another, and the
     cube core loads P into L1 for the context, which FIX writes out; each side waits
-    for the other by a flag across the cores. As on one core, the cube computes a
-    unit's scores while the vector cores run the previous unit's softmax."""
+    for the other by a flag across the cores. Where a block takes two or more query
+    tiles of a head, each context runs two units late (`_units_two_late`): the cube
+    core computes the next two units' scores while the vector cores run a softmax;
+    else one unit late, as on one core."""
     p, in_b, out_b = prog.profile, spec.in_bytes, spec.out_bytes
     sk, d, dv = _pad(spec.sk), _pad(spec.d), _pad(spec.dv)
     buf = {name: prog.pair(level, nbytes) for name, (level, nbytes) in spec.buffers(t.rows, t.chunk, apart=True).items()}
@@ -436,9 +478,9 @@ def apart_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
         load = copy(p, gm[spec.mask], buf["ub_m"][s], spec.mask_elements(rows) * spec.mask_bytes)
         return [WaitFlagOp("V", "MTE2", 2 + s), load, SetFlagOp("MTE2", "V", 2 + s)]
 
-    def scores(s: int, rows: int, h: int, ahead: int, first: bool) -> Ops:
+    def scores(s: int, rows: int, h: int, first: bool) -> Ops:
         """The cube core: Q's tile in (then the head's V, on its first unit), S = Q K^T,
-        out by FIX to the workspace slot `s`. Then the vector core's softmax of it."""
+        out by FIX to the workspace slot `s`."""
         rp = _pad(rows)
         ops: Ops = [WaitFlagOp("MTE1", "MTE2", s), copy(p, gm[spec.q], buf["q"][s], rows * d * in_b, spec.mode(spec.q)), SetFlagOp("MTE2", "MTE1", s)]
         if first:
@@ -455,8 +497,7 @@ def apart_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
         if first:  # MTE1 goes on once the head's V is in L1 (the contexts move it on without a wait)
             ops.append(WaitFlagOp("MTE2", "MTE1", 6 + h))
         ops += [*sync("M", "FIX", s), WaitFlagOp("MTE2", "FIX", s, "vector"), copy(p, buf["acc_s"][s], ws, rows * sk * in_b)]
-        ops += [SetFlagOp("FIX", "M", s), SetFlagOp("FIX", "MTE2", s, "vector")]
-        return ops + softmax(s, rows, ahead)
+        return ops + [SetFlagOp("FIX", "M", s), SetFlagOp("FIX", "MTE2", s, "vector")]
 
     def softmax(s: int, rows: int, ahead: int) -> Ops:
         """The vector core: the scores of slot `s` in, the next unit's mask (`ahead` rows)
@@ -495,5 +536,8 @@ def apart_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
     frees = [*APART_FREES, *(("V", "MTE2", e) for e in (2, 3) if mask)]
     cross = [(c, q, e, core) for c, q, core in APART_CROSS for e in (0, 1)]
     ops: Ops = [SetFlagOp(*f) for f in frees] + [SetFlagOp(*f) for f in cross] + mask_load(0, tiles[0])
-    ops += _units(t, tiles, load_head, scores, context)
+    if len(tiles) >= 2:
+        ops += _units_two_late(t, tiles, load_head, scores, context, softmax)
+    else:
+        ops += _units(t, tiles, load_head, lambda s, rows, h, ahead, first: scores(s, rows, h, first) + softmax(s, rows, ahead), context)
     return ops + [WaitFlagOp(*f) for f in frees] + [WaitFlagOp(*f) for f in cross]
