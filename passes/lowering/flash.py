@@ -259,11 +259,7 @@ def flash_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
     tiles = t.tiles(spec.sq)
 
     def mask_load(s: int, rows: int) -> Ops:
-        """The mask rows of a unit of `rows` into its slot `s`."""
-        if not (mask and rows):
-            return []
-        load = copy(p, gm[spec.mask], buf["ub_m"][s], spec.mask_elements(rows) * spec.mask_bytes)
-        return [WaitFlagOp("V", "MTE2", s), load, SetFlagOp("MTE2", "V", s)]
+        return _mask_load(prog, gm, spec, buf, s, rows, s)
 
     def scores(s: int, rows: int, h: int, ahead: int, first: bool) -> Ops:
         """Unit's Q tile in, S = Q K^T, the softmax in UB, P into L1 (slot `s`, K/V slot
@@ -317,6 +313,17 @@ def flash_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
 
     frees = [*FREES, *(("V", "MTE2", e) for e in (0, 1) if mask)]
     return [SetFlagOp(*f) for f in frees] + mask_load(0, tiles[0]) + _units(t, tiles, load_head, scores, context) + [WaitFlagOp(*f) for f in frees]
+
+
+def _mask_load(
+    prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, buf: Mapping[str, tuple[SSAValue, SSAValue]], s: int, rows: int, event: int,
+) -> Ops:
+    """The mask rows of a unit of `rows` into UB slot `s` (nothing without a mask or
+    rows), after V -> MTE2 `event` (the slot free) and before MTE2 -> V `event`."""
+    if "ub_m" not in buf or not rows:
+        return []
+    load = copy(prog.profile, gm[spec.mask], buf["ub_m"][s], spec.mask_elements(rows) * spec.mask_bytes)
+    return [WaitFlagOp("V", "MTE2", event), load, SetFlagOp("MTE2", "V", event)]
 
 
 def _units(t: FlashTiling, tiles: Sequence[int], load_head: Callable[[int], Ops], scores: Callable[..., Ops], context: Callable[..., Ops]) -> Ops:
@@ -471,12 +478,8 @@ def apart_phase(prog: Program, gm: Mapping[Hashable, SSAValue], spec: Flash, t: 
     tiles = t.tiles(spec.sq)
     out_mode = "nz2nd" if spec.out_nd else "normal"
 
-    def mask_load(s: int, rows: int) -> Ops:
-        """The mask rows of a unit of `rows` into its slot `s` (by the vector core)."""
-        if not (mask and rows):
-            return []
-        load = copy(p, gm[spec.mask], buf["ub_m"][s], spec.mask_elements(rows) * spec.mask_bytes)
-        return [WaitFlagOp("V", "MTE2", 2 + s), load, SetFlagOp("MTE2", "V", 2 + s)]
+    def mask_load(s: int, rows: int) -> Ops:  # by the vector core, beside its scores' events 0 and 1
+        return _mask_load(prog, gm, spec, buf, s, rows, 2 + s)
 
     def scores(s: int, rows: int, h: int, first: bool) -> Ops:
         """The cube core: Q's tile in (then the head's V, on its first unit), S = Q K^T,
