@@ -66,13 +66,13 @@ def draw_tiling(data: st.DataObject, sp: space.CubeSpace | space.AttentionSpace,
         shared = [n for n in sp.neighbours(t) if n.get(space.SHARED)]
         if shared and data.draw(st.booleans(), label="projections shared"):
             t = shared[0]
-    parts = [("", sp)] if isinstance(sp, space.CubeSpace) else list(zip(sp.phases.prefixes, sp.spaces))
+    parts = [("", sp)] if isinstance(sp, space.CubeSpace) else list(zip(sp.prefixes, sp.spaces))
     for prefix, _ in parts:
         for knob, values in (("m_tail", range(1, 5)), ("l0c_buffers", (1, 2)), ("cols_resident", (0, 1))):
             trial = {**t, prefix + knob: data.draw(st.sampled_from(list(values)), label=prefix + knob)}
             if sp.legal(trial):
                 t = trial
-    if isinstance(sp, space.AttentionSpace):
+    if isinstance(sp, space.AttentionSpace) and sp.tile_rows():
         trial = {**t, space.SOFTMAX: data.draw(st.sampled_from(sp.tile_rows()), label="softmax rows")}
         t = trial if sp.legal(trial) else t
     return t
@@ -181,24 +181,49 @@ def test_neighbours_move_the_knobs_and_stay_legal(conv_kernels):
 @pytest.fixture(scope="module")
 def attention_kernel(tmp_path_factory) -> Kernel:
     """A self-attention of 2,048 keys: a row of its scores does not fit the 310P3's UB,
-    so it runs as phases (a shorter one is one flash phase, which takes no tuned tiling)."""
+    so it runs as phases (a shorter one is one flash phase, whose projections alone are tuned)."""
     path = bert_like(tmp_path_factory.mktemp("knobs") / "bert.onnx", hidden=64)
     om = ge.compile(path, {"soc_version": "Ascend310P3", "input_shape": "input_ids:1,2048;attention_mask:1,2048"})
     kernels, _ = tunable(om, "Ascend310P3")
     return next(k for k in kernels if isinstance(k.space, space.AttentionSpace))
 
 
-def test_attention_in_one_flash_phase_is_left_analytic(tmp_path):
-    """On the 310P3 a 48-key attention keeps its scores on chip (`passes.lowering.flash`):
-    the tuner has no space for it, and a tuned tiling for it is refused."""
+@pytest.mark.parametrize("soc", SOCS)
+def test_attention_in_one_flash_phase_tunes_its_projections_alone(tmp_path, soc):
+    """A 48-key attention keeps its scores out of GM in one flash phase
+    (`passes.lowering.flash`), whose tiling follows from the shape: the tuner's space is
+    its projections' (no softmax key), the analytic tiling is its seed and builds the
+    analytic kernel, a neighbour builds another one that simulates, and a softmax
+    tiling for it is refused by name."""
     path = bert_like(tmp_path / "bert.onnx", hidden=64)
-    om = ge.compile(path, {"soc_version": "Ascend310P3", "input_shape": "input_ids:1,48;attention_mask:1,48"})
-    kernels, _ = _kernels(om, "Ascend310P3")
-    assert not [k for k in kernels if "MultiHeadAttention" in k.op_types]
-    (text,) = [t.compute_text() for t in program.split_kernels(om.kernels).values() if "MultiHeadAttention" in t.compute_text()]
-    assert "flash_rows" in text
-    with pytest.raises(ModelError, match="one flash phase on Ascend310P3, which takes no tuned tiling"):
-        build_kernel("Ascend310P3", measure._scope(text), {"softmax_tile_rows": 16})
+    om = ge.compile(path, {"soc_version": soc, "input_shape": "input_ids:1,48;attention_mask:1,48"})
+    kernels, _ = tunable(om, soc)
+    (k,) = [k for k in kernels if "MultiHeadAttention" in k.op_types]
+    sp = k.space
+    assert isinstance(sp, space.AttentionSpace) and sp.flash and sp.prefixes == ("q_", "k_", "v_")
+    assert space.SOFTMAX not in k.seed and sp.legal(k.seed) and sp.analytic() == k.seed and space.well_formed("attention", k.seed)
+    assert sp.tile_rows() == [] and not sp.legal({**k.seed, space.SOFTMAX: 16})
+    analytic = text_of(soc, k, None)
+    assert "flash_rows" in analytic and text_of(soc, k, k.seed) == analytic
+    near = sp.neighbours(k.seed)
+    assert near and all(sp.legal(t) and space.SOFTMAX not in t for t in near)
+    moved = text_of(soc, k, near[0])
+    assert moved != analytic and "flash_rows" in moved
+    assert measure.cycles(k.job(soc, [near[0]]))[0] < float("inf")
+    with pytest.raises(ModelError, match=f"one flash phase on {soc}, whose tiling follows from the shape; only the projections"):
+        build_kernel(soc, measure._scope(k.text), {**k.seed, space.SOFTMAX: 16})
+
+
+def test_fused_attention_in_one_flash_phase_has_no_space():
+    """A FusedInferAttentionScore has no projections: in one flash phase nothing of it is
+    tuned, and a tuned tiling for it is refused."""
+    model, _ = attention(2, 16, 40, 32, 0, False)
+    om = ge.compile(ge.load_onnx(model)[0], {"soc_version": "Ascend910B1"})
+    kernels, _ = _kernels(om, "Ascend910B1")
+    assert not [k for k in kernels if "FusedInferAttentionScore" in k.op_types]
+    (text,) = [t.compute_text() for t in program.split_kernels(om.kernels).values() if "flash_rows" in t.compute_text()]
+    with pytest.raises(ModelError, match="one flash phase on Ascend910B1, which takes no tuned tiling"):
+        build_kernel("Ascend910B1", measure._scope(text), {"softmax_tile_rows": 16})
 
 
 def test_attention_s_analytic_tiling_is_its_seed_and_builds_its_kernel(attention_kernel):

@@ -232,9 +232,24 @@ def test_ge_aoe_tunes_a_kernel_whose_analytic_plan_shares(tmp_path):
     assert row.tuned_cycles <= row.analytic_cycles and report.after_us <= report.before_us * (1 + 1e-9)
 
 
+def test_ge_aoe_tunes_the_projections_of_a_flash_kernel(tmp_path):
+    """On the 910B1 a 128-token self-attention runs its scores, softmax and context as
+    one flash phase: operator tuning still searches its projections (shared or
+    apart), seeds from the analytic ones, and ends no slower."""
+    model, _ = attention_model(1, 128, 2, 32, bias=True)
+    path = tmp_path / "attention.onnx"
+    onnx.save(model, path)
+    (tmp_path / "bank").mkdir()
+    report = tune(path, "Ascend910B1", backend="inprocess", budget=Budget(candidates=30), bank_root=str(tmp_path / "bank"))
+    (row,) = [r for r in report.kernels if r.kind == "attention"]
+    assert row.analytic_tiling is not None and space.SOFTMAX not in row.analytic_tiling
+    assert {k[:2] for k in row.analytic_tiling if k != space.SHARED} == {"q_", "k_", "v_"}
+    assert row.tuned_cycles <= row.analytic_cycles and report.after_us <= report.before_us * (1 + 1e-9)
+
+
 def test_flash_kernels_record_the_shared_projections():
-    """On the 310P3 the flash kernel takes no tuned tiling, but its tiling still names
-    the projections' one phase beside the flash phase's parameters."""
+    """On the 310P3 the flash kernel's tiling names the projections' one phase beside
+    the flash phase's parameters."""
     model, _ = attention_model(2, 40, 2, 32, bias=False)
     om = ge.compile(ge.load_onnx(model)[0], {"soc_version": "Ascend310P3"})
     t = attention_kernel(om).parameters

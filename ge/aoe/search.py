@@ -237,10 +237,10 @@ def seed_of(space: Space, tiling: Mapping[str, int], block_dim: int) -> Tiling |
         knobs = {k: int(tiling[k]) for k in CUBE_KNOBS if k in tiling}
         return {**{k: int(tiling[k]) for k in CUBE_KEYS}, **knobs} if all(k in tiling for k in CUBE_KEYS) else None
     if isinstance(space, AttentionSpace):
-        keys = [p + k for p in space.phases.prefixes for k in CUBE_KEYS] + [SOFTMAX]
+        keys = [p + k for p in space.prefixes for k in CUBE_KEYS] + ([] if space.flash else [SOFTMAX])
         if not all(k in tiling for k in keys):
             return None
-        knobs = {p + k: int(tiling[p + k]) for p in space.phases.prefixes for k in CUBE_KNOBS if p + k in tiling}
+        knobs = {p + k: int(tiling[p + k]) for p in space.prefixes for k in CUBE_KNOBS if p + k in tiling}
         return {k: int(tiling[k]) for k in keys} | knobs | ({SHARED: 1} if tiling.get(SHARED) else {})
     if "tile_rows" not in tiling:
         return None

@@ -341,8 +341,8 @@ def attention_plan(
     and the scores and probabilities live in the workspace (in the input dtype).
     Where a row of scores fits the core, the last three are one flash phase (`flash`:
     on one core the scores never leave it; where the cores are apart they meet
-    through workspace slots without barriers), and the kernel takes no tuned tiling
-    (`passes.lowering.space.attention_space`).
+    through workspace slots without barriers), whose tiling follows from the shape:
+    a tuned tiling then sets the projections' alone (`passes.lowering.space.AttentionSpace.flash`).
     `chosen`: a tuned tiling, else the analytic one."""
     ph = attention_phases(profile, op, cores)
     spec, flash = attention_flash(profile, op, ph)

@@ -296,32 +296,43 @@ class AttentionSpace:
     tiling, its keys prefixed by the phase's name (q_m0, score_k1, ...), on exactly the
     kernel's blocks as the analytic plan splits them, `softmax_tile_rows`: the
     softmax's tile rows, from one to a block's rows, whose buffers fit the UB, and
-    `qkv_shared` (see `SHARED`)."""
+    `qkv_shared` (see `SHARED`). With `flash`, the scores, softmax and context are one
+    flash phase (`passes.lowering.flash`), whose tiling follows from the shape: only
+    the Q, K and V projections are tuned, and there is no softmax key."""
 
     phases: Phases
+    flash: bool = False
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """The names of the phases tuned here, in program order."""
+        return self.phases.prefixes[:3] if self.flash else self.phases.prefixes
 
     @cached_property
     def spaces(self) -> tuple[CubeSpace, ...]:
-        """Each matmul phase's space, on exactly the kernel's blocks."""
-        ph = self.phases
-        return tuple(CubeSpace.of(ph.profile, g, e, ph.block_dim, True) for g, e in zip(ph.gemms, ph.epilogues))
+        """Each tuned matmul phase's space, on exactly the kernel's blocks."""
+        ph, n = self.phases, len(self.prefixes)
+        return tuple(CubeSpace.of(ph.profile, g, e, ph.block_dim, True) for g, e in zip(ph.gemms[:n], ph.epilogues[:n]))
 
     def part(self, t: Mapping[str, int], i: int) -> Tiling:
         """Phase `i`'s cube tiling in `t`."""
-        prefix = self.phases.prefixes[i]
+        prefix = self.prefixes[i]
         return {k: t[prefix + k] for k in (*CUBE_KEYS, *CUBE_KNOBS) if prefix + k in t}
 
     def joined(self, t: Mapping[str, int], i: int, part: Mapping[str, int]) -> Tiling:
         """`t` with phase `i`'s cube tiling `part`."""
-        prefix = self.phases.prefixes[i]
+        prefix = self.prefixes[i]
         return {**{k: v for k, v in t.items() if not _in_phase(k, prefix)}, **{prefix + k: v for k, v in plain(part).items()}}
 
     def legal(self, t: Mapping[str, int]) -> bool:
-        """True when `t` holds every phase's cube tiling (each legal) and softmax tiles that
-        fit; with `qkv_shared`, the one projection phase's buffers fit too."""
-        if SOFTMAX not in t or not _keys_fit(set(t) - {SOFTMAX, SHARED}, self.phases.prefixes) or t.get(SHARED, 0) not in (0, 1):
+        """True when `t` holds every phase's cube tiling (each legal) and, but with
+        `flash`, softmax tiles that fit; with `qkv_shared`, the one projection phase's
+        buffers fit too."""
+        if (SOFTMAX in t) == self.flash or not _keys_fit(set(t) - {SOFTMAX, SHARED}, self.prefixes) or t.get(SHARED, 0) not in (0, 1):
             return False
-        if not self.phases.softmax_fits(t[SOFTMAX]) or not all(s.legal(self.part(t, i)) for i, s in enumerate(self.spaces)):
+        if not self.flash and not self.phases.softmax_fits(t[SOFTMAX]):
+            return False
+        if not all(s.legal(self.part(t, i)) for i, s in enumerate(self.spaces)):
             return False
         return not t.get(SHARED, 0) or self.shareable(t)
 
@@ -341,16 +352,26 @@ class AttentionSpace:
 
     def chosen(self, t: Mapping[str, int]) -> Chosen:
         """The phases' CubeTilings and the softmax's tile rows of a legal `t`; an illegal one is refused."""
+        op = self.phases.op
+        if self.flash and SOFTMAX in t:
+            raise ModelError(
+                f"{op.OP_TYPE} '{op.label}': its scores, softmax and context run as one flash phase on {self.phases.profile.name}, "
+                f"whose tiling follows from the shape; only the projections ({', '.join(self.prefixes)}, {SHARED}) take a tuned tiling, "
+                f"not {SOFTMAX}"
+            )
         if not self.legal(t):
-            op = self.phases.op
             raise ModelError(f"{op.OP_TYPE} '{op.label}': the tiling {dict(t)} does not fit {self.phases.profile.name}'s cores or buffers")
-        return tuple(s.tiling(self.part(t, i)) for i, s in enumerate(self.spaces)), t[SOFTMAX], bool(t.get(SHARED, 0))
+        return tuple(s.tiling(self.part(t, i)) for i, s in enumerate(self.spaces)), t.get(SOFTMAX, 0), bool(t.get(SHARED, 0))
 
     def analytic(self) -> Tiling:
         """The analytic plan's tiling in this space's terms."""
-        tilings, tile_rows, shared = self.phases.analytic()
-        t: Tiling = {SOFTMAX: tile_rows, **({SHARED: 1} if shared else {})}
-        for prefix, g, ct in zip(self.phases.prefixes, self.phases.gemms, tilings):
+        if self.flash:
+            tilings, shared = self.phases.projections()
+            t: Tiling = {SHARED: 1} if shared else {}
+        else:
+            tilings, tile_rows, shared = self.phases.analytic()
+            t = {SOFTMAX: tile_rows, **({SHARED: 1} if shared else {})}
+        for prefix, g, ct in zip(self.prefixes, self.phases.gemms, tilings):
             params = ct.params(g)
             t.update({prefix + k: params[k] for k in (*CUBE_KEYS, *CUBE_KNOBS) if k in params})
         return t
@@ -362,7 +383,9 @@ class AttentionSpace:
         return dict(t)
 
     def tile_rows(self) -> list[int]:
-        """The softmax's tile sizes: a block's rows in 1 to VECTOR_TILE_COUNTS even tiles, those that fit, largest first."""
+        """The softmax's tile sizes: a block's rows in 1 to VECTOR_TILE_COUNTS even tiles, those that fit, largest first (none with `flash`)."""
+        if self.flash:
+            return []
         rows = self.phases.block_rows
         return sorted((r for r in {-(-rows // n) for n in range(1, VECTOR_TILE_COUNTS + 1)} if self.phases.softmax_fits(r)), reverse=True)
 
@@ -374,7 +397,7 @@ class AttentionSpace:
         apart = {k: v for k, v in base.items() if k != SHARED}
 
         def phase(i: int) -> Iterator[Tiling]:  # a function: each stream keeps its own i
-            onto = apart if self.phases.prefixes[i] in MHA_PHASES[:3] else base
+            onto = apart if self.prefixes[i] in MHA_PHASES[:3] else base
             return (self.joined(onto, i, c) for c in self.spaces[i].candidates())
 
         streams: list[Iterator[Tiling]] = [phase(i) for i in range(len(self.spaces))]
@@ -401,7 +424,7 @@ class AttentionSpace:
             whole = self.spaces[0].kf * self.spaces[0].kc
             found.append({**self.projections(t, {**plain(self.part(t, 0)), "b_resident": 1, "k1": whole}), SHARED: 1})
         sizes = self.tile_rows()
-        if t[SOFTMAX] in sizes:
+        if t.get(SOFTMAX) in sizes:
             at = sizes.index(t[SOFTMAX])
             found += [{**t, SOFTMAX: sizes[j]} for j in (at - 1, at + 1) if 0 <= j < len(sizes)]
         return [c for c in found if self.legal(c)]
@@ -420,7 +443,11 @@ def well_formed(kind: str, t: Mapping[str, object]) -> bool:
         return keys == set(VECTOR_KEYS)
     if kind == "cube":
         return _keys_fit(keys, ("",))
-    return kind == "attention" and SOFTMAX in keys and (_keys_fit(keys - {SOFTMAX, SHARED}, MHA_PHASES) or _keys_fit(keys - {SOFTMAX}, FIA_PHASES))
+    if kind != "attention":
+        return False
+    if SOFTMAX not in keys:  # a flash kernel's projections
+        return _keys_fit(keys - {SHARED}, MHA_PHASES[:3])
+    return _keys_fit(keys - {SOFTMAX, SHARED}, MHA_PHASES) or _keys_fit(keys - {SOFTMAX}, FIA_PHASES)
 
 
 def _keys_fit(keys: set[str], prefixes: tuple[str, ...]) -> bool:
@@ -504,8 +531,8 @@ Space = CubeSpace | VectorSpace | AttentionSpace
 
 def space_of(profile: SocProfile, ops: tuple[Operation, ...], inputs: tuple[SSAValue, ...], outputs: tuple[SSAValue, ...]) -> Space | None:
     """The tiling space of a kernel scope, as `plan` lowers it; None for a kernel
-    the tuner leaves alone (recurrent layers, rows cut into pieces, attention whose
-    scores stay on chip in a flash phase)."""
+    the tuner leaves alone (recurrent layers, rows cut into pieces, a
+    FusedInferAttentionScore in one flash phase)."""
     virtual = virtual_cores(ops)
     cubes = [op for op in ops if isinstance(op, ag.CubeOp)]
     if not cubes:
@@ -524,11 +551,13 @@ def space_of(profile: SocProfile, ops: tuple[Operation, ...], inputs: tuple[SSAV
 
 
 def attention_space(profile: SocProfile, op: ag.MultiHeadAttentionOp | ag.FusedInferAttentionScoreOp, cores: int) -> AttentionSpace | None:
-    """The space of an attention kernel's phases; None where its scores, softmax and
-    context are one flash phase (`passes.lowering.flash`), which takes no tuned tiling."""
+    """The space of an attention kernel's phases. Where its scores, softmax and context
+    are one flash phase (`passes.lowering.flash`), whose tiling follows from the shape,
+    a MultiHeadAttention's space is its projections' (`AttentionSpace.flash`), and a
+    FusedInferAttentionScore, which has none, has no space (None)."""
     if isinstance(op, ag.MultiHeadAttentionOp):
         phases = attention_phases(profile, op, cores)
-        return None if attention_flash(profile, op, phases)[1] is not None else AttentionSpace(phases)
+        return AttentionSpace(phases, flash=attention_flash(profile, op, phases)[1] is not None)
     phases = fused_attention_phases(profile, op, cores)
     return None if fused_attention_flash(profile, op, phases.block_dim)[1] is not None else AttentionSpace(phases)
 
