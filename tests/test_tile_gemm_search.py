@@ -23,7 +23,7 @@ from dialects import formats
 from dialects.ascend_kernel import BIAS_TABLE_BYTES
 from ge.core import soc as socs
 from ge.core.errors import ModelError
-from ge.core.soc import SocProfile
+from ge.core.soc import QUEUE_DEPTH, SocProfile
 from passes.lowering.cube import (
     TIE,
     CubeTiling,
@@ -62,7 +62,8 @@ def oracle_tile_gemm(
     """`tile_gemm` as it was (commit 240e4db): every split up to the lower bound, every tile, every panel depth
     (its cost since: a mixed epilogue's workspace at L2's rate, and its loads on their own MTE2 where the cores are split;
     A's whole K resident per M tile as a third way to read the operands, and of equal costs and pipes the least time
-    of the cube's side; tiles up to the whole L0C in one accumulator, each tile's mmads waiting for the previous drain)."""
+    of the cube's side; tiles up to the whole L0C in one accumulator, each tile's mmads waiting for the previous drain;
+    each panel's load held until MTE1's queue has room)."""
     kc = cube_k(profile, gemm.in_dtype)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
     kf = -(-gemm.k // kc)
@@ -184,6 +185,7 @@ def _oracle_block(
                         a_loads = tiles * _oracle_panel_bytes(gemm, m0f * FRACTAL, k1f * kc, kc)
                         first_panel = gm.load_cycles(1, gemm.a_gm_bytes(m0f * FRACTAL, k1f * kc, kc), gemm.a_nd)
                     loads = gm.load_cycles(a_copies, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue_loads
+                    loads += (panels - 1) * max(0, -(-k1f // k0f) - QUEUE_DEPTH // 4) * max(step, step_mte1)
                     if not resident:
                         first_panel += gm.load_cycles(1, gemm.b_gm_bytes(k1f * kc, n0f * FRACTAL, kc), gemm.b_nd)
                     first = first_held + first_panel + step_mte1

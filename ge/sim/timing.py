@@ -62,14 +62,11 @@ from collections import deque
 from dataclasses import dataclass
 
 from ge.core.errors import ModelError
-from ge.core.soc import SocProfile
+from ge.core.soc import QUEUE_DEPTH, SocProfile
 from ge.sim.program import AIV_S, BARRIER, LOOP, PIPE, RUN, S_PIPE, SET, SYNC_ALL, VECTOR_HALF, WAIT
 
 log = logging.getLogger("ge.sim")
 
-QUEUE_DEPTH = 16
-"""Instructions a pipe's queue holds ahead of its execution. Not published; 16 lets
-the scalar unit run a double-buffered iteration ahead of the slowest pipe."""
 FLAG_CYCLES = 1.0
 """A set_flag's own cost on its source pipe; the waiting pipe may go on from then."""
 SYNC_ALL_CYCLES = 600.0

@@ -20,7 +20,7 @@ from dialects.ascend_kernel import (
 )
 from ge.core import dtypes
 from ge.core.errors import ModelError, OptionError
-from ge.core.soc import SocProfile
+from ge.core.soc import QUEUE_DEPTH, SocProfile
 from passes.lowering.program import (
     ACC_BYTES,
     ACC_FRACTAL_BYTES,
@@ -449,6 +449,11 @@ class _GmRates:
         return 0 < whole < reads and whole + (total - reads) * whole / reads <= self.capacity
 
 
+_STEPS_QUEUED = QUEUE_DEPTH // 4
+"""L0 steps whose MTE1 instructions (a wait, two copies, a set) its queue holds: the
+scalar unit, issuing in program order, reaches a panel's load only once the previous
+panel's steps beyond these have started, so MTE2 idles that long between panels."""
+
 _CUTOFF_SLACK = 1.0
 """Cycles by which a tile's lower bound must exceed its block's cutoff to be skipped:
 far more than the 1e-9 steps by which near-equal costs replace each other, so a
@@ -553,7 +558,9 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     the last tile's drain after it (where A stays, each further M tile waits for the
     previous one's last drain and then its A: the tiles' streams restart per M
     tile; with one accumulator, each tile after the first waits for the previous
-    one's drain); MTE2's loads, then the last step and drain; the stores; the epilogue's
+    one's drain); MTE2's loads (each panel's issued once the previous panel's steps
+    beyond what MTE1's queue holds have started: `_STEPS_QUEUED`), then the last step
+    and drain; the stores; the epilogue's
     vector work; its share of the chip's traffic (`_GmRates.cycles`). A GM copy costs the path's latency on its pipe, so small
     tiles and panels pay for their number and large first panels for their wait.
     Of costs within 1e-9 of each other, the least time of the pipes wins, then (a
@@ -636,6 +643,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                         a_loads, a_copies, b_copies = tiles * s.a_reads(m0f, k1f), panels, bb * nt if resident else panels
                         first_panel = gm.load_cycles(1, s.a_first(m0f, k1f), gemm.a_nd)
                     loads = gm.load_cycles(a_copies, a_loads, gemm.a_nd) + gm.load_cycles(b_copies, b_loads, gemm.b_nd) + epilogue_loads
+                    loads += (panels - 1) * max(0, -(-k1f // k0f) - _STEPS_QUEUED) * max(step, step_mte1)  # issue held by MTE1's queue
                     if not resident:
                         first_panel += gm.load_cycles(1, s.b_first(k1f, n0f), gemm.b_nd)
                     first = first_held + first_panel + step_mte1

@@ -29,6 +29,11 @@ from pathlib import Path
 
 from ge.core.errors import OptionError
 
+QUEUE_DEPTH = 16
+"""Instructions a pipe's queue holds ahead of its execution, on every part: the
+simulator's (`ge.sim.timing`) and the cube tiling cost's. Not published; 16 lets the
+scalar unit run a double-buffered iteration ahead of the slowest pipe."""
+
 _DIR = Path(__file__).resolve().parent
 
 BUFFERS = ("l0a", "l0b", "l0c", "l1", "ub", "l2")
