@@ -22,7 +22,8 @@ from ge.aoe.search import seed_of
 from ge.core import soc as socs
 from ge.sim.config import RunConfig
 from ge.sim.program import PIPE
-from passes.lower_to_kernel import scope_of_kernel
+from ge.testing.cube_models import assert_simulates_to_reference
+from passes.lower_to_kernel import bank_key, scope_of_kernel
 from passes.lowering import space
 from passes.lowering.attention import attention_phases, forced_projections
 from passes.lowering.cube import TIE, tile_shared_a
@@ -245,6 +246,32 @@ def test_ge_aoe_tunes_the_projections_of_a_flash_kernel(tmp_path):
     assert row.analytic_tiling is not None and space.SOFTMAX not in row.analytic_tiling
     assert {k[:2] for k in row.analytic_tiling if k != space.SHARED} == {"q_", "k_", "v_"}
     assert row.tuned_cycles <= row.analytic_cycles and report.after_us <= report.before_us * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("soc", SOCS)
+def test_cross_attention_in_one_flash_phase_tunes_each_projection_apart(soc):
+    """A cross-attention (24 queries over 40 keys of another input) runs one flash phase:
+    its space is its three projections, which cannot share (no `qkv_shared` move), and a
+    tiling moving only the key projection builds a kernel that still simulates to the
+    reference."""
+    model, feeds = attention_model(1, 24, 2, 32, bias=True, sk=40)
+    flags = {"soc_version": soc}
+    om = ge.compile(ge.load_onnx(model)[0], flags)
+    kernel = attention_kernel(om)
+    scope = scope_of_kernel(kernel)
+    sp = space.space_of(socs.load(soc), scope.ops, scope.inputs, scope.outputs)
+    assert isinstance(sp, space.AttentionSpace) and sp.flash and "flash_rows" in kernel.parameters
+    seed = seed_of(sp, {k: v.value.data for k, v in kernel.tiling.data.items()}, kernel.block_dim.value.data)  # type: ignore[attr-defined]
+    assert seed == sp.analytic() and space.SHARED not in seed and space.SOFTMAX not in seed
+    near = sp.neighbours(seed)
+    assert near and not any(t.get(space.SHARED) for t in near)
+    moved = next(t for t in near if sp.part(t, 1) != sp.part(seed, 1) and sp.part(t, 0) == sp.part(seed, 0))
+    key = bank_key(scope, soc)
+    with space.using(lambda k: moved if k == key else None):
+        tuned = ge.compile(ge.load_onnx(model)[0], flags)
+    parameters = attention_kernel(tuned).parameters
+    assert all(parameters[f"k_{name}"] == value for name, value in sp.part(moved, 1).items())
+    assert_simulates_to_reference(tuned, model, feeds)
 
 
 def test_flash_kernels_record_the_shared_projections():
