@@ -63,7 +63,7 @@ def oracle_tile_gemm(
     (its cost since: a mixed epilogue's workspace at L2's rate, and its loads on their own MTE2 where the cores are split;
     A's whole K resident per M tile as a third way to read the operands, and of equal costs and pipes the least time
     of the cube's side; tiles up to the whole L0C in one accumulator, each tile's mmads waiting for the previous drain;
-    each panel's load held until MTE1's queue has room)."""
+    each panel's load held until MTE1's queue has room; the block's last tile drained at its own size)."""
     kc = cube_k(profile, gemm.in_dtype)
     units = (gemm.batch, -(-gemm.m // FRACTAL), -(-gemm.n // FRACTAL))
     kf = -(-gemm.k // kc)
@@ -143,10 +143,11 @@ def _oracle_block(
             cube = steps * step
             step_mte1 = (m0f * L0A_FRACTAL_CYCLES + n0f * L0B_FRACTAL_CYCLES) * k0f
             mte1 = steps * step_mte1
-            tile_out = m0f * n0f * FRACTAL * FRACTAL
-            last = gm.latency + tile_out * (gemm.out_bytes / gm.store + drain)
+            per_element = gemm.out_bytes / gm.store + drain
+            drained = gm.latency + m0f * n0f * FRACTAL * FRACTAL * per_element
+            last = gm.latency + (mbf - (mt - 1) * m0f) * (nbf - (nt - 1) * n0f) * FRACTAL * FRACTAL * per_element
             accumulators = 2 if m0f * n0f <= cap_c else 1
-            waits = 0.0 if accumulators == 2 else (tiles - 1) * last
+            waits = 0.0 if accumulators == 2 else (tiles - 1) * drained
             stores = tiles * gm.latency + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
             epilogue_loads = tiles * (-(-epilogue_gm // gemm.out_bytes) + (1 if scratch else 0)) * gm.latency + (epilogue + scratch / 2) / gm.ub_load
@@ -164,7 +165,7 @@ def _oracle_block(
                     room = l1 - a_copies_held * a_whole
                     k1_max = max(k0f, min(kf, int(room / (2 * n0f * FRACTAL_BYTES)) // k0f * k0f))
                     first_held = gm.load_cycles(1, gemm.a_gm_bytes(m0f * FRACTAL, kf * kc, kc), gemm.a_nd)
-                    restarts = (bb * mt - 1) * (last + first_held)
+                    restarts = (bb * mt - 1) * (drained + first_held)
                 else:
                     room = l1 - ((1 if single else 2) * b_tile if resident else 0)
                     k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))

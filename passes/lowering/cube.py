@@ -555,7 +555,8 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
     resident per M tile (read once per block, B's panels then streaming per tile).
     A block's time is the longest of: its first loads (the resident tile, the first
     panels and first L0 step) before the cube starts, the cube or MTE1 busy, and
-    the last tile's drain after it (where A stays, each further M tile waits for the
+    the block's last tile's drain after it (a short one where the block's M or N is
+    not whole tiles; where A stays, each further M tile waits for the
     previous one's last drain and then its A: the tiles' streams restart per M
     tile; with one accumulator, each tile after the first waits for the previous
     one's drain); MTE2's loads (each panel's issued once the previous panel's steps
@@ -600,10 +601,12 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
             cube = steps * step
             step_mte1 = (m0f * L0A_FRACTAL_CYCLES + n0f * L0B_FRACTAL_CYCLES) * k0f
             mte1 = steps * step_mte1
-            tile_out = m0f * n0f * FRACTAL * FRACTAL
-            last = gm.latency + tile_out * (gemm.out_bytes / gm.store + drain)
+            per_element = gemm.out_bytes / gm.store + drain
+            drained = gm.latency + m0f * n0f * FRACTAL * FRACTAL * per_element  # a whole tile's drain
+            # the block's last tile's: its last M and N tiles hold what is left of the block
+            last = gm.latency + (mbf - (mt - 1) * m0f) * (nbf - (nt - 1) * n0f) * FRACTAL * FRACTAL * per_element
             accumulators = 2 if m0f * n0f <= s.cap_c else 1
-            waits = 0.0 if accumulators == 2 else (tiles - 1) * last  # one accumulator: each tile's mmads wait for the previous one's drain
+            waits = 0.0 if accumulators == 2 else (tiles - 1) * drained  # one accumulator: each tile's mmads wait for the previous one's drain
             stores = tiles * gm.latency + out_bytes / gm.store
             vector = out_bytes / gemm.out_bytes * drain
             epilogue_loads = tiles * ub_loads * gm.latency + (epilogue + scratch / 2) / gm.ub_load
@@ -626,7 +629,7 @@ def _tile_block(s: _Search, per: tuple[int, ...], used: int, cutoff: float) -> _
                     room = l1 - (1 if mt == 1 else 2) * a_whole
                     k1_max = max(k0f, min(kf, int(room / (2 * n0f * FRACTAL_BYTES)) // k0f * k0f))
                     first_held = gm.load_cycles(1, s.a_first(m0f, kf), gemm.a_nd)
-                    restarts = (bb * mt - 1) * (last + first_held)  # each further M tile: the drain, then its A
+                    restarts = (bb * mt - 1) * (drained + first_held)  # each further M tile: the drain, then its A
                 else:
                     room = l1 - ((1 if single else 2) * b_tile if resident else 0)
                     k1_max = max(k0f, min(kf, int(room / (2 * a_column + (0 if resident else 2 * n0f * FRACTAL_BYTES)) // k0f * k0f)))
