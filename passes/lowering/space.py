@@ -325,9 +325,9 @@ class AttentionSpace:
         return {**{k: v for k, v in t.items() if not _in_phase(k, prefix)}, **{prefix + k: v for k, v in plain(part).items()}}
 
     def legal(self, t: Mapping[str, int]) -> bool:
-        """True when `t` holds every phase's cube tiling (each legal) and, but with
-        `flash`, softmax tiles that fit; with `qkv_shared`, the one projection phase's
-        buffers fit too."""
+        """True when `t` holds every phase's cube tiling (each legal) and softmax tiles
+        that fit (no softmax key with `flash`); with `qkv_shared`, the one projection
+        phase's buffers fit too."""
         if (SOFTMAX in t) == self.flash or not _keys_fit(set(t) - {SOFTMAX, SHARED}, self.prefixes) or t.get(SHARED, 0) not in (0, 1):
             return False
         if not self.flash and not self.phases.softmax_fits(t[SOFTMAX]):
@@ -351,7 +351,7 @@ class AttentionSpace:
         return ph.shared_fits(ct.m0, ct.n0, ct.mb <= ct.m0)
 
     def chosen(self, t: Mapping[str, int]) -> Chosen:
-        """The phases' CubeTilings and the softmax's tile rows of a legal `t`; an illegal one is refused."""
+        """The phases' CubeTilings and the softmax's tile rows (0 with `flash`) of a legal `t`; an illegal one is refused."""
         op = self.phases.op
         if self.flash and SOFTMAX in t:
             raise ModelError(
