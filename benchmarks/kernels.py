@@ -10,7 +10,8 @@ timing only:
 - the kernels' time over their roofline bounds, summed over every kernel task
   (`Profile.roofline_ratio`: 1.0 would be every kernel at the bound of the level
   each of its bytes comes from; a kernel's time is its blocks', msprof's Task
-  Duration), and the same with the kernels' launches added (their waits);
+  Duration), and the same with the tasks' waits added (their launches, and on a
+  second stream the time another stream's kernels hold the cores);
 - the cube's busy share of the chip's peak over the latency (`cube_peak_fraction`);
 - the bytes the kernels moved through GM with L2 and without, the reads L2 served,
   and the compulsory bytes (every kernel's arguments, each read or written once).
@@ -99,14 +100,14 @@ class Row:
         return [
             self.case.model, str(self.case.batch), str(len(on.kernels())),
             f"{on.latency_us:,.0f}", f"{off.latency_us:,.0f}",
-            f"{on.roofline_ratio():.2f}", f"{_with_launches(on):.2f}", f"{off.roofline_ratio():.2f}",
+            f"{on.roofline_ratio():.2f}", f"{_with_waits(on):.2f}", f"{off.roofline_ratio():.2f}",
             f"{on.cube_peak_fraction():.1%}", f"{off.cube_peak_fraction():.1%}",
             _mb(gm_on), _mb(gm_off), _mb(l2), _mb(compulsory), f"{gm_off / compulsory:.2f}",
         ]  # fmt: skip
 
 
 HEADER = (
-    "| model | batch | kernels | latency us, L2 | latency us, no L2 | kernel time / roofline, L2 | with launches | no L2 "
+    "| model | batch | kernels | latency us, L2 | latency us, no L2 | kernel time / roofline, L2 | with waits | no L2 "
     "| cube of peak, L2 | no L2 "
     "| GM MB, L2 | GM MB, no L2 | L2 hits MB | compulsory MB | GM no L2 / compulsory |"
 )
@@ -127,8 +128,8 @@ def tables(rows: dict[str, list[Row]]) -> list[str]:
     return lines
 
 
-def _with_launches(profile: Profile) -> float:
-    """The kernels' time with their launches over their roofline bounds."""
+def _with_waits(profile: Profile) -> float:
+    """The kernels' time with their tasks' waits over their roofline bounds."""
     rows = profile.rows()
     return sum(r.record.duration + r.record.wait for r in rows) / sum(r.roofline.cycles for r in rows)
 
