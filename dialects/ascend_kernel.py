@@ -36,7 +36,8 @@ none is pending at the end). Whether a kernel fits its SoC is `verify_fits(kerne
 target)`, called by the lowering and the backend with the SoC profile (the dialect
 loads no SoC data): every buffer lies inside its memory at the memory's alignment
 without overlapping another buffer live at the same time (a buffer lives to the end
-of its block), each copy runs on the pipe of its path, every event id is below
+of its block; a cube kernel's UB, where the cube core's vector cores are apart and
+share each tile, is theirs together), each copy runs on the pipe of its path, every event id is below
 the SoC's count, and no flag names a core where the cube and vector share one.
 """
 
@@ -694,6 +695,7 @@ class KernelTarget(Protocol):
     ub_bytes: int
     fix_pipe: bool
     split_cores: bool
+    vector_per_cube: int
     event_ids: int
     alignment: tuple[tuple[str, int], ...]
 
@@ -704,9 +706,12 @@ def verify_fits(kernel: KernelOp, target: KernelTarget) -> None:
     event ids below the SoC's count, no FIX pipe on a part without one, and no flag
     across the cores on a part whose cube and vector units share a core."""
     where = f"kernel @{kernel.sym_name.data}"
+    # a cube kernel's vector half on a part with split cores runs on the cube core's
+    # vector cores, each with its UB: its buffers are in theirs together
+    ub = target.ub_bytes * (target.vector_per_cube if kernel.str_prop("core_type") == "AiCore" else 1)
     capacity = {
         "L1": target.l1_bytes, "L0A": target.l0a_bytes, "L0B": target.l0b_bytes,
-        "L0C": target.l0c_bytes, "UB": target.ub_bytes,
+        "L0C": target.l0c_bytes, "UB": ub,
     }
     if target.fix_pipe:
         capacity["BT"] = BIAS_TABLE_BYTES

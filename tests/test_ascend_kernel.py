@@ -34,7 +34,7 @@ builtin.module {{
     %y = ascend_kernel.launch @add({{LAUNCH_ARGS}}) {{names = ["add0"]}} : ({{LAUNCH_TYPES}}) -> {T}
     ascend_graph.net_output %y {{names = ["y"]}} : {T}
   }}
-  ascend_kernel.kernel @add attributes {{op_types = ["Add"], block_dim = 1 : i64, core_type = "AiCore",
+  ascend_kernel.kernel @add attributes {{op_types = ["Add"], block_dim = 1 : i64, core_type = "{{CORE}}",
       impl_mode = "high_performance", tiling = {{tile = 128 : i64}}, soc = "{{SOC}}", workspace = 0 : i64,
       args = [#ascend_kernel.arg<"input", f16, {ARG}, #ascend_kernel.arg<"input", f16, {ARG},
               #ascend_kernel.arg<"output", f16, {ARG}]}} compute {{
@@ -68,6 +68,7 @@ DEFAULTS = {
     "LAUNCH_ARGS": "%x, %x",
     "LAUNCH_TYPES": f"{T}, {T}",
     "SOC": "Ascend910A",
+    "CORE": "AiCore",
     "SIZE": "256",
     "OFFSET": "256",
     "PIPE": "MTE2",
@@ -120,6 +121,25 @@ def test_verify_fits_refuses(changes, message) -> None:
     parse(text)  # the dialect's verifier knows no SoC
     with pytest.raises(VerifyException, match=message):
         fitted(text)
+
+
+def test_a_cube_kernels_ub_is_its_vector_cores_together_where_they_are_apart() -> None:
+    """On the 910B a cube kernel's vector half runs on the cube core's two vector
+    cores, each with its own UB and its share of every tile: the kernel's UB buffers
+    may fill both UBs; a vector kernel's, or any kernel's where a core holds both
+    units, one."""
+    for soc in ("Ascend910B1", "Ascend310P3"):
+        profile = socs.load(soc)
+        over_one = {"SOC": soc, "SIZE": str(profile.ub_bytes)}  # from offset 256: past one UB
+        if profile.vector_per_cube == 2:
+            fitted(kernel_text(**over_one))
+            with pytest.raises(VerifyException, match=f"overflows UB's {2 * profile.ub_bytes} bytes"):
+                fitted(kernel_text(**over_one | {"SIZE": str(2 * profile.ub_bytes)}))
+        else:
+            with pytest.raises(VerifyException, match=f"overflows UB's {profile.ub_bytes} bytes"):
+                fitted(kernel_text(**over_one))
+        with pytest.raises(VerifyException, match=f"overflows UB's {profile.ub_bytes} bytes"):
+            fitted(kernel_text(**over_one, CORE="VectorCore"))
 
 
 def test_a_kernel_for_an_unknown_soc_parses_but_cannot_be_fitted() -> None:

@@ -12,6 +12,7 @@ tile at its own size."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable
@@ -25,13 +26,13 @@ from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects.builtin import Float16Type
 
 import ge
-from dialects.ascend_kernel import BIAS_TABLE_BYTES, KernelOp
+from dialects.ascend_kernel import BIAS_TABLE_BYTES, AllocOp, KernelOp
 from ge.aoe.tune import _kernels
 from ge.core import soc as socs
 from ge.sim.config import RunConfig
 from ge.sim.program import AIV_MTE2, PIPE
 from passes.lowering import space
-from passes.lowering.cube import Gemm, tile_gemm
+from passes.lowering.cube import Epilogue, EpiValue, Gemm, tile_gemm
 
 F = TensorProto.FLOAT
 F16 = Float16Type()
@@ -215,13 +216,14 @@ def down_projection(m: int, k: int, n: int) -> tuple[onnx.ModelProto, dict]:
     return model, {"x": rng.standard_normal((m, k)).astype(np.float16), "r": rng.standard_normal((m, n)).astype(np.float16)}
 
 
-def test_a_long_k_takes_tiles_of_the_whole_l0c_and_its_epilogue_runs_in_pieces():
+def test_a_long_k_takes_tiles_of_the_whole_l0c_and_its_two_vector_cores_take_each_whole():
     """BERT-base's down-projection at batch 16 on Ascend910B1 (2048 x 3072 x 768): a
     block's 128 x 256 tile in one accumulator of the whole L0C reads A once per block
     where 128 x 128 tiles in two accumulators read it twice. Its mixed epilogue's
-    buffers for the whole tile would overflow the UB: the vector core takes the tile
-    in pieces of rows. The kernel fits, beats the two-accumulator tiling, and
-    simulates to the reference."""
+    buffers for the whole tile would overflow one vector core's UB, but the cube core's
+    two vector cores each take half of its rows into their own: the epilogue loads
+    each tile whole. The kernel fits, beats the two-accumulator tiling, and simulates
+    to the reference."""
     model, feeds = down_projection(2048, 3072, 768)
     soc = "Ascend910B1"
     om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
@@ -237,7 +239,10 @@ def test_a_long_k_takes_tiles_of_the_whole_l0c_and_its_epilogue_runs_in_pieces()
     one, two_acc = cube_kernel_timed(om, "MatMul"), cube_kernel_timed(doubled, "MatMul")
     assert one.duration < 0.9 * two_acc.duration
     reads = [int(s.label.split()[1]) for s in one.block_timing.spans if s.pipe == PIPE[AIV_MTE2]]
-    assert reads and max(reads) < t["m0"] * t["n0"] * 2  # the workspace and the residual, a piece at a time
+    assert reads and max(reads) == t["m0"] * t["n0"] * 2  # the workspace and the residual, a tile at a time
+    (kernel,) = [op for op in om.kernel_module().ops if isinstance(op, KernelOp) and op.parameters.get("l0c_buffers") == 1]
+    ub = [op.int_prop("bytes") for op in kernel.program.walk() if isinstance(op, AllocOp) and op.level == "UB"]
+    assert socs.load(soc).ub_bytes < sum(ub) <= 2 * socs.load(soc).ub_bytes
     want = ge.reference.run(ge.load_onnx(model)[0], feeds)["z"].astype(np.float32)
     with ge.Session() as session:
         got = session.run(om, feeds).outputs["z"].astype(np.float32)
@@ -315,14 +320,51 @@ def test_the_cost_drains_the_blocks_last_tile_at_its_own_size():
     assert now.duration < 0.95 * then.duration
 
 
-@pytest.mark.parametrize(("soc", "m"), [("Ascend310", 256), ("Ascend310P3", 256), ("Ascend910B1", 128)])
-def test_a_block_of_one_tile_in_pieces_builds_and_simulates(soc, m):
+def scaled_projection(m: int, k: int, n: int) -> tuple[onnx.ModelProto, dict]:
+    """`down_projection` times a second [m, n] input: an epilogue of two tile-shaped operands."""
+    model, feeds = down_projection(m, k, n)
+    graph = model.graph
+    graph.node[-1].output[0] = "zr"
+    graph.node.append(helper.make_node("Mul", ["zr", "s"], ["z"]))
+    graph.input.append(helper.make_tensor_value_info("s", TensorProto.FLOAT16, [m, n]))
+    return model, {**feeds, "s": np.random.default_rng(1).standard_normal((m, n)).astype(np.float16)}
+
+
+@pytest.mark.parametrize(
+    ("soc", "m", "make"), [("Ascend310", 256, down_projection), ("Ascend310P3", 256, down_projection), ("Ascend910B1", 128, scaled_projection)]
+)
+def test_a_block_of_one_tile_in_pieces_builds_and_simulates(soc, m, make):
     """One m x 256 tile a block, in one accumulator of the whole L0C: its epilogue's
     pieces take both UB slots though the block has a single tile (the kernel
-    verifies: every wait has its set), and the result is the reference's."""
-    model, feeds = down_projection(m, 512, 256)
+    verifies: every wait has its set), and the result is the reference's. (On the
+    910B, where two vector cores share a tile, an epilogue of one residual takes the
+    whole tile: two tile-shaped operands still need pieces.)"""
+    model, feeds = make(m, 512, 256)
     one = {"batch_dim": 1, "m_dim": 1, "n_dim": 1, "m0": m, "n0": 256, "l0c_buffers": 1, "b_resident": 0}
     check_forced_tiling(model, feeds, soc, lambda sp, t: sp.widest_k1({**t, **one, "k0": min(t["k0"], 64)}))
+
+
+def test_the_vector_cores_of_a_cube_core_share_each_tile_of_a_mixed_epilogue():
+    """On the 910B a mixed epilogue runs on the cube core's two vector cores, each
+    taking half of every tile's rows into its own UB: a 128 x 256 float16 tile with a
+    residual (result, residual and output, each double-buffered) runs as one piece,
+    which one vector core alone would take in two; with a second tile-shaped
+    operand, two pieces even so. A per-column operand is whole in each core's UB."""
+    profile = socs.load("Ascend910B1")
+    alone = dataclasses.replace(profile, split_cores=False)
+    assert profile.vector_per_cube == 2 and alone.vector_per_cube == 1
+
+    def epilogue(*operands: str, column: bool = False) -> Epilogue:
+        values = [EpiValue(v, "tile", 2, True) for v in ("y", *operands, "z")] + ([EpiValue("c", "col", 2, False)] if column else [])
+        return Epilogue("mixed", "y", (), values, [*operands, *(["c"] if column else [])], ["z"])
+
+    residual = epilogue("r")
+    assert residual.rows(profile, 128, 256) == 128 and residual.rows(alone, 128, 256) == 64
+    assert residual.ub_bytes(profile, 128, 256) == 3 * 2 * 128 * 256  # each core: half the rows of three doubled tiles
+    assert epilogue("r", "s").rows(profile, 128, 256) == 64
+    with_column = epilogue("r", column=True)
+    assert with_column.ub_bytes(profile, 64, 256) == residual.ub_bytes(profile, 64, 256) + 256 * 2
+    assert with_column.ub_alloc(profile, with_column.values[-1], 64, 256) == 2 * 256 * 2  # one copy in each core's UB
 
 
 def check_forced_tiling(model: onnx.ModelProto, feeds: dict, soc: str, change: Callable[[space.CubeSpace, dict], dict]) -> None:

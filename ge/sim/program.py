@@ -304,8 +304,7 @@ def vector_cores(header: Header) -> int:
     of the half, as a 1:2 mixed kernel's sub-blocks do), else the one core."""
     if not vector_half_apart(header):
         return 1
-    profile = soc_profiles.load(header.soc)
-    return max(1, profile.vector_cores // profile.ai_cores)
+    return soc_profiles.load(header.soc).vector_per_cube
 
 
 def _side(src: int, dst: int, event: int, mixed: bool, core: str | None = None) -> tuple[int, int, int]:

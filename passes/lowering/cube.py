@@ -855,9 +855,23 @@ class Epilogue:
             pieces += 1
 
     def _ub(self, profile: SocProfile, m: int, n: int) -> int:
+        """UB of one vector core: where a mixed epilogue's vector cores share each tile
+        (`SocProfile.vector_per_cube`), its share of the rows of every tile-shaped
+        value, and the whole of every per-column one."""
         if self.kind == "fix":
             return 0
-        return sum(aligned(profile, "UB", v.nbytes(m, n)) * (2 if v.double else 1) for v in self.values)
+        share = self.sharing(profile)
+        return sum(aligned(profile, "UB", -(-v.nbytes(m, n) // share) if v.kind == "tile" else v.nbytes(m, n)) * (2 if v.double else 1) for v in self.values)
+
+    def sharing(self, profile: SocProfile) -> int:
+        """The vector cores that run the epilogue's pieces between them, each its share of the rows."""
+        return profile.vector_per_cube if self.kind == "mixed" else 1
+
+    def ub_alloc(self, profile: SocProfile, v: EpiValue, m: int, n: int) -> int:
+        """The UB bytes a program allocates for `v` in pieces of m x n: in a kernel whose
+        vector cores share its tiles, UB is theirs together (`verify_fits`), in which a
+        tile-shaped value is whole and a per-column one is every core's copy."""
+        return v.nbytes(m, n) * (1 if v.kind == "tile" else self.sharing(profile))
 
     def gm_bytes_per_element(self) -> float:
         """GM bytes the epilogue loads per result element beyond the result's store: its
@@ -908,7 +922,7 @@ def cube_program(
     loads = [v for v in e.loads if v not in kept]
     rows = e.rows(p, t.m0, t.n0)
     ub = {
-        v.value: prog.pair("UB", v.nbytes(rows, t.n0)) if v.double and v.value not in kept else (prog.alloc("UB", v.nbytes(rows, t.n0)),) * 2
+        v.value: prog.pair("UB", e.ub_alloc(p, v, rows, t.n0)) if v.double and v.value not in kept else (prog.alloc("UB", e.ub_alloc(p, v, rows, t.n0)),) * 2
         for v in e.values
     }
     ub.update({alias: ub[of] for alias, of in e.aliases.items()})
@@ -1078,7 +1092,7 @@ def shared_a_program(
     columns = {v.value: v for e in epilogues for v in e.columns}
     piece_rows = [e.rows(p, t.m0, t.n0) for e in epilogues]
     ub = [
-        {v.value: prog.pair("UB", v.nbytes(rows, t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", v.nbytes(rows, t.n0)),) * 2 for v in e.values}
+        {v.value: prog.pair("UB", e.ub_alloc(p, v, rows, t.n0)) if v.double and v.value not in columns else (prog.alloc("UB", e.ub_alloc(p, v, rows, t.n0)),) * 2 for v in e.values}
         for e, rows in zip(epilogues, piece_rows)
     ]
     biases = {j: e.bias for j, e in enumerate(epilogues) if e.bias is not None and p.fix_pipe}

@@ -435,7 +435,7 @@ def _apart_cycles(profile: SocProfile, spec: Flash, t: FlashTiling) -> float:
     that is more. A GM copy costs `COPY_LATENCY_NS` plus its bytes at a core's share."""
     share = max(profile.gm_bytes_per_cycle, 1.0)
     latency = COPY_LATENCY_NS * profile.clock_mhz / 1000
-    vector_cores = max(1, profile.vector_cores // max(profile.ai_cores, 1))
+    vector_cores = profile.vector_per_cube
 
     def load(nbytes: float, cores: int = 1) -> float:
         return latency + nbytes / cores / (CORE_LOAD_SHARE * share)

@@ -100,6 +100,14 @@ class SocProfile:
     source: tuple[tuple[str, str], ...]
     """Where each number comes from, by field."""
 
+    @property
+    def vector_per_cube(self) -> int:
+        """The vector cores that share a cube core's vector half (a cube kernel's mixed
+        epilogue, attention's softmax): two on the 910B, each taking half of every
+        tile's rows into its own UB (Ascend C's 1:2 mixed kernels); one where a core
+        holds both units."""
+        return max(1, self.vector_cores // self.ai_cores) if self.split_cores else 1
+
     def cube_shape(self, dtype: str) -> CubeShape:
         """The cube block for a dtype name ("float16", "int8", "int4", ...)."""
         shapes = dict(self.cube)
