@@ -199,6 +199,25 @@ def test_the_profile_writes_the_roofline_chart(small: ge.Model, tmp_path) -> Non
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_labels_of_kernels_at_one_place_do_not_print_over_each_other(tmp_path) -> None:
+    """Four launches of one matmul shape sit at about one point: their labels stack
+    below each other, none over another."""
+    pytest.importorskip("matplotlib")
+    f16, n = TensorProto.FLOAT16, 256
+    weights = [helper.make_tensor(f"w{i}", f16, [n, n], np.full(n * n, 0.01, np.float16).view(np.uint16).tolist(), raw=False) for i in range(4)]
+    nodes = [helper.make_node("MatMul", [f"x{i}", f"w{i}"], [f"x{i + 1}"], name=f"step{i}") for i in range(4)]
+    graph = helper.make_graph(nodes, "steps", [helper.make_tensor_value_info("x0", f16, [n, n])], [helper.make_tensor_value_info("x4", f16, [n, n])], weights)
+    path = tmp_path / "steps.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    fig = roofline_chart.figure(timed(ge.compile(str(path), {"soc_version": "Ascend310P3"})))
+    fig.canvas.draw()
+    from matplotlib.text import Text
+
+    boxes = [Text.get_window_extent(label) for label in fig.axes[0].texts]  # the text alone, not its leader line
+    assert len(boxes) == 4
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
 def test_without_matplotlib_the_chart_is_skipped_and_said_so(small: ge.Model, tmp_path, monkeypatch, caplog) -> None:
     monkeypatch.setattr(roofline_chart, "available", lambda: False)
     with caplog.at_level(logging.WARNING, logger="ge"):

@@ -22,10 +22,16 @@ from ge.sim import timing
 from ge.sim.l2 import chip_l2_bytes_per_cycle
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
     from ge.sim.profile import OpRow, Profile
 
 LABELLED = 6
 """The kernels labelled on the chart: those losing the most time against their bound."""
+LABEL_SIZE = 7
+LABEL_GAP = 10.0
+"""Points between the centres of two labels, one above the other (a line of LABEL_SIZE text and a little space)."""
 COLOURS = {"cube": "tab:red", "vector": "tab:blue", "memory": "tab:green", "l2": "tab:purple"}
 
 
@@ -63,6 +69,12 @@ def write_chart(profile: Profile, path: str | os.PathLike) -> bool:
     """Write the chart to `path` (PNG); False, writing nothing, without matplotlib."""
     if not available():
         return False
+    figure(profile).savefig(path)
+    return True
+
+
+def figure(profile: Profile) -> Figure:
+    """The chart as a matplotlib Figure on its own Agg canvas (matplotlib must be importable)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -82,10 +94,6 @@ def write_chart(profile: Profile, path: str | os.PathLike) -> bool:
         mine = [(i, y) for row, i, y in dots if row.roofline.unit == unit]
         if mine:
             ax.scatter([i for i, _ in mine], [y for _, y in mine], s=18, color=colour, label=f"bound: {unit}", zorder=3)
-    lost = sorted(dots, key=lambda d: d[0].roofline.cycles - d[0].record.duration)[:LABELLED]
-    for n, (row, i, y) in enumerate(lost):
-        offset = (6, 12 * (n % 3) - 14)  # staggered: neighbours' labels do not print over each other
-        ax.annotate(_label(row), (i, y), fontsize=7, xytext=offset, textcoords="offset points", arrowprops={"arrowstyle": "-", "lw": 0.5})
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(low, high)
@@ -97,8 +105,26 @@ def write_chart(profile: Profile, path: str | os.PathLike) -> bool:
     ax.grid(True, which="both", alpha=0.2)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path)
-    return True
+    _label_worst(ax, dots)
+    return fig
+
+
+def _label_worst(ax: Axes, dots: list[tuple[OpRow, float, float]]) -> None:
+    """Label the kernels losing the most time against their bound, each to the right of
+    its point and, from the highest down, at least `LABEL_GAP` points below the label
+    above it: labels of kernels at one place (a kernel launched several times, or
+    neighbours) stack instead of printing over each other."""
+    to_points = 72 / ax.figure.dpi
+    lost = sorted(dots, key=lambda d: d[0].roofline.cycles - d[0].record.duration)[:LABELLED]
+    above = float("inf")
+    for row, i, y in sorted(lost, key=lambda d: -d[2]):
+        at = ax.transData.transform((i, y))[1] * to_points  # the point's height on the page, in points
+        height = min(at, above - LABEL_GAP)
+        above = height
+        ax.annotate(
+            _label(row), (i, y), fontsize=LABEL_SIZE, xytext=(12, height - at), textcoords="offset points", va="center",
+            arrowprops={"arrowstyle": "-", "lw": 0.5, "relpos": (0, 0.5)},  # the leader line ends at the label's left
+        )
 
 
 def _label(row: OpRow) -> str:
