@@ -140,9 +140,10 @@ def fills_the_cores(kernel: KernelOp, cores: int) -> bool:
 def check_kernel(kernel: KernelOp) -> None:
     profile = socs.load(kernel.soc.data)
     program = list(kernel.program.block.ops)
+    shared_ub = profile.vector_per_cube if kernel.str_prop("core_type") == "AiCore" else 1  # a cube kernel's vector cores' UBs together
     for alloc in allocs(program):
         level = alloc.level
-        capacity = getattr(profile, LEVELS[level]) if level in LEVELS else 1024
+        capacity = getattr(profile, LEVELS[level]) * (shared_ub if level == "UB" else 1) if level in LEVELS else 1024
         unit = dict(profile.alignment).get(level.lower(), 32)
         assert alloc.int_prop("offset") + alloc.int_prop("bytes") <= capacity, f"{kernel.sym_name.data}: {level} overflows"
         assert alloc.int_prop("offset") % unit == 0 and alloc.int_prop("bytes") % unit == 0
