@@ -17,13 +17,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from dialects import ascend_kernel as ak
-from ge.aoe import Budget, tune
+from ge.aoe import Budget, measure, tune
 from ge.aoe.search import seed_of
+from ge.aoe.tune import _kernels
 from ge.core import soc as socs
 from ge.sim.config import RunConfig
-from ge.sim.program import PIPE
+from ge.sim.program import PIPE, SYNC_ALL
 from ge.testing.cube_models import assert_simulates_to_reference
-from passes.lower_to_kernel import bank_key, scope_of_kernel
+from passes.lower_to_kernel import bank_key, parse_kernel, scope_of_kernel
 from passes.lowering import space
 from passes.lowering.attention import attention_phases, forced_projections
 from passes.lowering.cube import TIE, tile_shared_a
@@ -272,6 +273,26 @@ def test_cross_attention_in_one_flash_phase_tunes_each_projection_apart(soc):
     parameters = attention_kernel(tuned).parameters
     assert all(parameters[f"k_{name}"] == value for name, value in sp.part(moved, 1).items())
     assert_simulates_to_reference(tuned, model, feeds)
+
+
+@pytest.mark.parametrize(("soc", "sk"), [("Ascend310P3", 0), ("Ascend910B1", 0), ("Ascend910B1", 40)])
+def test_the_tuner_times_a_flash_kernels_candidates_as_their_whole_builds(soc, sk):
+    """The tuner builds a candidate for the projections of a flash phase without the
+    phase, which the projections' tiling leaves as it is, and times the analytic
+    build's phase after them (`ge.aoe.measure.built`): the program it times is the
+    whole build's, instruction for instruction, shared projections or apart."""
+    model, _ = attention_model(1, 24, 2, 32, bias=True, sk=sk)
+    om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
+    kernels, _ = _kernels(om, soc)
+    (k,) = [k for k in kernels if isinstance(k.space, space.AttentionSpace)]
+    assert k.space.flash
+    candidates = [k.seed, *k.space.neighbours(k.seed)[:4]]
+    assert any(t.get(space.SHARED) for t in candidates) == (sk == 0)
+    for t in candidates:
+        job = k.job(soc, [t])
+        header, spliced = measure.built(job, t)
+        assert len(spliced) > 2 and spliced[-2][0] == SYNC_ALL
+        assert (header, spliced) == measure.built_whole(soc, scope_of_kernel(parse_kernel(k.text)), t)
 
 
 def test_flash_kernels_record_the_shared_projections():

@@ -148,6 +148,21 @@ def forced_projections(shared: bool) -> Iterator[None]:
         _forced.reset(token)
 
 
+_projections_only: ContextVar[bool] = ContextVar("attention_projections_only", default=False)
+
+
+@contextmanager
+def projections_only() -> Iterator[None]:
+    """Build a MultiHeadAttention in one flash phase as its projections alone (its
+    program ends at their `sync_all`): a tuner timing projection tilings, which leave
+    the flash phase as it is, times that phase once (`ge.aoe.measure`)."""
+    token = _projections_only.set(True)
+    try:
+        yield
+    finally:
+        _projections_only.reset(token)
+
+
 MHA_PHASES = ("q_", "k_", "v_", "score_", "context_")
 FIA_PHASES = ("score_", "context_")
 """The prefixes of the matmul phases' tiling parameters, in program order."""
@@ -378,7 +393,8 @@ def attention_plan(
         else:
             projections = [matmul(0), matmul(1), matmul(2)]
         if flash is not None:
-            return [ScalarOp(SETUP_INSTRS), *projections, SyncAllOp(), phase(lambda prog: flash_phase(prog, where, spec, flash, ws))]
+            last = [] if _projections_only.get() else [phase(lambda prog: flash_phase(prog, where, spec, flash, ws))]
+            return [ScalarOp(SETUP_INSTRS), *projections, SyncAllOp(), *last]
         return [
             ScalarOp(SETUP_INSTRS), *projections, SyncAllOp(), matmul(3), SyncAllOp(),
             phase(lambda prog: softmax(prog, where)), SyncAllOp(), matmul(4),

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property, partial
 
 from xdsl.ir import Attribute, SSAValue
 
@@ -189,9 +189,10 @@ def flash_tiling(profile: SocProfile, spec: Flash, cores: int) -> FlashTiling | 
     if profile.fix_pipe:
         return None
     chip = profile.gm_bytes_per_cycle * profile.ai_cores
+    unit_cycles = cache(partial(_unit_cycles, spec))  # the candidates share a few (rows, chunk) units
 
     def cost(t: FlashTiling) -> tuple[float, float, float]:
-        units = [_unit_cycles(spec, r, t.chunk) for r in t.tiles(spec.sq)]
+        units = [unit_cycles(r, t.chunk) for r in t.tiles(spec.sq)]
         pipes = t.block_heads * sum(max(u) for u in units) + sum(units[0])
         traffic = (
             spec.heads * spec.sq * (spec.d * spec.in_bytes + spec.dv * spec.out_bytes)
@@ -424,10 +425,11 @@ def apart_tiling(profile: SocProfile, spec: Flash, cores: int) -> FlashTiling | 
     a result, or where the part has too few event ids."""
     if not profile.split_cores or spec.scores is not None or profile.event_ids < APART_EVENTS:
         return None
-    return min(flash_candidates(profile, spec, cores), key=lambda t: _apart_cycles(profile, spec, t), default=None)
+    unit_cycles = cache(partial(_unit_cycles, spec))  # the candidates share a few (rows, chunk) units
+    return min(flash_candidates(profile, spec, cores), key=lambda t: _apart_cycles(profile, spec, t, unit_cycles), default=None)
 
 
-def _apart_cycles(profile: SocProfile, spec: Flash, t: FlashTiling) -> float:
+def _apart_cycles(profile: SocProfile, spec: Flash, t: FlashTiling, unit_cycles: Callable[[int, int], tuple[float, float, float]]) -> float:
     """A block's estimated cycles (tiling cost only): each head's K and V loads, the
     first unit's whole chain (Q in, scores out through the workspace, the softmax on
     the vector cores, P back into L1, the context out), then each further unit at the
@@ -448,7 +450,7 @@ def _apart_cycles(profile: SocProfile, spec: Flash, t: FlashTiling) -> float:
     def chain(r: int) -> tuple[float, float]:
         """A unit of `r` rows: its whole chain, and its pace behind another unit."""
         s_bytes = r * sk * in_b
-        vector, cube, mte1 = _unit_cycles(spec, r, t.chunk)
+        vector, cube, mte1 = unit_cycles(r, t.chunk)
         scores = load(r * d * in_b) + mte1 / 2 + cube * d / (d + dv) + store(s_bytes)
         softmax = load(s_bytes, vector_cores) + vector / vector_cores + store(s_bytes, vector_cores)
         context = load(s_bytes) + mte1 / 2 + cube * dv / (d + dv) + store(_pad(r) * dv * spec.out_bytes)
