@@ -33,8 +33,8 @@ from passes.lower_to_kernel import (
     parse_kernel,
     scope_of_kernel,
 )
-from passes.lowering.program import element_bytes, numel
 from passes.lowering.attention import projections_only
+from passes.lowering.program import element_bytes, numel
 from passes.lowering.space import AttentionSpace, CubeSpace, space_of
 
 
