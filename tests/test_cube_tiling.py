@@ -30,6 +30,7 @@ from dialects.ascend_kernel import BIAS_TABLE_BYTES, AllocOp, KernelOp
 from ge.aoe.tune import _kernels
 from ge.core import soc as socs
 from ge.sim.config import RunConfig
+from ge.testing.cube_models import assert_simulates_to_reference
 from ge.sim.program import AIV_MTE2, PIPE
 from passes.lowering import space
 from passes.lowering.cube import Epilogue, EpiValue, Gemm, tile_gemm
@@ -420,6 +421,25 @@ def test_the_next_batch_loads_while_the_last_one_computes(soc):
     per_batch = len(mmads) // params["block_batch"]
     first_batch_done = mmads[per_batch - 1].end
     assert sum(s.start < first_batch_done for s in loads) > len(loads) // params["block_batch"]
+
+
+@pytest.mark.parametrize("soc", ["Ascend310P3", "Ascend910B1"])
+def test_a_blocks_groups_load_their_weights_and_biases_in_one_copy_each(soc):
+    """The groups of a depthwise convolution's block take their weights (their columns
+    side by side in each row of the FRACTAL_Z weight) in one copy and, through the
+    910B's bias table, their biases in another, not a pair of copies a group, each of
+    a few KB and mostly its latency; the result is the reference's."""
+    model = depthwise_model(144, 28)
+    om = ge.compile(ge.load_onnx(model)[0], {"soc_version": soc})
+    (params,) = [op.parameters for op in om.kernel_module().ops if isinstance(op, KernelOp) and "block_batch" in op.parameters]
+    groups = params["block_batch"]
+    assert groups > 1 and params["b_resident"] and params["block_n"] == params["n0"] == 16
+    loads = [int(s.label.split()[1]) for s in cube_kernel_timed(om, "Conv2D").block_timing.spans if s.label.startswith("GM_TO_L1")]
+    weights, bias = 144 * 16 * 2, 16 * 2  # a group's: 9 taps of 16 channels by its 16 outputs; 16 float16
+    assert loads.count(groups * weights) == 1 and weights not in loads
+    assert (loads.count(groups * bias), bias in loads) == ((1, False) if socs.load(soc).fix_pipe else (0, False))
+    rng = np.random.default_rng(0)
+    assert_simulates_to_reference(om, model, {"x": rng.standard_normal((4, 144, 28, 28)).astype(np.float32)})
 
 
 @pytest.mark.parametrize("soc", ["Ascend310P3", "Ascend910B1"])

@@ -356,6 +356,23 @@ def _resident_a_panels(a_tile: int, n0f: int, k1f: int, a_single: bool) -> int:
     return (1 if a_single else 2) * a_tile + 2 * k1f * n0f * FRACTAL_BYTES
 
 
+def batches_in_one(profile: SocProfile, gemm: Gemm, bb: int, n_tiles: int, b_resident: bool, a_resident: bool, m0f: int, n0f: int, k1f: int, biased: bool) -> bool:
+    """Whether a block's batches of a grouped convolution load their B (their groups'
+    columns of one FRACTAL_Z weight, side by side in each of its rows: one strided
+    copy) and, through the bias table, their biases in one copy each instead of one
+    per batch: each copy of a few KB is mostly its latency. Where B stays in L1, a
+    batch has one N tile, and the batches' B fit L1 beside two A panels of k1f (their
+    biases the bias table). The tiling cost does not see it (it counts a copy per
+    batch): counting one moved MobileNetV2's depthwise tilings to slower ones."""
+    if gemm.conv is None or bb < 2 or n_tiles != 1 or not b_resident or a_resident:
+        return False
+    if biased and bb * n0f * FRACTAL * ACC_BYTES > BIAS_TABLE_BYTES:
+        return False
+    kc = cube_k(profile, gemm.in_dtype)
+    a_panel = aligned(profile, "L1", gemm.a_l1_bytes(m0f * FRACTAL, k1f * kc, kc))
+    return 2 * a_panel + bb * -(-gemm.k // kc) * n0f * FRACTAL_BYTES <= profile.l1_bytes - (BIAS_TABLE_BYTES if biased else 0)
+
+
 @dataclass(frozen=True)
 class _GmRates:
     """GM rates the tiling cost assumes: the chip's, shared by a kernel's blocks, what
@@ -906,17 +923,23 @@ def cube_program(
     l1_a_bytes = gemm.a_l1_bytes(t.m0, gemm.k if t.a_resident else t.k1, kc)
     l1_a = (prog.alloc("L1", l1_a_bytes),) * 2 if t.a_single else prog.pair("L1", l1_a_bytes)
     l1_b_bytes = (_align(gemm.k, kc) if t.b_resident else t.k1) * t.n0 * in_b
-    l1_b = (prog.alloc("L1", l1_b_bytes),) * 2 if t.b_single else prog.pair("L1", l1_b_bytes)
+    biased = e.bias is not None and p.fix_pipe
+    n_tiles = -(-t.nb // t.n0)
+    in_one = batches_in_one(p, gemm, t.bb, n_tiles, t.b_resident, t.a_resident, t.m0 // FRACTAL, t.n0 // FRACTAL, t.k1 // kc, biased)
+    if in_one:  # the batches' B side by side in one buffer
+        l1_b = (prog.alloc("L1", t.bb * l1_b_bytes),) * 2
+    else:
+        l1_b = (prog.alloc("L1", l1_b_bytes),) * 2 if t.b_single else prog.pair("L1", l1_b_bytes)
     l0a = prog.pair("L0A", t.m0 * t.k0 * in_b)
     l0b = prog.pair("L0B", t.k0 * t.n0 * in_b)
     l0c = prog.pair("L0C", t.m0 * t.n0 * ACC_BYTES) if t.l0c_buffers == 2 else (prog.alloc("L0C", t.m0 * t.n0 * ACC_BYTES),) * 2
     table = None
-    biased = e.bias is not None and p.fix_pipe
     # an N tile's bias in a slot of its own where two fit the bias table (the next N
-    # tile's loading while this one's mmads read it); where A stays, the block's whole bias
-    tables = 2 if biased and not t.a_resident and 2 * t.n0 * ACC_BYTES <= BIAS_TABLE_BYTES else 1
+    # tile's loading while this one's mmads read it); where A stays, the block's whole
+    # bias; where the batches load their B in one, all their biases
+    tables = 2 if biased and not t.a_resident and not in_one and 2 * t.n0 * ACC_BYTES <= BIAS_TABLE_BYTES else 1
     if biased:
-        columns_held = t.nb if t.a_resident else t.n0
+        columns_held = t.nb if t.a_resident else t.n0 * (t.bb if in_one else 1)
         table = [(prog.alloc("L1", columns_held * in_b), prog.alloc("BT", columns_held * ACC_BYTES)) for _ in range(tables)]
     kept = {v.value: v for v in e.columns} if t.cols_resident else {}
     loads = [v for v in e.loads if v not in kept]
@@ -1039,6 +1062,8 @@ def cube_program(
     def n_tile(sb: int, n: int) -> Ops:
         """An N tile: its M tiles, after B's whole K where it stays (in slot `sb`)."""
         start = sb * (m_tiles_per_n % 2)
+        if in_one:  # its B and bias loaded with the other batches'
+            return body(inner_tiles(t.m_runs(), lambda m: (m, n), sb, start, columns(n)))
         tiles = [*bias_table(n, sb), *inner_tiles(t.m_runs(), lambda m: (m, n), sb, start, columns(n)), *bias_free(sb)]
         if not t.b_resident:
             return body(tiles)
@@ -1057,6 +1082,9 @@ def cube_program(
         # the bias table (the block's whole bias) and the resident columns (where the
         # block has one N tile) load once per batch, before its M tiles
         return repeat(t.bb, lambda: primed([*bias_table(t.nb), *columns(t.nb), *double_buffered_runs(t.m_runs(), m_tile, [])], True))
+    if in_one:
+        b_all = [WaitFlagOp("MTE1", "MTE2", 2), copy(p, b, l1_b[0], t.bb * gemm.b_gm_bytes(gemm.k, t.nb, kc), b_mode), *sync("MTE2", "MTE1", 2)]
+        return primed([*b_all, *bias_table(t.bb * t.nb), *batched(t.bb, split(t.nb, t.n0), n_tile), SetFlagOp("MTE1", "MTE2", 2)], True)
     return primed(batched(t.bb, split(t.nb, t.n0), n_tile), t.b_resident)
 
 
