@@ -356,7 +356,7 @@ def _resident_a_panels(a_tile: int, n0f: int, k1f: int, a_single: bool) -> int:
     return (1 if a_single else 2) * a_tile + 2 * k1f * n0f * FRACTAL_BYTES
 
 
-def batches_in_one(profile: SocProfile, gemm: Gemm, bb: int, n_tiles: int, b_resident: bool, a_resident: bool, m0f: int, n0f: int, k1f: int, biased: bool) -> bool:
+def _batches_in_one(profile: SocProfile, gemm: Gemm, bb: int, n_tiles: int, b_resident: bool, a_resident: bool, m0f: int, n0f: int, k1f: int, biased: bool) -> bool:
     """Whether a block's batches of a grouped convolution load their B (their groups'
     columns of one FRACTAL_Z weight, side by side in each of its rows: one strided
     copy) and, through the bias table, their biases in one copy each instead of one
@@ -925,7 +925,7 @@ def cube_program(
     l1_b_bytes = (_align(gemm.k, kc) if t.b_resident else t.k1) * t.n0 * in_b
     biased = e.bias is not None and p.fix_pipe
     n_tiles = -(-t.nb // t.n0)
-    in_one = batches_in_one(p, gemm, t.bb, n_tiles, t.b_resident, t.a_resident, t.m0 // FRACTAL, t.n0 // FRACTAL, t.k1 // kc, biased)
+    in_one = _batches_in_one(p, gemm, t.bb, n_tiles, t.b_resident, t.a_resident, t.m0 // FRACTAL, t.n0 // FRACTAL, t.k1 // kc, biased)
     if in_one:  # the batches' B side by side in one buffer
         l1_b = (prog.alloc("L1", t.bb * l1_b_bytes),) * 2
     else:
